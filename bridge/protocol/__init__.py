@@ -1,1 +1,60 @@
-"""protocol."""
+"""The wire contract (docs/protocol.md): message types, error codes and the msgpack codec.
+
+A leaf package: it imports nothing else from bridge, so a client needs only this to talk to the bridge.
+"""
+
+from __future__ import annotations
+
+from bridge.protocol.codec import ProtocolError, pack, unpack_map
+from bridge.protocol.errors import ErrorCode
+from bridge.protocol.frames import (
+    FaceFrame,
+    Frame,
+    MotionFrame,
+    decode_frame,
+    encode_face_frame,
+    encode_motion_frame,
+    frame_topic,
+)
+from bridge.protocol.requests import (
+    AudioInput,
+    CloseSession,
+    FeaturesInput,
+    Hello,
+    ImageInput,
+    Input,
+    ListModels,
+    OpenSession,
+    Ping,
+    Request,
+    decode_request,
+)
+from bridge.protocol.versions import DEFAULT_FRAMES_PORT, DEFAULT_REQUEST_PORT, PROTOCOL_VERSION
+
+__all__ = [
+    "DEFAULT_FRAMES_PORT",
+    "DEFAULT_REQUEST_PORT",
+    "PROTOCOL_VERSION",
+    "AudioInput",
+    "CloseSession",
+    "ErrorCode",
+    "FaceFrame",
+    "FeaturesInput",
+    "Frame",
+    "Hello",
+    "ImageInput",
+    "Input",
+    "ListModels",
+    "MotionFrame",
+    "OpenSession",
+    "Ping",
+    "ProtocolError",
+    "Request",
+    "decode_frame",
+    "decode_request",
+    "encode_face_frame",
+    "encode_motion_frame",
+    "frame_topic",
+    "pack",
+    "unpack_map",
+]

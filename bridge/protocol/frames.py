@@ -1,0 +1,156 @@
+"""Bridge -> client animation frames on the PUB socket.
+
+Encoding is on the hot path (one call per session per tick), so the encoders build the msgpack map
+directly from arrays; decoding is for clients and the harness and checks every field.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from bridge.protocol.codec import ProtocolError, f32_bin, f32_view, pack, require, unpack_map
+from bridge.protocol.errors import ErrorCode
+from bridge.protocol.versions import FRAME_TOPIC_PREFIX, PROTOCOL_VERSION
+
+FLAME_EXPRESSION = 50
+FLAME_EYELIDS = 2
+ARKIT_BLENDSHAPES = 52
+SMPL_JOINTS = 24
+
+
+def frame_topic(session: str) -> bytes:
+    return FRAME_TOPIC_PREFIX + session.encode()
+
+
+@dataclass(frozen=True)
+class FrameHeader:
+    session: str
+    seq: int  # per-session output frame number: 0, 1, 2, ... (a gap means frames were lost)
+    input_seq: int  # `seq` of the input that produced this frame
+    t_capture_ns: int  # copied from that input
+    t_publish_ns: int  # bridge wall clock when the frame was encoded for publishing
+    engine_us: float  # time the engine call that produced this frame took
+    batch: int  # how many sessions shared that engine call
+
+
+@dataclass(frozen=True)
+class FaceFrame:
+    header: FrameHeader
+    face_found: bool
+    expression: np.ndarray  # (50,) FLAME expression
+    eyelids: np.ndarray  # (2,) left, right in [0, 1]
+    jaw: np.ndarray  # (4,) quaternion x, y, z, w
+    head: np.ndarray  # (4,) quaternion x, y, z, w
+    blendshapes: np.ndarray  # (52,) ARKit weights in [0, 1], or (0,) when the session did not ask for them
+
+
+@dataclass(frozen=True)
+class MotionFrame:
+    header: FrameHeader
+    joints: np.ndarray  # (24, 4) local joint rotations, quaternion x, y, z, w
+    root: np.ndarray  # (3,) root translation in metres
+
+
+Frame = FaceFrame | MotionFrame
+
+
+def _header(session: str, seq: int, input_seq: int, t_capture_ns: int, engine_us: float, batch: int) -> dict[str, Any]:
+    return {
+        "op": "frame",
+        "v": PROTOCOL_VERSION,
+        "session": session,
+        "seq": seq,
+        "input_seq": input_seq,
+        "t_capture_ns": t_capture_ns,
+        "t_publish_ns": time.time_ns(),
+        "engine_us": float(engine_us),
+        "batch": batch,
+    }
+
+
+def encode_face_frame(
+    session: str,
+    seq: int,
+    input_seq: int,
+    t_capture_ns: int,
+    *,
+    face_found: bool,
+    expression: np.ndarray,
+    eyelids: np.ndarray,
+    jaw: np.ndarray,
+    head: np.ndarray,
+    blendshapes: np.ndarray | None,
+    engine_us: float,
+    batch: int,
+) -> bytes:
+    message = _header(session, seq, input_seq, t_capture_ns, engine_us, batch)
+    message["pipeline"] = "face"
+    message["face_found"] = face_found
+    message["expression"] = f32_bin(expression)
+    message["eyelids"] = f32_bin(eyelids)
+    message["jaw"] = f32_bin(jaw)
+    message["head"] = f32_bin(head)
+    message["blendshapes"] = b"" if blendshapes is None else f32_bin(blendshapes)
+    return pack(message)
+
+
+def encode_motion_frame(
+    session: str,
+    seq: int,
+    input_seq: int,
+    t_capture_ns: int,
+    *,
+    joints: np.ndarray,
+    root: np.ndarray,
+    engine_us: float,
+    batch: int,
+) -> bytes:
+    message = _header(session, seq, input_seq, t_capture_ns, engine_us, batch)
+    message["pipeline"] = "motion"
+    message["joints"] = f32_bin(joints)
+    message["root"] = f32_bin(root)
+    return pack(message)
+
+
+def decode_frame(payload: bytes) -> Frame:
+    """Decode and fully validate one frame payload (the second part of a PUB message)."""
+    m = unpack_map(payload)
+    what = "frame"
+    if require(m, "op", str, what) != "frame":
+        raise ProtocolError(ErrorCode.BAD_VALUE, "frame: op must be 'frame'")
+    if require(m, "v", int, what) != PROTOCOL_VERSION:
+        raise ProtocolError(ErrorCode.UNSUPPORTED_VERSION, f"frame: version {m['v']} not supported")
+    header = FrameHeader(
+        session=require(m, "session", str, what),
+        seq=require(m, "seq", int, what),
+        input_seq=require(m, "input_seq", int, what),
+        t_capture_ns=require(m, "t_capture_ns", int, what),
+        t_publish_ns=require(m, "t_publish_ns", int, what),
+        engine_us=float(require(m, "engine_us", (float, int), what)),
+        batch=require(m, "batch", int, what),
+    )
+    pipeline = require(m, "pipeline", str, what)
+    if pipeline == "face":
+        blend = require(m, "blendshapes", bytes, what)
+        frame: Frame = FaceFrame(
+            header,
+            face_found=require(m, "face_found", bool, what),
+            expression=f32_view(require(m, "expression", bytes, what), FLAME_EXPRESSION, "expression"),
+            eyelids=f32_view(require(m, "eyelids", bytes, what), FLAME_EYELIDS, "eyelids"),
+            jaw=f32_view(require(m, "jaw", bytes, what), 4, "jaw"),
+            head=f32_view(require(m, "head", bytes, what), 4, "head"),
+            blendshapes=f32_view(blend, ARKIT_BLENDSHAPES if blend else 0, "blendshapes"),
+        )
+    elif pipeline == "motion":
+        frame = MotionFrame(
+            header,
+            joints=f32_view(require(m, "joints", bytes, what), SMPL_JOINTS * 4, "joints").reshape(SMPL_JOINTS, 4),
+            root=f32_view(require(m, "root", bytes, what), 3, "root"),
+        )
+    else:
+        raise ProtocolError(ErrorCode.BAD_VALUE, f"frame: unknown pipeline '{pipeline}'")
+    return frame
