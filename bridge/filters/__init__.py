@@ -1,1 +1,1 @@
-"""filters."""
+"""Per-session post-processing: One-Euro and low-pass smoothing, joint limits, FLAME range guard."""

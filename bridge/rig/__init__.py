@@ -1,1 +1,1 @@
-"""rig."""
+"""Rig tables and mappings: ARKit-52 names, FLAME layout, SMPL skeleton, rotations, FK."""

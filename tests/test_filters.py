@@ -1,0 +1,154 @@
+"""One-Euro, low-pass, joint-limit and range-guard filters."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from bridge.filters.joint_limits import clamp_joint_limits
+from bridge.filters.low_pass import QuatLowPass, VectorLowPass
+from bridge.filters.one_euro import OneEuroFilter, flame_one_euro
+from bridge.filters.range_guard import FLAME_RANGES, RangeGuard
+from bridge.rig import flame
+from bridge.rig.rotations import axis_angle_to_quat, quat_to_axis_angle
+from bridge.rig.smpl import JOINT_LIMITS_RAD
+
+FPS = 60.0
+
+
+def _scalar_one_euro(xs: np.ndarray, ts: np.ndarray, mc: float, beta: float, dc: float) -> np.ndarray:
+    """Textbook scalar One-Euro (Casiez 2012), the reference for the vectorised one."""
+
+    def alpha(cutoff: float, dt: float) -> float:
+        tau = 1.0 / (2.0 * math.pi * cutoff)
+        return 1.0 / (1.0 + tau / dt)
+
+    out = [xs[0]]
+    x_prev, dx_prev = xs[0], 0.0
+    for x, t0, t1 in zip(xs[1:], ts[:-1], ts[1:], strict=True):
+        dt = t1 - t0
+        dx = (x - x_prev) / dt
+        dx_hat = dx_prev + alpha(dc, dt) * (dx - dx_prev)
+        x_hat = x_prev + alpha(mc + beta * abs(dx_hat), dt) * (x - x_prev)
+        out.append(x_hat)
+        x_prev, dx_prev = x_hat, dx_hat
+    return np.array(out)
+
+
+def test_one_euro_matches_scalar_reference_per_channel() -> None:
+    rng = np.random.default_rng(0)
+    n, steps = 5, 200
+    mc = np.array([0.5, 1.0, 2.0, 1.0, 3.0])
+    beta = np.array([0.0, 0.5, 2.0, 10.0, 0.1])
+    ts = np.cumsum(rng.uniform(0.01, 0.03, size=steps))  # jittery frame times
+    xs = np.cumsum(rng.normal(size=(steps, n)), axis=0) * 0.1
+    f = OneEuroFilter(n, mc, beta, 1.0)
+    got = np.array([f.filter(x, t).copy() for x, t in zip(xs, ts, strict=True)])
+    for c in range(n):
+        np.testing.assert_allclose(got[:, c], _scalar_one_euro(xs[:, c], ts, mc[c], beta[c], 1.0), atol=1e-4)
+
+
+def test_one_euro_smooths_jitter_and_beta_cuts_lag() -> None:
+    rng = np.random.default_rng(1)
+    t = np.arange(600) / FPS
+    noise = rng.normal(scale=0.05, size=(600, 1))
+    still = OneEuroFilter(1, min_cutoff=1.0, beta=0.0)
+    out = np.array([still.filter(x, ti)[0] for x, ti in zip(noise, t, strict=True)])
+    assert out[60:].std() < 0.3 * noise[60:].std()
+    ramp = (3.0 * t)[:, None]  # 3 units/s
+    lags = []
+    for beta in (0.0, 2.0):
+        f = OneEuroFilter(1, min_cutoff=1.0, beta=beta)
+        y = np.array([f.filter(x, ti)[0] for x, ti in zip(ramp, t, strict=True)])
+        lags.append(ramp[-1, 0] - y[-1])
+    assert lags[1] < 0.25 * lags[0]
+
+
+def test_one_euro_duplicate_timestamp_and_reset() -> None:
+    f = OneEuroFilter(2, 1.0, 0.5)
+    f.filter([0.0, 0.0], 0.0)
+    first = f.filter([1.0, 1.0], 1 / FPS).copy()
+    np.testing.assert_array_equal(f.filter([9.0, 9.0], 1 / FPS), first)
+    f.reset()
+    np.testing.assert_array_equal(f.filter([5.0, -5.0], 2.0), [5.0, -5.0])
+    with pytest.raises(ValueError):
+        OneEuroFilter(2, min_cutoff=0.0)
+
+
+def test_flame_one_euro_defaults_cover_every_channel() -> None:
+    f = flame_one_euro()
+    assert f.n_channels == flame.FLAME_DIM
+    x = np.zeros(flame.FLAME_DIM, np.float32)
+    assert f.filter(x, 0.0).dtype == np.float32
+
+
+def test_vector_low_pass_cutoff_and_critical_damping() -> None:
+    fc = 2.0
+    t = np.arange(int(20 * FPS)) / FPS
+    for order in (1, 2):
+        lp = VectorLowPass((1,), fc, order)
+        y = np.array([lp.filter([math.sin(2 * math.pi * fc * ti)], 1 / FPS)[0] for ti in t])
+        gain = np.abs(y[len(y) // 2 :]).max()
+        assert gain == pytest.approx(1 / math.sqrt(2), abs=0.04), order
+    lp = VectorLowPass((1,), fc, 2)
+    lp.filter([0.0], 1 / FPS)
+    step = np.array([lp.filter([1.0], 1 / FPS)[0] for _ in range(240)])
+    assert np.all(np.diff(step) >= 0) and step.max() <= 1.0  # no overshoot
+    assert step[-1] == pytest.approx(1.0, abs=1e-3)
+
+
+def test_quat_low_pass_sign_continuity_and_unit_norm() -> None:
+    rng = np.random.default_rng(2)
+    aa = rng.normal(size=(24, 3)) * 0.5
+    q = axis_angle_to_quat(aa).astype(np.float32)
+    lp = QuatLowPass(24, cutoff_hz=4.0)
+    for i in range(30):
+        out = lp.filter(q if i % 2 == 0 else -q, 1 / FPS)  # same rotation, flipped sign
+    np.testing.assert_allclose(np.linalg.norm(out, axis=-1), 1.0, atol=1e-6)
+    np.testing.assert_allclose(quat_to_axis_angle(out), aa, atol=1e-5)
+    # A jump converges to the new pose.
+    target = axis_angle_to_quat(aa + 0.3).astype(np.float32)
+    for _ in range(120):
+        out = lp.filter(target, 1 / FPS)
+    np.testing.assert_allclose(quat_to_axis_angle(out), quat_to_axis_angle(target), atol=1e-3)
+
+
+def test_joint_limits_clamp_and_count() -> None:
+    pose = np.zeros((24, 3), np.float32)
+    clamped, n = clamp_joint_limits(pose)
+    assert int(n) == 0
+    np.testing.assert_array_equal(clamped, pose)
+    pose[4, 0] = 3.0  # left knee over-bent
+    pose[18, 1] = 1.0  # left elbow hyper-extended
+    pose[0] = 3.0  # root is unlimited
+    clamped, n = clamp_joint_limits(pose)
+    assert int(n) == 2
+    assert clamped[4, 0] == pytest.approx(JOINT_LIMITS_RAD[4, 0, 1])
+    assert clamped[0, 0] == 3.0
+    batch = np.stack([pose.reshape(72), np.zeros(72, np.float32)])
+    flat, counts = clamp_joint_limits(batch)
+    assert flat.shape == (2, 72)
+    np.testing.assert_array_equal(counts, [2, 0])
+    np.testing.assert_array_equal(flat[0], clamped.reshape(72))
+
+
+def test_range_guard_holds_last_good_and_clamps() -> None:
+    guard = RangeGuard()
+    nan_frame = np.full(flame.FLAME_DIM, np.nan, np.float32)
+    out, bad = guard.apply(nan_frame)
+    assert bad and np.all(out == 0.0)  # neutral before any good frame
+    good = np.zeros(flame.FLAME_DIM, np.float32)
+    good[0] = 10.0  # beyond 3 σ
+    good[flame.EYELIDS] = (-0.5, 0.4)
+    out, bad = guard.apply(good)
+    assert not bad and guard.clamped_channels == 2
+    assert out[0] == 3.0 and out[flame.EYELIDS.start] == 0.0
+    kept = out.copy()
+    broken = good.copy()
+    broken[5] = np.inf
+    out, bad = guard.apply(broken)
+    assert bad and guard.bad_frames == 2
+    np.testing.assert_array_equal(out, kept)
+    assert FLAME_RANGES.shape == (flame.FLAME_DIM, 2)
