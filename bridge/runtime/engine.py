@@ -1,0 +1,226 @@
+"""Engine: what pipelines use. Roles in, roles out, recurrent state handled explicitly.
+
+An Engine wraps one activated Backend and its manifest. `run` maps role arrays to tensor feeds,
+checks them against the manifest, runs the backend, applies output slices and returns the new state
+keyed by state *input* name, so a session can store it and pass it back verbatim on the next tick.
+Everything derivable from the manifest is precomputed in __init__: `run` is called at 60 Hz per
+session and does no spec lookups.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from bridge.runtime.backend import Backend, create_backend
+from bridge.runtime.manifest import ModelManifest, Profile, load_manifest, validate_against_onnx
+
+__all__ = ["Engine"]
+
+
+class _InputPlan(NamedTuple):
+    role: str
+    tensor: str
+    dtype: np.dtype[Any]
+    ndim: int
+    static: tuple[tuple[int, int], ...]  # (axis, size) for every fixed dim
+    declared: str  # shape as the manifest writes it, for error messages
+
+
+class _OutputPlan(NamedTuple):
+    role: str
+    tensor: str
+    slice: slice | None
+
+
+class _StatePlan(NamedTuple):
+    input: str
+    output: str
+    dtype: np.dtype[Any]
+    ndim: int
+    batch_axis: int
+    static: tuple[tuple[int, int], ...]
+
+
+class Engine:
+    """One model ready to run. Build with `Engine.load`; call `run` per tick; `close` when done."""
+
+    def __init__(self, manifest: ModelManifest, backend: Backend) -> None:
+        self.manifest = manifest
+        self.backend = backend
+        self._inputs = tuple(
+            _InputPlan(
+                s.role,
+                s.tensor,
+                np.dtype(s.dtype),
+                len(s.shape),
+                tuple((i, d) for i, d in enumerate(s.shape) if isinstance(d, int)),
+                "[" + ",".join(str(d) for d in s.shape) + "]",
+            )
+            for s in manifest.inputs
+        )
+        self._outputs = tuple(
+            _OutputPlan(s.role, s.tensor, None if s.slice is None else slice(*s.slice)) for s in manifest.outputs
+        )
+        self._state = tuple(
+            _StatePlan(
+                p.input,
+                p.output,
+                np.dtype(p.dtype),
+                len(p.shape),
+                p.batch_axis,
+                tuple((i, int(d)) for i, d in enumerate(p.shape) if i != p.batch_axis),
+            )
+            for p in manifest.state
+        )
+
+    @classmethod
+    def load(
+        cls,
+        manifest_or_path: ModelManifest | str | Path,
+        backend: str = "onnxruntime",
+        warmup: bool = True,
+        **options: Any,
+    ) -> Engine:
+        """Load the manifest (or the one beside an .onnx), validate it, activate a backend, warm up.
+
+        `options` go to the backend constructor (e.g. `intra_op_threads=2`, `device="cuda"`).
+        """
+        manifest = (
+            manifest_or_path if isinstance(manifest_or_path, ModelManifest) else load_manifest(manifest_or_path)
+        )
+        validate_against_onnx(manifest)
+        runner = create_backend(backend, manifest, **options)
+        runner.activate()
+        engine = cls(manifest, runner)
+        if warmup:
+            try:
+                engine.warmup()
+            except BaseException:
+                runner.deactivate()
+                raise
+        return engine
+
+    # -------------------------------------------------------------------------------------------
+
+    def initial_state(self, batch: int) -> dict[str, np.ndarray]:
+        """Zero state for `batch` sessions, keyed by state input tensor name."""
+        return {p.input: np.zeros(p.zeros_shape(batch), p.dtype) for p in self.manifest.state}
+
+    def run(
+        self,
+        inputs_by_role: Mapping[str, np.ndarray],
+        state: Mapping[str, np.ndarray] | None = None,
+    ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+        """Run once. Returns (outputs by role with slices applied, new state by state input name).
+
+        Sliced outputs are views into the backend's output array. Roles the model does not take are
+        ignored, so a pipeline may pass e.g. `pose.previous` to any motion model. `state=None` starts
+        from zeros.
+        """
+        feeds: dict[str, np.ndarray] = {}
+        batch = -1
+        for p in self._inputs:
+            a = inputs_by_role.get(p.role)
+            if a is None:
+                raise ValueError(f"{self.manifest.name}: missing input role {p.role!r} (tensor {p.tensor!r})")
+            if not isinstance(a, np.ndarray) or a.dtype != p.dtype or a.ndim != p.ndim:
+                raise ValueError(self._bad_input(p, a))
+            shape = a.shape
+            for axis, size in p.static:
+                if shape[axis] != size:
+                    raise ValueError(self._bad_input(p, a))
+            if batch < 0:
+                batch = shape[0]
+            elif shape[0] != batch:
+                raise ValueError(
+                    f"{self.manifest.name}: input role {p.role!r} has batch {shape[0]}, other inputs {batch}"
+                )
+            feeds[p.tensor] = a
+        if self._state:
+            if state is None:
+                state = self.initial_state(batch)
+            for sp in self._state:
+                s = state.get(sp.input)
+                if (
+                    s is None
+                    or not isinstance(s, np.ndarray)
+                    or s.dtype != sp.dtype
+                    or s.ndim != sp.ndim
+                    or s.shape[sp.batch_axis] != batch
+                    or any(s.shape[axis] != size for axis, size in sp.static)
+                ):
+                    raise ValueError(self._bad_state(sp, s, batch))
+                feeds[sp.input] = s
+        results = self.backend.infer(feeds)
+        outputs = {
+            p.role: results[p.tensor] if p.slice is None else results[p.tensor][..., p.slice]
+            for p in self._outputs
+        }
+        new_state = {sp.input: results[sp.output] for sp in self._state}
+        return outputs, new_state
+
+    def warmup(self) -> None:
+        """Run zeros at each profile's min and max shapes (batch 1 and max batch for the bundled models)
+        so allocations and kernel choices happen before the first real request."""
+        shapes_seen: set[tuple[tuple[int, ...], ...]] = set()
+        profiles = self.manifest.profiles or (Profile("default", {}),)
+        for prof in profiles:
+            for idx in (0, 2):
+                feeds = {p.role: np.zeros(self._warmup_shape(p, prof, idx), p.dtype) for p in self._inputs}
+                key = tuple(a.shape for a in feeds.values())
+                if key in shapes_seen:
+                    continue
+                shapes_seen.add(key)
+                batch = next(iter(feeds.values())).shape[0] if feeds else 1
+                self.run(feeds, self.initial_state(batch))
+
+    def _warmup_shape(self, p: _InputPlan, prof: Profile, idx: int) -> tuple[int, ...]:
+        if p.tensor in prof.shapes:
+            return prof.shapes[p.tensor][idx]
+        batch = prof.min_batch if idx == 0 and prof.shapes else (prof.max_batch if prof.shapes else 1)
+        fixed = dict(p.static)
+        return tuple(fixed.get(axis, batch if axis == 0 else 1) for axis in range(p.ndim))
+
+    def close(self) -> None:
+        self.backend.deactivate()
+
+    @property
+    def closed(self) -> bool:
+        return not self.backend.is_active
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<Engine {self.manifest.name} on {self.backend.name}>"
+
+    # -------------------------------------------------------------------------------------------
+
+    def _bad_input(self, p: _InputPlan, a: object) -> str:
+        got = (
+            f"{a.dtype} {list(a.shape)}" if isinstance(a, np.ndarray) else f"a {type(a).__name__}, not an ndarray"
+        )
+        return (
+            f"{self.manifest.name}: input role {p.role!r} (tensor {p.tensor!r}) expects {p.dtype} {p.declared}, "
+            f"got {got}"
+        )
+
+    def _bad_state(self, sp: _StatePlan, s: object, batch: int) -> str:
+        want = tuple(batch if i == sp.batch_axis else dict(sp.static)[i] for i in range(sp.ndim))
+        if s is None:
+            got = "nothing"
+        elif isinstance(s, np.ndarray):
+            got = f"{s.dtype} {list(s.shape)}"
+        else:
+            got = f"a {type(s).__name__}"
+        return f"{self.manifest.name}: state {sp.input!r} expects {sp.dtype} {list(want)}, got {got}"

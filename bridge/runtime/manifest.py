@@ -1,0 +1,610 @@
+"""Model manifest: the JSON contract beside an ONNX file that says what each tensor means.
+
+`<name>.manifest.json` sits next to `<name>.onnx`. It names the *role* of every input and output tensor
+(`image`, `features`, `flame.expression`, `pose.axis_angle`, ...), the recurrent state pairs fed back
+from output to input, and the shape profiles (min/opt/max per input tensor) that a TensorRT build turns
+into optimization profiles. Pipelines speak roles; only the engine knows tensor names. The format is
+documented field by field in docs/models.md.
+
+Only the standard library and numpy-free code lives here, so `import bridge.runtime` stays light; `onnx`
+(or, failing that, onnxruntime) is imported lazily by `validate_against_onnx`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, cast
+
+__all__ = [
+    "FORMAT_VERSION",
+    "INPUT_ROLES",
+    "MANIFEST_SUFFIX",
+    "OUTPUT_ROLES",
+    "ManifestError",
+    "ModelManifest",
+    "Profile",
+    "RoleSpec",
+    "StatePair",
+    "TensorSpec",
+    "find_manifests",
+    "load_manifest",
+    "manifest_path_for",
+    "sha256_file",
+    "validate_against_onnx",
+]
+
+log = logging.getLogger(__name__)
+
+FORMAT_VERSION = 1
+MANIFEST_SUFFIX = ".manifest.json"
+# Roles under this prefix are passed through untouched (e.g. DECA's shape, camera, light): a model may
+# expose more than the pipelines consume without being rejected as "unknown role".
+EXTRA_ROLE_PREFIX = "extra."
+
+Dim = int | str
+Shape = tuple[Dim, ...]
+StaticShape = tuple[int, ...]
+Task = Literal["face", "motion"]
+
+
+class ManifestError(ValueError):
+    """A manifest is malformed or does not match its ONNX file. The message names the tensor."""
+
+
+@dataclass(frozen=True)
+class RoleSpec:
+    """What a role means: which task uses it, its rank, its fixed trailing dims and allowed dtypes."""
+
+    task: Task
+    rank: int
+    trailing: StaticShape  # the fixed dims after batch (and time); the last one is the role's width
+    dtypes: tuple[str, ...]
+    required: bool
+    description: str
+
+
+_FLOAT = ("float32", "float16")
+INPUT_ROLES: dict[str, RoleSpec] = {
+    "image": RoleSpec("face", 4, (3, 224, 224), _FLOAT, True, "RGB crop, NCHW, values in [0,1]"),
+    "features": RoleSpec("motion", 3, (35,), _FLOAT, True, "music features per frame [B,T,35] (AIST++/FACT)"),
+    "pose.previous": RoleSpec("motion", 2, (75,), _FLOAT, False, "previous output pose [B,75]"),
+    "style": RoleSpec("motion", 1, (), ("int64", "int32"), False, "style/genre index [B]"),
+}
+OUTPUT_ROLES: dict[str, RoleSpec] = {
+    "flame.expression": RoleSpec("face", 2, (50,), _FLOAT, True, "FLAME expression psi, first 50"),
+    "flame.jaw": RoleSpec("face", 2, (3,), _FLOAT, True, "jaw rotation, axis-angle, radians"),
+    "flame.head": RoleSpec("face", 2, (3,), _FLOAT, True, "global head rotation, axis-angle, radians"),
+    "flame.eyelids": RoleSpec("face", 2, (2,), _FLOAT, False, "left/right eyelid closure in [0,1]"),
+    "pose.axis_angle": RoleSpec("motion", 3, (72,), _FLOAT, True, "24 SMPL joints x axis-angle, radians"),
+    "pose.root_translation": RoleSpec("motion", 3, (3,), _FLOAT, False, "root translation, metres"),
+}
+
+# ONNX TensorProto element types -> numpy dtype names (the subset a manifest may use).
+_ONNX_DTYPES: dict[int, str] = {
+    1: "float32",
+    2: "uint8",
+    3: "int8",
+    6: "int32",
+    7: "int64",
+    9: "bool",
+    10: "float16",
+    11: "float64",
+    16: "bfloat16",
+}
+# onnxruntime NodeArg.type strings -> numpy dtype names (fallback when the onnx package is absent).
+_ORT_DTYPES: dict[str, str] = {
+    "tensor(float)": "float32",
+    "tensor(uint8)": "uint8",
+    "tensor(int8)": "int8",
+    "tensor(int32)": "int32",
+    "tensor(int64)": "int64",
+    "tensor(bool)": "bool",
+    "tensor(float16)": "float16",
+    "tensor(double)": "float64",
+    "tensor(bfloat16)": "bfloat16",
+}
+_DTYPES = frozenset(_ONNX_DTYPES.values())
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """One role bound to one ONNX tensor. `slice` picks [start, end) of the last axis."""
+
+    role: str
+    tensor: str
+    shape: Shape
+    dtype: str
+    slice: tuple[int, int] | None = None
+
+    @property
+    def width(self) -> int | str:
+        """Size of the role along the last axis (the slice width when sliced)."""
+        if self.slice is not None:
+            return self.slice[1] - self.slice[0]
+        return self.shape[-1]
+
+
+@dataclass(frozen=True)
+class StatePair:
+    """Recurrent state: the engine feeds tensor `output` of step n to tensor `input` of step n+1."""
+
+    input: str
+    output: str
+    shape: Shape
+    dtype: str
+    batch_axis: int = 0
+
+    def zeros_shape(self, batch: int) -> StaticShape:
+        """The concrete state shape for `batch` sessions (all non-batch dims are static)."""
+        return tuple(batch if i == self.batch_axis else int(d) for i, d in enumerate(self.shape))
+
+
+@dataclass(frozen=True)
+class Profile:
+    """min/opt/max shape per input tensor name; maps 1:1 onto a TensorRT optimization profile."""
+
+    name: str
+    shapes: dict[str, tuple[StaticShape, StaticShape, StaticShape]]
+
+    @property
+    def max_batch(self) -> int:
+        """Largest batch of the profile: axis 0 of the first tensor's max shape.
+
+        The loader orders role inputs (whose axis 0 is always batch) before state inputs, and
+        `validate_against_onnx` checks every tensor of a profile agrees on the batch range.
+        """
+        first = next(iter(self.shapes.values()))
+        return first[2][0]
+
+    @property
+    def min_batch(self) -> int:
+        first = next(iter(self.shapes.values()))
+        return first[0][0]
+
+
+@dataclass(frozen=True)
+class ModelManifest:
+    """Everything the bridge needs to know about one ONNX model. `onnx_path` is absolute once loaded."""
+
+    name: str
+    task: Task
+    onnx_path: Path
+    onnx_sha256: str
+    trained: bool
+    fps: float
+    inputs: tuple[TensorSpec, ...]
+    outputs: tuple[TensorSpec, ...]
+    state: tuple[StatePair, ...]
+    profiles: tuple[Profile, ...]
+    description: str
+    styles: tuple[str, ...] = ()
+    _by_input_role: dict[str, TensorSpec] = field(init=False, repr=False, compare=False)
+    _by_output_role: dict[str, TensorSpec] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # Frozen dataclass: build the role lookups once, through object.__setattr__.
+        object.__setattr__(self, "_by_input_role", {s.role: s for s in self.inputs})
+        object.__setattr__(self, "_by_output_role", {s.role: s for s in self.outputs})
+
+    def input_for(self, role: str) -> TensorSpec | None:
+        return self._by_input_role.get(role)
+
+    def output_for(self, role: str) -> TensorSpec | None:
+        return self._by_output_role.get(role)
+
+    @property
+    def path(self) -> Path:
+        """Where the manifest file lives: `<onnx stem>.manifest.json` beside the ONNX file."""
+        return manifest_path_for(self.onnx_path)
+
+    def profile(self, name: str) -> Profile:
+        for p in self.profiles:
+            if p.name == name:
+                return p
+        raise KeyError(f"{self.name}: no profile {name!r} (have {[p.name for p in self.profiles]})")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format_version": FORMAT_VERSION,
+            "name": self.name,
+            "task": self.task,
+            "description": self.description,
+            "trained": self.trained,
+            "fps": self.fps,
+            "onnx_path": self.onnx_path.name,
+            "onnx_sha256": self.onnx_sha256,
+            "styles": list(self.styles),
+            "inputs": [_spec_to_dict(s) for s in self.inputs],
+            "outputs": [_spec_to_dict(s) for s in self.outputs],
+            "state": [
+                {
+                    "input": p.input,
+                    "output": p.output,
+                    "shape": list(p.shape),
+                    "dtype": p.dtype,
+                    "batch_axis": p.batch_axis,
+                }
+                for p in self.state
+            ],
+            "profiles": [
+                {
+                    "name": p.name,
+                    "shapes": {
+                        t: {"min": list(mn), "opt": list(op), "max": list(mx)}
+                        for t, (mn, op, mx) in p.shapes.items()
+                    },
+                }
+                for p in self.profiles
+            ],
+        }
+
+    def to_json(self) -> str:
+        """Stable text (fixed key order, trailing newline) so exports are byte-reproducible; lists of
+        scalars (shapes, slices) stay on one line so the file reads like the docs."""
+        return _dump(self.to_dict(), 0) + "\n"
+
+    def write(self) -> Path:
+        self.path.write_text(self.to_json(), encoding="utf-8")
+        return self.path
+
+
+def _dump(obj: Any, indent: int) -> str:
+    pad, inner = " " * indent, " " * (indent + 2)
+    if isinstance(obj, dict) and obj:
+        items = [f"{inner}{json.dumps(k)}: {_dump(v, indent + 2)}" for k, v in obj.items()]
+        return "{\n" + ",\n".join(items) + "\n" + pad + "}"
+    if isinstance(obj, list) and any(isinstance(v, (dict, list)) for v in obj):
+        return "[\n" + ",\n".join(inner + _dump(v, indent + 2) for v in obj) + "\n" + pad + "]"
+    return json.dumps(obj)
+
+
+def _spec_to_dict(s: TensorSpec) -> dict[str, Any]:
+    d: dict[str, Any] = {"role": s.role, "tensor": s.tensor, "shape": list(s.shape), "dtype": s.dtype}
+    if s.slice is not None:
+        d["slice"] = list(s.slice)
+    return d
+
+
+def manifest_path_for(onnx_path: Path) -> Path:
+    return onnx_path.with_name(onnx_path.stem + MANIFEST_SUFFIX)
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+# ---------------------------------------------------------------------------------------------------
+# Parsing
+
+
+def load_manifest(path: str | Path) -> ModelManifest:
+    """Load `<name>.manifest.json`; given `<name>.onnx`, load the manifest beside it."""
+    p = Path(path)
+    if p.suffix == ".onnx":
+        p = manifest_path_for(p)
+    if not p.is_file():
+        raise ManifestError(f"manifest not found: {p}")
+    try:
+        raw = json.loads(p.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise ManifestError(f"{p}: not valid JSON: {e}") from e
+    if not isinstance(raw, dict):
+        raise ManifestError(f"{p}: top level must be an object")
+    try:
+        return _parse(raw, p)
+    except ManifestError as e:
+        raise ManifestError(f"{p}: {e}") from None
+    except (KeyError, TypeError, ValueError) as e:
+        raise ManifestError(f"{p}: malformed field: {e!r}") from None
+
+
+def find_manifests(directory: str | Path) -> list[ModelManifest]:
+    """All manifests in `directory` (not recursive), sorted by file name."""
+    return [load_manifest(p) for p in sorted(Path(directory).glob("*" + MANIFEST_SUFFIX))]
+
+
+def _parse(raw: Mapping[str, Any], manifest_file: Path) -> ModelManifest:
+    version = raw.get("format_version", FORMAT_VERSION)
+    if version != FORMAT_VERSION:
+        raise ManifestError(f"format_version {version} is not supported (this bridge reads {FORMAT_VERSION})")
+    task = raw["task"]
+    if task not in ("face", "motion"):
+        raise ManifestError(f"task must be 'face' or 'motion', got {task!r}")
+    inputs = tuple(_parse_spec(d, "inputs") for d in raw["inputs"])
+    outputs = tuple(_parse_spec(d, "outputs") for d in raw["outputs"])
+    state = tuple(
+        StatePair(
+            input=str(d["input"]),
+            output=str(d["output"]),
+            shape=_parse_shape(d["shape"], f"state {d['input']}"),
+            dtype=_parse_dtype(d["dtype"], f"state {d['input']}"),
+            batch_axis=int(d.get("batch_axis", 0)),
+        )
+        for d in raw.get("state", [])
+    )
+    # Role inputs first, then state inputs: Profile.max_batch reads the first tensor's axis 0.
+    order = {name: i for i, name in enumerate([s.tensor for s in inputs] + [p.input for p in state])}
+    profiles = []
+    for d in raw.get("profiles", []):
+        shapes = {
+            str(t): (
+                _static_shape(v["min"], f"profile {d['name']} {t} min"),
+                _static_shape(v["opt"], f"profile {d['name']} {t} opt"),
+                _static_shape(v["max"], f"profile {d['name']} {t} max"),
+            )
+            for t, v in d["shapes"].items()
+        }
+        ordered = dict(sorted(shapes.items(), key=lambda kv: order.get(kv[0], len(order))))
+        if not ordered:
+            raise ManifestError(f"profile {d['name']!r} has no shapes")
+        profiles.append(Profile(name=str(d["name"]), shapes=ordered))
+    onnx_path = (manifest_file.parent / str(raw["onnx_path"])).resolve()
+    return ModelManifest(
+        name=str(raw["name"]),
+        task=cast(Task, task),
+        onnx_path=onnx_path,
+        onnx_sha256=str(raw.get("onnx_sha256", "")),
+        trained=bool(raw["trained"]),
+        fps=float(raw["fps"]),
+        inputs=inputs,
+        outputs=outputs,
+        state=state,
+        profiles=tuple(profiles),
+        description=str(raw.get("description", "")),
+        styles=tuple(str(s) for s in raw.get("styles", [])),
+    )
+
+
+def _parse_spec(d: Mapping[str, Any], where: str) -> TensorSpec:
+    tensor = str(d["tensor"])
+    what = f"{where} tensor {tensor!r}"
+    sl = d.get("slice")
+    slice_: tuple[int, int] | None = None
+    if sl is not None:
+        if not (isinstance(sl, list) and len(sl) == 2 and all(isinstance(v, int) for v in sl)):
+            raise ManifestError(f"{what}: slice must be [start, end], got {sl!r}")
+        slice_ = (sl[0], sl[1])
+    return TensorSpec(
+        role=str(d["role"]),
+        tensor=tensor,
+        shape=_parse_shape(d["shape"], what),
+        dtype=_parse_dtype(d["dtype"], what),
+        slice=slice_,
+    )
+
+
+def _parse_shape(v: Any, what: str) -> Shape:
+    if not isinstance(v, list) or not all(isinstance(x, (int, str)) and not isinstance(x, bool) for x in v):
+        raise ManifestError(f"{what}: shape must be a list of ints and dim names, got {v!r}")
+    return tuple(v)
+
+
+def _static_shape(v: Any, what: str) -> StaticShape:
+    if not isinstance(v, list) or not all(isinstance(x, int) and not isinstance(x, bool) for x in v):
+        raise ManifestError(f"{what}: must be a list of ints, got {v!r}")
+    return tuple(v)
+
+
+def _parse_dtype(v: Any, what: str) -> str:
+    if v not in _DTYPES:
+        raise ManifestError(f"{what}: dtype {v!r} is not one of {sorted(_DTYPES)}")
+    return str(v)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Validation against the ONNX graph
+
+
+@dataclass(frozen=True)
+class _GraphTensor:
+    shape: tuple[int | str | None, ...]  # int static, str named dynamic, None anonymous dynamic
+    dtype: str
+
+
+def validate_against_onnx(manifest: ModelManifest, *, check_hash: bool = True) -> None:
+    """Check the manifest against its ONNX graph; raise ManifestError naming the offending tensor.
+
+    A sha256 mismatch is an error (the hash is what built TensorRT plans are keyed on, and a manifest
+    describing an older export is how roles silently drift); an empty `onnx_sha256` means "not pinned"
+    and only logs a warning. `check_hash=False` skips the hash (useful while iterating on a model).
+    """
+    m = manifest
+    problems = _check_self_consistency(m)
+    if problems:
+        raise ManifestError(f"manifest {m.name!r}: " + "; ".join(problems))
+    if not m.onnx_path.is_file():
+        raise ManifestError(f"manifest {m.name!r}: ONNX file not found: {m.onnx_path}")
+    if check_hash:
+        if not m.onnx_sha256:
+            log.warning("manifest %s: onnx_sha256 is empty; the ONNX file is not pinned", m.name)
+        else:
+            actual = sha256_file(m.onnx_path)
+            if actual != m.onnx_sha256:
+                raise ManifestError(
+                    f"manifest {m.name!r}: sha256 mismatch for {m.onnx_path.name}: manifest says "
+                    f"{m.onnx_sha256[:12]}..., file is {actual[:12]}... (re-export or update the manifest)"
+                )
+    graph_in, graph_out = _read_graph(m.onnx_path)
+    problems = _check_against_graph(m, graph_in, graph_out)
+    if problems:
+        raise ManifestError(f"manifest {m.name!r} does not match {m.onnx_path.name}: " + "; ".join(problems))
+
+
+def _check_self_consistency(m: ModelManifest) -> list[str]:
+    """Checks that need only the manifest: roles, widths, slices, state shapes, profiles."""
+    out: list[str] = []
+    for specs, table, kind in ((m.inputs, INPUT_ROLES, "input"), (m.outputs, OUTPUT_ROLES, "output")):
+        seen: set[str] = set()
+        for s in specs:
+            where = f"{kind} tensor {s.tensor!r} (role {s.role!r})"
+            if s.role in seen:
+                out.append(f"{where}: role declared twice")
+            seen.add(s.role)
+            if s.slice is not None:
+                last = s.shape[-1] if s.shape else None
+                a, b = s.slice
+                if not isinstance(last, int):
+                    out.append(f"{where}: slice needs a static last dim, shape is {list(s.shape)}")
+                elif not 0 <= a < b <= last:
+                    out.append(f"{where}: slice [{a}, {b}] is outside the last dim of size {last}")
+            if s.role.startswith(EXTRA_ROLE_PREFIX):
+                continue
+            role = table.get(s.role)
+            if role is None:
+                out.append(f"{where}: unknown role (known {kind} roles: {sorted(table)}, or 'extra.*')")
+                continue
+            if role.task != m.task:
+                out.append(f"{where}: role belongs to task {role.task!r}, manifest task is {m.task!r}")
+            if len(s.shape) != role.rank:
+                out.append(f"{where}: rank {len(s.shape)}, role needs rank {role.rank}")
+            elif role.trailing:
+                if s.slice is None:
+                    got = tuple(s.shape[len(s.shape) - len(role.trailing) :])
+                else:
+                    got = (*s.shape[len(s.shape) - len(role.trailing) : -1], s.width)
+                if got != role.trailing:
+                    out.append(f"{where}: trailing dims {list(got)}, role needs {list(role.trailing)}")
+            if s.dtype not in role.dtypes:
+                out.append(f"{where}: dtype {s.dtype}, role needs one of {list(role.dtypes)}")
+        for name, role in table.items():
+            if role.required and role.task == m.task and name not in seen:
+                out.append(f"required {kind} role {name!r} is missing")
+    for p in m.state:
+        where = f"state tensor {p.input!r}"
+        if not 0 <= p.batch_axis < len(p.shape):
+            out.append(f"{where}: batch_axis {p.batch_axis} outside rank {len(p.shape)}")
+        elif any(not isinstance(d, int) for i, d in enumerate(p.shape) if i != p.batch_axis):
+            out.append(f"{where}: only the batch axis may be dynamic, shape is {list(p.shape)}")
+    batch_axes = {s.tensor: 0 for s in m.inputs} | {p.input: p.batch_axis for p in m.state}
+    for prof in m.profiles:
+        batch_ranges: set[tuple[int, int]] = set()
+        for t, (mn, op, mx) in prof.shapes.items():
+            where = f"profile {prof.name!r} tensor {t!r}"
+            if t not in batch_axes:
+                out.append(f"{where}: not an input or state input of the manifest")
+                continue
+            if not len(mn) == len(op) == len(mx):
+                out.append(f"{where}: min/opt/max ranks differ")
+                continue
+            if any(not 1 <= a <= b <= c for a, b, c in zip(mn, op, mx, strict=True)):
+                out.append(f"{where}: needs 1 <= min <= opt <= max per dim, got {mn} {op} {mx}")
+                continue
+            ax = batch_axes[t]
+            if ax < len(mn):
+                batch_ranges.add((mn[ax], mx[ax]))
+        if len(batch_ranges) > 1:
+            out.append(f"profile {prof.name!r}: tensors disagree on the batch range {sorted(batch_ranges)}")
+        if prof.shapes and next(iter(prof.shapes)) not in {s.tensor for s in m.inputs}:
+            out.append(f"profile {prof.name!r}: must list a role input (batch on axis 0)")
+    return out
+
+
+def _read_graph(path: Path) -> tuple[dict[str, _GraphTensor], dict[str, _GraphTensor]]:
+    """Graph inputs (initializers excluded) and outputs, via `onnx` or else onnxruntime metadata."""
+    try:
+        import onnx
+    except ImportError:
+        return _read_graph_ort(path)
+    model = onnx.load(str(path), load_external_data=False)
+    inits = {i.name for i in model.graph.initializer}
+
+    def conv(vi: Any) -> _GraphTensor:
+        tt = vi.type.tensor_type
+        dims: list[int | str | None] = []
+        for d in tt.shape.dim:
+            if d.HasField("dim_value"):
+                dims.append(int(d.dim_value))
+            elif d.HasField("dim_param"):
+                dims.append(str(d.dim_param))
+            else:
+                dims.append(None)
+        return _GraphTensor(tuple(dims), _ONNX_DTYPES.get(tt.elem_type, f"onnx-type-{tt.elem_type}"))
+
+    ins = {vi.name: conv(vi) for vi in model.graph.input if vi.name not in inits}
+    outs = {vi.name: conv(vi) for vi in model.graph.output}
+    return ins, outs
+
+
+def _read_graph_ort(path: Path) -> tuple[dict[str, _GraphTensor], dict[str, _GraphTensor]]:
+    import onnxruntime as ort
+
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+
+    def conv(args: Iterable[Any]) -> dict[str, _GraphTensor]:
+        return {
+            a.name: _GraphTensor(
+                tuple(d if isinstance(d, (int, str)) else None for d in a.shape),
+                _ORT_DTYPES.get(a.type, a.type),
+            )
+            for a in args
+        }
+
+    return conv(sess.get_inputs()), conv(sess.get_outputs())
+
+
+def _check_tensor(where: str, declared: Sequence[Dim], dtype: str, g: _GraphTensor) -> list[str]:
+    out: list[str] = []
+    if g.dtype != dtype:
+        out.append(f"{where}: dtype {dtype} in manifest, {g.dtype} in ONNX")
+    if len(declared) != len(g.shape):
+        out.append(f"{where}: rank {len(declared)} in manifest, {len(g.shape)} in ONNX {list(g.shape)}")
+        return out
+    for axis, (d, gd) in enumerate(zip(declared, g.shape, strict=True)):
+        if isinstance(gd, int) and isinstance(d, int) and d != gd:
+            out.append(f"{where}: dim {axis} is {d} in manifest, {gd} in ONNX")
+        elif isinstance(gd, int) and isinstance(d, str):
+            out.append(f"{where}: dim {axis} is dynamic ({d!r}) in manifest but fixed to {gd} in ONNX")
+    return out
+
+
+def _check_against_graph(
+    m: ModelManifest, graph_in: Mapping[str, _GraphTensor], graph_out: Mapping[str, _GraphTensor]
+) -> list[str]:
+    out: list[str] = []
+    for s in m.inputs:
+        g = graph_in.get(s.tensor)
+        if g is None:
+            out.append(f"input tensor {s.tensor!r} (role {s.role!r}) is missing from the ONNX inputs")
+        else:
+            out += _check_tensor(f"input tensor {s.tensor!r}", s.shape, s.dtype, g)
+    for s in m.outputs:
+        g = graph_out.get(s.tensor)
+        if g is None:
+            out.append(f"output tensor {s.tensor!r} (role {s.role!r}) is missing from the ONNX outputs")
+        else:
+            out += _check_tensor(f"output tensor {s.tensor!r}", s.shape, s.dtype, g)
+    for p in m.state:
+        for name, table, side in ((p.input, graph_in, "input"), (p.output, graph_out, "output")):
+            g = table.get(name)
+            if g is None:
+                out.append(f"state {side} tensor {name!r} is missing from the ONNX {side}s")
+            else:
+                out += _check_tensor(f"state {side} tensor {name!r}", p.shape, p.dtype, g)
+    described = {s.tensor for s in m.inputs} | {p.input for p in m.state}
+    for name in graph_in:
+        if name not in described:
+            out.append(f"ONNX input {name!r} is not described by any input role or state pair")
+    dynamic = [n for n, g in graph_in.items() if not all(isinstance(d, int) for d in g.shape)]
+    for prof in m.profiles:
+        # TensorRT needs a range for every dynamic input in every profile.
+        out += [f"profile {prof.name!r}: dynamic input {n!r} has no shape range" for n in dynamic
+                if n not in prof.shapes]
+        for t, (mn, _, mx) in prof.shapes.items():
+            g = graph_in.get(t)
+            if g is None or len(mn) != len(g.shape):
+                if g is not None:
+                    out.append(f"profile {prof.name!r} tensor {t!r}: rank {len(mn)}, ONNX rank {len(g.shape)}")
+                continue
+            for axis, gd in enumerate(g.shape):
+                if isinstance(gd, int) and not mn[axis] == mx[axis] == gd:
+                    out.append(f"profile {prof.name!r} tensor {t!r}: dim {axis} is fixed to {gd} in ONNX")
+    return out
