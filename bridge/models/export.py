@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import io
 import sys
 import warnings
 from collections.abc import Sequence
@@ -53,7 +52,6 @@ def _export_onnx(
     doc: str,
 ) -> str:
     """Export `model` to `path` and return the file's sha256."""
-    buf = io.BytesIO()
     with warnings.catch_warnings():
         # The TorchScript exporter is deprecated in favour of dynamo, and warns about LSTM batch sizes
         # (we pass h/c explicitly, which is what that warning asks for).
@@ -61,7 +59,7 @@ def _export_onnx(
         torch.onnx.export(
             model,
             args,
-            buf,
+            str(path),
             dynamo=False,
             opset_version=OPSET,
             input_names=input_names,
@@ -69,7 +67,7 @@ def _export_onnx(
             dynamic_axes=dynamic_axes,
             do_constant_folding=True,
         )
-    proto = onnx.load_from_string(buf.getvalue())
+    proto = onnx.load(str(path))
     proto.doc_string = doc
     meta = proto.metadata_props.add()
     meta.key, meta.value = "avatar_bridge.trained", "false"
@@ -91,7 +89,13 @@ def export_face_small(out_dir: Path, seed: int = SEED) -> ModelManifest:
     outputs = ["expression", "jaw", "head", "eyelids"]
     dyn = {n: {0: "batch"} for n in ["image", *outputs]}
     sha = _export_onnx(
-        build_face_small(seed), (torch.zeros(1, *IMAGE),), path, ["image"], outputs, dyn, f"{name}: {UNTRAINED}"
+        build_face_small(seed),
+        (torch.zeros(1, *IMAGE),),
+        path,
+        ["image"],
+        outputs,
+        dyn,
+        f"{name}: {UNTRAINED}",
     )
     return _finish(
         ModelManifest(
@@ -220,9 +224,15 @@ def export_dance_lstm(out_dir: Path, seed: int = SEED) -> ModelManifest:
                 TensorSpec("style", "style", ("batch",), "int64"),
             ),
             outputs=(
-                TensorSpec("pose.axis_angle", "pose", ("batch", "time", N_POSE), "float32", (0, N_JOINT_VALUES)),
                 TensorSpec(
-                    "pose.root_translation", "pose", ("batch", "time", N_POSE), "float32", (N_JOINT_VALUES, N_POSE)
+                    "pose.axis_angle", "pose", ("batch", "time", N_POSE), "float32", (0, N_JOINT_VALUES)
+                ),
+                TensorSpec(
+                    "pose.root_translation",
+                    "pose",
+                    ("batch", "time", N_POSE),
+                    "float32",
+                    (N_JOINT_VALUES, N_POSE),
                 ),
             ),
             state=(
@@ -254,7 +264,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     for fn in exports:
         m = fn(ns.out, ns.seed)
         size = m.onnx_path.stat().st_size / 1e6
-        print(f"{m.name}: {m.onnx_path} ({size:.1f} MB, sha256 {m.onnx_sha256[:12]}) + {manifest_path_for(m.onnx_path).name}")
+        manifest_name = manifest_path_for(m.onnx_path).name
+        print(f"{m.name}: {m.onnx_path} ({size:.1f} MB, sha256 {m.onnx_sha256[:12]}) + {manifest_name}")
     return 0
 
 

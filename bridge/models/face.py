@@ -60,7 +60,8 @@ class FaceExpressionNet(nn.Module):
         for m in self.modules():
             if isinstance(m, (nn.Conv2d, nn.Linear)):
                 nn.init.kaiming_normal_(m.weight, nonlinearity="relu")
-                nn.init.zeros_(m.bias)
+                if m.bias is not None:
+                    nn.init.zeros_(m.bias)
         last = self.head[-1]
         assert isinstance(last, nn.Linear)
         with torch.no_grad():
@@ -85,7 +86,9 @@ class EmocaSizeNet(nn.Module):
         super().__init__()
         self.coarse_encoder = ResNet(layers, base_width)
         self.coarse_head = nn.Sequential(
-            nn.Linear(self.coarse_encoder.out_features, 1024), nn.ReLU(inplace=True), nn.Linear(1024, DECA_PARAMS)
+            nn.Linear(self.coarse_encoder.out_features, 1024),
+            nn.ReLU(inplace=True),
+            nn.Linear(1024, DECA_PARAMS),
         )
         self.expression_encoder = ResNet(layers, base_width)
         self.expression_head = nn.Sequential(

@@ -43,7 +43,12 @@ class DanceLSTM(nn.Module):
     """
 
     def __init__(
-        self, hidden: int = 256, layers: int = 2, styles: int = len(AIST_STYLES), style_dim: int = 16, pose_dim: int = 64
+        self,
+        hidden: int = 256,
+        layers: int = 2,
+        styles: int = len(AIST_STYLES),
+        style_dim: int = 16,
+        pose_dim: int = 64,
     ) -> None:
         super().__init__()
         self.hidden = hidden
@@ -54,6 +59,7 @@ class DanceLSTM(nn.Module):
         self.head = nn.Linear(hidden, N_POSE)
         limit = torch.full((N_POSE,), 0.6)
         limit[N_JOINT_VALUES:] = 0.1
+        self.pose_limit: torch.Tensor
         self.register_buffer("pose_limit", limit)
 
     def reset_reference_weights(self) -> None:
@@ -71,11 +77,12 @@ class DanceLSTM(nn.Module):
                     nn.init.orthogonal_(p.data[gate * h : (gate + 1) * h], gain=0.9)
             elif name.startswith("weight_ih"):
                 nn.init.normal_(p, std=1.0 / p.shape[1] ** 0.5)
+                if name == "weight_ih_l0":
+                    nn.init.normal_(p.data[:, :N_FEATURES], std=0.3)
             else:
                 nn.init.zeros_(p)
                 if name.startswith("bias_ih"):
                     nn.init.constant_(p.data[h : 2 * h], 1.0)  # gate order i, f, g, o
-        nn.init.normal_(self.lstm.weight_ih_l0.data[:, :N_FEATURES], std=0.3)
         nn.init.normal_(self.style_embedding.weight, std=1.0)
         nn.init.normal_(self.pose_projection.weight, std=0.5 / N_POSE**0.5)
         nn.init.zeros_(self.pose_projection.bias)

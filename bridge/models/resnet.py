@@ -25,14 +25,17 @@ class Bottleneck(nn.Module):
         self.relu = nn.ReLU(inplace=True)
         self.downsample: nn.Module | None = None
         if stride != 1 or inplanes != out:
-            self.downsample = nn.Sequential(nn.Conv2d(inplanes, out, 1, stride=stride, bias=False), nn.BatchNorm2d(out))
+            self.downsample = nn.Sequential(
+                nn.Conv2d(inplanes, out, 1, stride=stride, bias=False), nn.BatchNorm2d(out)
+            )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         identity = x if self.downsample is None else self.downsample(x)
         y = self.relu(self.bn1(self.conv1(x)))
         y = self.relu(self.bn2(self.conv2(y)))
         y = self.bn3(self.conv3(y))
-        return self.relu(y + identity)
+        out: torch.Tensor = self.relu(y + identity)
+        return out
 
 
 class ResNet(nn.Module):
@@ -75,5 +78,5 @@ class ResNet(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
         x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
-        return torch.flatten(self.avgpool(x), 1)
-
+        pooled: torch.Tensor = self.avgpool(x)
+        return torch.flatten(pooled, 1)

@@ -64,7 +64,8 @@ class Engine:
             for s in manifest.inputs
         )
         self._outputs = tuple(
-            _OutputPlan(s.role, s.tensor, None if s.slice is None else slice(*s.slice)) for s in manifest.outputs
+            _OutputPlan(s.role, s.tensor, None if s.slice is None else slice(*s.slice))
+            for s in manifest.outputs
         )
         self._state = tuple(
             _StatePlan(
@@ -91,7 +92,9 @@ class Engine:
         `options` go to the backend constructor (e.g. `intra_op_threads=2`, `device="cuda"`).
         """
         manifest = (
-            manifest_or_path if isinstance(manifest_or_path, ModelManifest) else load_manifest(manifest_or_path)
+            manifest_or_path
+            if isinstance(manifest_or_path, ModelManifest)
+            else load_manifest(manifest_or_path)
         )
         validate_against_onnx(manifest)
         runner = create_backend(backend, manifest, **options)
@@ -208,11 +211,13 @@ class Engine:
 
     def _bad_input(self, p: _InputPlan, a: object) -> str:
         got = (
-            f"{a.dtype} {list(a.shape)}" if isinstance(a, np.ndarray) else f"a {type(a).__name__}, not an ndarray"
+            f"{a.dtype} {list(a.shape)}"
+            if isinstance(a, np.ndarray)
+            else f"a {type(a).__name__}, not an ndarray"
         )
         return (
-            f"{self.manifest.name}: input role {p.role!r} (tensor {p.tensor!r}) expects {p.dtype} {p.declared}, "
-            f"got {got}"
+            f"{self.manifest.name}: input role {p.role!r} (tensor {p.tensor!r}) "
+            f"expects {p.dtype} {p.declared}, got {got}"
         )
 
     def _bad_state(self, sp: _StatePlan, s: object, batch: int) -> str:

@@ -596,13 +596,18 @@ def _check_against_graph(
     dynamic = [n for n, g in graph_in.items() if not all(isinstance(d, int) for d in g.shape)]
     for prof in m.profiles:
         # TensorRT needs a range for every dynamic input in every profile.
-        out += [f"profile {prof.name!r}: dynamic input {n!r} has no shape range" for n in dynamic
-                if n not in prof.shapes]
+        out += [
+            f"profile {prof.name!r}: dynamic input {n!r} has no shape range"
+            for n in dynamic
+            if n not in prof.shapes
+        ]
         for t, (mn, _, mx) in prof.shapes.items():
             g = graph_in.get(t)
             if g is None or len(mn) != len(g.shape):
                 if g is not None:
-                    out.append(f"profile {prof.name!r} tensor {t!r}: rank {len(mn)}, ONNX rank {len(g.shape)}")
+                    out.append(
+                        f"profile {prof.name!r} tensor {t!r}: rank {len(mn)}, ONNX rank {len(g.shape)}"
+                    )
                 continue
             for axis, gd in enumerate(g.shape):
                 if isinstance(gd, int) and not mn[axis] == mx[axis] == gd:
