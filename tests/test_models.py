@@ -1,0 +1,152 @@
+"""Reference models: ONNX Runtime matches PyTorch, exports are byte-reproducible, untrained output is sane."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("onnx")
+
+from bridge.models.export import export_dance_lstm, export_emoca_size, export_face_small  # noqa: E402
+from bridge.models.face import DECA_LAYOUT, build_emoca_size, build_face_small  # noqa: E402
+from bridge.models.motion import build_dance_lstm  # noqa: E402
+from bridge.runtime import Engine  # noqa: E402
+
+ENGINES = Path(__file__).resolve().parents[1] / "engines"
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_export_reproduces_committed_files(tmp_path: Path) -> None:
+    for export in (export_face_small, export_dance_lstm):
+        manifest = export(tmp_path)
+        committed = ENGINES / manifest.onnx_path.name
+        assert _sha(manifest.onnx_path) == _sha(committed), f"{committed.name} is stale: re-run the export"
+        assert manifest.path.read_bytes() == (ENGINES / manifest.path.name).read_bytes()
+
+
+def test_face_onnxruntime_matches_torch() -> None:
+    rng = np.random.default_rng(1)
+    images = rng.random((3, 3, 224, 224), dtype=np.float32)
+    with torch.no_grad():
+        expected = build_face_small()(torch.from_numpy(images))
+    with Engine.load(ENGINES / "face_expression_small.onnx", warmup=False) as engine:
+        out, _ = engine.run({"image": images})
+    for role, value in zip(
+        ["flame.expression", "flame.jaw", "flame.head", "flame.eyelids"], expected, strict=True
+    ):
+        np.testing.assert_allclose(out[role], value.numpy(), atol=1e-4, err_msg=role)
+
+
+def test_dance_onnxruntime_matches_torch() -> None:
+    rng = np.random.default_rng(2)
+    b, t = 3, 7
+    features = rng.standard_normal((b, t, 35), dtype=np.float32)
+    pose_prev = (0.2 * rng.standard_normal((b, 75))).astype(np.float32)
+    style = np.array([0, 4, 9], np.int64)
+    h = (0.3 * rng.standard_normal((b, 2, 256))).astype(np.float32)
+    c = (0.3 * rng.standard_normal((b, 2, 256))).astype(np.float32)
+    with torch.no_grad():
+        pose, h_out, c_out = build_dance_lstm()(
+            *(torch.from_numpy(a) for a in (features, pose_prev, style, h, c))
+        )
+    with Engine.load(ENGINES / "dance_lstm.onnx", warmup=False) as engine:
+        out, state = engine.run(
+            {"features": features, "pose.previous": pose_prev, "style": style}, {"h_in": h, "c_in": c}
+        )
+    np.testing.assert_allclose(out["pose.axis_angle"], pose[..., :72].numpy(), atol=1e-4)
+    np.testing.assert_allclose(out["pose.root_translation"], pose[..., 72:].numpy(), atol=1e-4)
+    np.testing.assert_allclose(state["h_in"], h_out.numpy(), atol=1e-4)
+    np.testing.assert_allclose(state["c_in"], c_out.numpy(), atol=1e-4)
+
+
+def test_weights_are_seeded_and_leave_the_global_rng_alone() -> None:
+    torch.manual_seed(123)
+    before = torch.rand(1)
+    torch.manual_seed(123)
+    a, b = build_dance_lstm(), build_dance_lstm()
+    assert torch.rand(1) == before
+    assert all(
+        torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values(), strict=True)
+    )
+    assert not torch.equal(build_face_small(0).head[-1].weight, build_face_small(1).head[-1].weight)
+
+
+def _beat_music(frames: int) -> np.ndarray:
+    """Synthetic 35-d features at 60 FPS, 120 BPM: onset envelope and beat one-hot every 30 frames,
+    MFCC/chroma wandering slowly (standardised scale)."""
+    t = np.arange(frames)
+    f = np.zeros((1, frames, 35), np.float32)
+    beat = (t % 30 == 0).astype(np.float32)
+    f[0, :, 0] = np.exp(-(t % 30) / 6.0)  # onset envelope decaying after each beat
+    f[0, :, 1:21] = np.sin(t[:, None] / 40.0 + np.arange(20)[None, :])
+    f[0, :, 21:33] = 0.5 + 0.5 * np.cos(t[:, None] / 90.0 + np.arange(12)[None, :])
+    f[0, :, 33] = beat
+    f[0, :, 34] = beat
+    return f
+
+
+def test_untrained_dance_is_bounded_and_follows_the_music() -> None:
+    with Engine.load(ENGINES / "dance_lstm.onnx", warmup=False) as engine:
+
+        def dance(features: np.ndarray) -> np.ndarray:
+            """Realtime loop: T=1 steps, each output fed back as pose.previous."""
+            state = engine.initial_state(1)
+            prev = np.zeros((1, 75), np.float32)
+            poses = []
+            for i in range(features.shape[1]):
+                inputs = {
+                    "features": features[:, i : i + 1],
+                    "pose.previous": prev,
+                    "style": np.zeros(1, np.int64),
+                }
+                out, state = engine.run(inputs, state)
+                prev = np.concatenate(
+                    [out["pose.axis_angle"][:, 0], out["pose.root_translation"][:, 0]], axis=1
+                )
+                poses.append(prev[0])
+            return np.stack(poses)
+
+        music = dance(_beat_music(240))
+        silence = dance(np.zeros((1, 240, 35), np.float32))
+    assert np.abs(music[:, :72]).max() <= 0.6 and np.abs(music[:, 72:]).max() <= 0.1
+    moving = music[60:, :72].std(axis=0).mean()
+    frozen = silence[60:, :72].std(axis=0).mean()
+    assert moving > 0.02, "untrained dance should move with the music"
+    assert moving > 10 * frozen, "motion should come from the music, not from the net alone"
+
+
+def test_emoca_layout_is_describable_with_slices(tmp_path: Path) -> None:
+    """A tiny model with EMOCA's I/O layout: one [B,236] tensor, roles picked by slices."""
+    manifest = export_emoca_size(tmp_path, name="emoca_tiny", layers=(1, 1, 1, 1), base_width=8)
+    exp = manifest.output_for("flame.expression")
+    assert exp is not None and exp.tensor == "params" and exp.slice == DECA_LAYOUT["exp"]
+    images = np.random.default_rng(3).random((2, 3, 224, 224), dtype=np.float32)
+    net = build_emoca_size(layers=(1, 1, 1, 1), base_width=8)
+    with torch.no_grad():
+        params = net(torch.from_numpy(images)).numpy()
+        expression = net.expression_head(net.expression_encoder(torch.from_numpy(images))).numpy()
+    np.testing.assert_allclose(params[:, 150:200], expression, atol=1e-5)  # E_expression replaced exp
+    with Engine.load(manifest) as engine:
+        out, _ = engine.run({"image": images})
+    np.testing.assert_allclose(out["flame.expression"], expression, atol=1e-4)
+    np.testing.assert_allclose(out["flame.head"], params[:, 200:203], atol=1e-4)
+    np.testing.assert_allclose(out["flame.jaw"], params[:, 203:206], atol=1e-4)
+    assert out["extra.light"].shape == (2, 27) and out["extra.flame.shape"].shape == (2, 100)
+
+
+def test_emoca_size_is_two_resnet50s() -> None:
+    net = build_emoca_size()
+    encoder = sum(p.numel() for p in net.coarse_encoder.parameters())
+    assert encoder == 23_508_032  # torchvision resnet50 without its fc layer
+    assert net.coarse_encoder.out_features == 2048
+    with torch.no_grad():
+        params = net(torch.rand(1, 3, 224, 224))
+    assert params.shape == (1, 236) and torch.isfinite(params).all()
+    assert params[:, 200:206].abs().max() < 1.0  # untrained head and jaw rotations stay small
