@@ -8,7 +8,7 @@ knowing the bridge's state (sessions, pipelines); the server checks the rest.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
@@ -56,6 +56,7 @@ class Ping:
 
 @dataclass(frozen=True)
 class ImageInput:
+    kind: ClassVar[str] = "image"
     id: int
     session: str
     seq: int
@@ -66,6 +67,7 @@ class ImageInput:
 
 @dataclass(frozen=True)
 class AudioInput:
+    kind: ClassVar[str] = "audio"
     id: int
     session: str
     seq: int
@@ -77,6 +79,7 @@ class AudioInput:
 
 @dataclass(frozen=True)
 class FeaturesInput:
+    kind: ClassVar[str] = "features"
     id: int
     session: str
     seq: int

@@ -1,0 +1,71 @@
+"""`avatar-bridge harness`: drive a running bridge over ZeroMQ and report what arrived."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from bridge.harness.client import BridgeClient, BridgeError
+from bridge.harness.run import HarnessReport, run_harness
+from bridge.protocol.versions import DEFAULT_REQUEST_PORT
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--request-port", type=int, default=DEFAULT_REQUEST_PORT)
+    parser.add_argument("--pipeline", choices=("face", "motion"), default="motion")
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--sessions", type=int, default=1, help="concurrent sessions to open")
+    parser.add_argument("--fps", type=float, default=60.0, help="input rate per session")
+    parser.add_argument("--input", type=Path, help="face: video or image file; motion: 16-bit WAV (default: generated)")
+    parser.add_argument("--style", help="motion style (see `list`)")
+    parser.add_argument("--json", type=Path, help="write the report here")
+
+
+def run(args: argparse.Namespace) -> int:
+    client = BridgeClient(args.host, args.request_port)
+    options = {"style": args.style} if args.style else {}
+    try:
+        report = run_harness(
+            client,
+            args.pipeline,
+            seconds=args.seconds,
+            sessions=args.sessions,
+            fps=args.fps,
+            input_path=args.input,
+            options=options,
+        )
+    except (TimeoutError, BridgeError, ValueError, OSError) as exc:
+        print(f"harness: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        client.close()
+    print_report(report)
+    if args.json is not None:
+        args.json.write_text(json.dumps(report.to_json(), indent=2))
+    return 0 if report.ok else 1
+
+
+def print_report(report: HarnessReport) -> None:
+    rows = [
+        ("pipeline", report.pipeline),
+        ("sessions", report.sessions),
+        ("inputs sent", report.inputs_sent),
+        ("frames published", report.frames_published),
+        ("frames received", report.frames_received),
+        ("frames lost", report.frames_lost),
+        ("invalid frames", report.invalid_frames),
+        ("errors", len(report.errors)),
+        ("latency p50 (ms)", f"{report.latency_ms_p50:.2f}"),
+        ("latency p99 (ms)", f"{report.latency_ms_p99:.2f}"),
+        ("engine p50 (ms)", f"{report.engine_ms_p50:.2f}"),
+        ("mean batch", f"{report.mean_batch:.2f}"),
+        ("fps per session", f"{report.fps_per_session:.1f}"),
+    ]
+    width = max(len(k) for k, _ in rows)
+    for key, value in rows:
+        print(f"{key:<{width}}  {value}")
+    for error in report.errors[:10]:
+        print(f"error: {error}")

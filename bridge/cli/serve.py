@@ -1,0 +1,94 @@
+"""`avatar-bridge serve`: run the bridge from a TOML config file and flags (flags win)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from bridge.cli.paths import default_engines_dir
+from bridge.serving.server import Bridge, ServeConfig
+from bridge.transport.zmq_sockets import TransportConfig
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised only on 3.10
+    import tomli as tomllib
+
+log = logging.getLogger("avatar-bridge")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", type=Path, help="TOML file with the keys below under [serve]")
+    parser.add_argument("--host", help="address to bind (default 127.0.0.1)")
+    parser.add_argument("--request-port", type=int, help="ROUTER port for requests and inputs (default 5570; 0: any)")
+    parser.add_argument("--frames-port", type=int, help="PUB port for frames and events (default 5571; 0: any)")
+    parser.add_argument("--engines", type=Path, help="folder of models with manifests (default: engines/)")
+    parser.add_argument("--backend", help="onnxruntime (default), tensorrt or torch")
+    parser.add_argument("--face-model", help="default model of the face pipeline")
+    parser.add_argument("--motion-model", help="default model of the motion pipeline")
+    parser.add_argument("--idle-timeout", type=float, help="seconds without input before a session is reaped (10)")
+    parser.add_argument("--max-sessions", type=int, help="session limit (256)")
+    parser.add_argument("--max-queue-delay-us", type=int, help="wait this long to grow a batch (0)")
+    parser.add_argument("--frames-hwm", type=int, help="frames queued per subscriber before old ones drop (64)")
+    parser.add_argument("--insecure-remote", action="store_true", default=None, help="allow a non-loopback --host")
+    parser.add_argument("--ports-file", type=Path, help="write the bound ports as JSON here once ready")
+
+
+def config_from_args(args: argparse.Namespace) -> ServeConfig:
+    file_values: dict[str, Any] = {}
+    if args.config is not None:
+        file_values = tomllib.loads(args.config.read_text()).get("serve", {})
+
+    def pick(flag: str, key: str | None = None) -> Any:
+        value = getattr(args, flag)
+        return value if value is not None else file_values.get(key or flag)
+
+    transport = TransportConfig()
+    transport_values = {
+        "host": pick("host"),
+        "request_port": pick("request_port"),
+        "frames_port": pick("frames_port"),
+        "frames_hwm": pick("frames_hwm"),
+        "insecure_remote": pick("insecure_remote"),
+    }
+    transport = replace(transport, **{k: v for k, v in transport_values.items() if v is not None})
+    config = ServeConfig(transport=transport, engines_dir=Path(pick("engines") or default_engines_dir()))
+    models = {k: v for k, v in (("face", pick("face_model")), ("motion", pick("motion_model"))) if v}
+    values = {
+        "backend": pick("backend"),
+        "idle_timeout_s": pick("idle_timeout"),
+        "max_sessions": pick("max_sessions"),
+        "max_queue_delay_us": pick("max_queue_delay_us"),
+        "ports_file": pick("ports_file"),
+        "models": models or None,
+    }
+    return replace(config, **{k: v for k, v in values.items() if v is not None})
+
+
+def run(args: argparse.Namespace) -> int:
+    config = config_from_args(args)
+    try:
+        bridge = Bridge(config)
+    except (OSError, ValueError) as exc:
+        log.error("cannot start: %s", exc)
+        return 2
+    bridge.start()
+    signal.signal(signal.SIGINT, lambda *_: bridge.stop())
+    signal.signal(signal.SIGTERM, lambda *_: bridge.stop())
+    t = config.transport
+    print(
+        f"avatar-bridge ready: requests tcp://{t.host}:{bridge.sockets.request_port} "
+        f"frames tcp://{t.host}:{bridge.sockets.frames_port} "
+        f"models {', '.join(f'{p}:{m}' for p, m in sorted(bridge.defaults.items()))}",
+        flush=True,
+    )
+    try:
+        bridge.serve_forever()
+    finally:
+        bridge.close()
+    return 0

@@ -1,0 +1,136 @@
+"""A minimal bridge client built on the wire contract alone (bridge.protocol, pyzmq).
+
+It is what the harness, the demo and the benchmarks use, and a reference for plugin authors.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import zmq
+
+from bridge.protocol.codec import ProtocolError, pack, unpack_map
+from bridge.protocol.frames import Frame, decode_frame
+from bridge.protocol.versions import DEFAULT_REQUEST_PORT, EVENT_TOPIC_PREFIX, FRAME_TOPIC_PREFIX
+
+
+class BridgeError(Exception):
+    """An `error` reply: `code` and `name` as in docs/protocol.md section 6."""
+
+    def __init__(self, reply: dict[str, Any]) -> None:
+        super().__init__(f"{reply.get('name')} ({reply.get('code')}): {reply.get('message')}")
+        self.code: int = reply.get("code", 0)
+        self.name: str = reply.get("name", "")
+        self.reply = reply
+
+
+@dataclass
+class ReceivedFrame:
+    frame: Frame
+    recv_ns: int
+
+
+@dataclass
+class BridgeClient:
+    host: str = "127.0.0.1"
+    request_port: int = DEFAULT_REQUEST_PORT
+    timeout_s: float = 5.0
+    context: zmq.Context[zmq.Socket[bytes]] = field(default_factory=zmq.Context.instance)
+
+    def __post_init__(self) -> None:
+        self.dealer = self.context.socket(zmq.DEALER)
+        self.dealer.setsockopt(zmq.LINGER, 0)
+        self.dealer.connect(f"tcp://{self.host}:{self.request_port}")
+        self.sub = self.context.socket(zmq.SUB)
+        self.sub.setsockopt(zmq.LINGER, 0)
+        self.sub.setsockopt(zmq.RCVHWM, 100000)
+        self._ids = itertools.count(1)
+        self.errors: list[dict[str, Any]] = []  # error replies to fire-and-forget inputs
+        self.events: list[dict[str, Any]] = []
+        self.invalid_frames: list[str] = []  # frames that broke the contract, with the reason
+        self.hello_reply: dict[str, Any] = {}
+
+    # ------------------------------------------------------------ requests
+    def request(self, op: str, **fields: Any) -> dict[str, Any]:
+        """Send one request and wait for its reply (matched by id); raise BridgeError on an error reply."""
+        rid = next(self._ids)
+        self.dealer.send(pack({"op": op, "id": rid, **fields}))
+        deadline = time.monotonic() + self.timeout_s
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not self.dealer.poll(int(remaining * 1000)):
+                raise TimeoutError(f"no reply to '{op}' within {self.timeout_s} s")
+            message = unpack_map(self.dealer.recv())
+            if message.get("id") == rid:
+                if message.get("op") == "error":
+                    raise BridgeError(message)
+                return message
+            self._keep(message)
+
+    def hello(self, client: str = "avatar-bridge harness") -> dict[str, Any]:
+        self.hello_reply = self.request("hello", v=1, client=client)
+        self.sub.connect(f"tcp://{self.host}:{self.hello_reply['frames_port']}")
+        return self.hello_reply
+
+    def subscribe(self, prefix: bytes = FRAME_TOPIC_PREFIX) -> None:
+        self.sub.setsockopt(zmq.SUBSCRIBE, prefix)
+
+    def open(self, pipeline: str, **options: Any) -> dict[str, Any]:
+        return self.request("open", pipeline=pipeline, options=options)
+
+    def close_session(self, session: str) -> dict[str, Any]:
+        return self.request("close", session=session)
+
+    # ------------------------------------------------------------ inputs
+    def send_image(self, session: str, seq: int, rgb: np.ndarray, t_capture_ns: int | None = None) -> None:
+        h, w = rgb.shape[:2]
+        self._send_input(session, seq, t_capture_ns, kind="image", width=w, height=h, data=rgb.tobytes())
+
+    def send_audio(self, session: str, seq: int, pcm: np.ndarray, rate: int, t_capture_ns: int | None = None) -> None:
+        s16 = (np.clip(pcm, -1.0, 1.0) * 32767).astype("<i2")
+        self._send_input(session, seq, t_capture_ns, kind="audio", rate=rate, format="s16le", data=s16.tobytes())
+
+    def send_features(self, session: str, seq: int, rows: np.ndarray, t_capture_ns: int | None = None) -> None:
+        rows = np.ascontiguousarray(rows, dtype="<f4")
+        self._send_input(
+            session, seq, t_capture_ns, kind="features", rows=rows.shape[0], cols=rows.shape[1], data=rows.tobytes()
+        )
+
+    def _send_input(self, session: str, seq: int, t_capture_ns: int | None, **fields: Any) -> None:
+        t = time.time_ns() if t_capture_ns is None else t_capture_ns
+        self.dealer.send(pack({"op": "input", "session": session, "seq": seq, "t_capture_ns": t, **fields}))
+
+    # ------------------------------------------------------------ receiving
+    def poll_replies(self) -> None:
+        """Collect asynchronous error replies (to inputs) without blocking."""
+        while self.dealer.poll(0):
+            self._keep(unpack_map(self.dealer.recv()))
+
+    def recv_frames(self, timeout_ms: int = 0, limit: int = 10000) -> list[ReceivedFrame]:
+        """Every frame that has arrived (waiting up to timeout_ms for the first); events go to `events`."""
+        out: list[ReceivedFrame] = []
+        wait = timeout_ms
+        while len(out) < limit and self.sub.poll(wait):
+            topic, payload = self.sub.recv_multipart()
+            now = time.time_ns()
+            wait = 0
+            try:
+                if topic.startswith(EVENT_TOPIC_PREFIX):
+                    self.events.append(unpack_map(payload))
+                else:
+                    out.append(ReceivedFrame(decode_frame(payload), now))
+            except ProtocolError as exc:
+                self.invalid_frames.append(f"{topic!r}: {exc}")
+        return out
+
+    def _keep(self, message: dict[str, Any]) -> None:
+        if message.get("op") == "error":
+            self.errors.append(message)
+
+    def close(self) -> None:
+        self.dealer.close(0)
+        self.sub.close(0)

@@ -1,0 +1,192 @@
+"""The harness run: open sessions, stream inputs in real time, receive and validate every frame, report."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bridge.harness.client import BridgeClient, ReceivedFrame
+from bridge.harness.sources import audio_chunks, face_frames
+from bridge.protocol.frames import FaceFrame, MotionFrame
+
+DRAIN_S = 2.0  # after the last input, wait this long at most for the remaining frames
+
+
+@dataclass
+class SessionTrack:
+    """What one session received, checked frame by frame against the contract."""
+
+    session: str
+    pipeline: str
+    last_input_seq: int = -1
+    next_seq: int = 0
+    frames_received: int = 0
+    gaps: int = 0
+    violations: list[str] = field(default_factory=list)
+    latencies_ns: list[int] = field(default_factory=list)
+    engine_us: list[float] = field(default_factory=list)
+    batches: list[int] = field(default_factory=list)
+    frames: list[ReceivedFrame] = field(default_factory=list)
+
+    def add(self, r: ReceivedFrame, keep: bool) -> None:
+        f, h = r.frame, r.frame.header
+        expected_type = FaceFrame if self.pipeline == "face" else MotionFrame
+        if not isinstance(f, expected_type):
+            self.violations.append(f"seq {h.seq}: {type(f).__name__} on a {self.pipeline} session")
+        if h.seq < self.next_seq:
+            self.violations.append(f"seq {h.seq} after {self.next_seq - 1}: out of order or repeated")
+        self.gaps += max(0, h.seq - self.next_seq)
+        self.next_seq = max(self.next_seq, h.seq + 1)
+        if h.input_seq > self.last_input_seq:
+            self.violations.append(f"seq {h.seq}: input_seq {h.input_seq} was never sent")
+        if h.t_publish_ns < h.t_capture_ns:
+            self.violations.append(f"seq {h.seq}: published before captured")
+        self.frames_received += 1
+        self.latencies_ns.append(r.recv_ns - h.t_capture_ns)
+        self.engine_us.append(h.engine_us)
+        self.batches.append(h.batch)
+        if keep:
+            self.frames.append(r)
+
+
+@dataclass
+class HarnessReport:
+    pipeline: str
+    sessions: int
+    seconds: float
+    fps: float
+    inputs_sent: int
+    frames_published: int
+    frames_received: int
+    frames_lost: int
+    invalid_frames: int
+    errors: list[str]
+    latency_ms_p50: float
+    latency_ms_p99: float
+    latency_ms_max: float
+    engine_ms_p50: float
+    mean_batch: float
+    fps_per_session: float
+    tracks: list[SessionTrack] = field(default_factory=list, repr=False)
+
+    @property
+    def ok(self) -> bool:
+        return self.frames_received > 0 and self.frames_lost == 0 and not self.invalid_frames and not self.errors
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.pop("tracks")
+        data["ok"] = self.ok
+        return data
+
+
+def run_harness(
+    client: BridgeClient,
+    pipeline: str,
+    *,
+    seconds: float,
+    sessions: int = 1,
+    fps: float = 60.0,
+    input_path: Path | None = None,
+    options: dict[str, Any] | None = None,
+    keep_frames: bool = False,
+    on_tick: Callable[[int, int], None] | None = None,
+) -> HarnessReport:
+    """Stream `seconds` of input at `fps` into `sessions` new sessions and account for every frame."""
+    if not client.hello_reply:
+        client.hello()
+    client.subscribe()
+    time.sleep(0.05)  # let the subscription reach the bridge before the first frame is published
+    tracks: dict[str, SessionTrack] = {}
+    for _ in range(sessions):
+        sid = client.open(pipeline, **(options or {}))["session"]
+        tracks[sid] = SessionTrack(sid, pipeline)
+    send, total = _sender(client, pipeline, seconds, fps, input_path)
+
+    def receive(timeout_ms: int) -> int:
+        got = client.recv_frames(timeout_ms)
+        for r in got:
+            track = tracks.get(r.frame.header.session)
+            if track is not None:
+                track.add(r, keep_frames)
+        return len(got)
+
+    period_ns = int(1e9 / fps)
+    start = time.monotonic_ns()
+    sent = 0
+    for tick in range(total):
+        deadline = start + tick * period_ns
+        while (wait := deadline - time.monotonic_ns()) > 0:
+            receive(max(1, wait // 1_000_000))
+        for track in tracks.values():
+            send(track.session, tick)
+            track.last_input_seq = tick
+            sent += 1
+        receive(0)
+        if on_tick is not None:
+            on_tick(tick + 1, total)
+    published = 0
+    quiet_until = time.monotonic() + DRAIN_S
+    while time.monotonic() < quiet_until:
+        if receive(50):
+            quiet_until = min(quiet_until, time.monotonic() + 0.3)
+    for sid in tracks:
+        published += client.close_session(sid)["frames_published"]
+    receive(100)
+    client.poll_replies()
+    return _report(pipeline, sessions, seconds, fps, sent, published, client, list(tracks.values()))
+
+
+def _sender(
+    client: BridgeClient, pipeline: str, seconds: float, fps: float, path: Path | None
+) -> tuple[Callable[[str, int], None], int]:
+    if pipeline == "face":
+        frames = list(face_frames(seconds, fps, path))
+        return (lambda sid, i: client.send_image(sid, i, frames[i])), len(frames)
+    rate, chunks = audio_chunks(seconds, fps, path)
+    pcm: list[np.ndarray] = list(chunks)
+    return (lambda sid, i: client.send_audio(sid, i, pcm[i], rate)), len(pcm)
+
+
+def _report(
+    pipeline: str,
+    sessions: int,
+    seconds: float,
+    fps: float,
+    sent: int,
+    published: int,
+    client: BridgeClient,
+    tracks: list[SessionTrack],
+) -> HarnessReport:
+    received = sum(t.frames_received for t in tracks)
+    latencies = np.array([x for t in tracks for x in t.latencies_ns], dtype=np.float64) / 1e6
+    engine = np.array([x for t in tracks for x in t.engine_us], dtype=np.float64) / 1e3
+    batches = np.array([x for t in tracks for x in t.batches], dtype=np.float64)
+
+    def pct(values: np.ndarray, q: float) -> float:
+        return float(np.percentile(values, q)) if values.size else float("nan")
+
+    return HarnessReport(
+        pipeline=pipeline,
+        sessions=sessions,
+        seconds=seconds,
+        fps=fps,
+        inputs_sent=sent,
+        frames_published=published,
+        frames_received=received,
+        frames_lost=max(0, published - received),
+        invalid_frames=len(client.invalid_frames) + sum(len(t.violations) for t in tracks),
+        errors=[f"{e.get('name')}: {e.get('message')}" for e in client.errors],
+        latency_ms_p50=pct(latencies, 50),
+        latency_ms_p99=pct(latencies, 99),
+        latency_ms_max=float(latencies.max()) if latencies.size else float("nan"),
+        engine_ms_p50=pct(engine, 50),
+        mean_batch=float(batches.mean()) if batches.size else 0.0,
+        fps_per_session=received / sessions / seconds if seconds else 0.0,
+        tracks=tracks,
+    )

@@ -1,0 +1,82 @@
+"""What every pipeline provides: pre-process per session, one engine call per batch, post-process.
+
+Pipelines know nothing of sockets: they turn decoded inputs into engine steps and engine outputs into
+encoded frame payloads. All per-session state lives in the object `open_session` returns.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Generic, TypeVar
+
+from bridge.protocol.requests import Input
+from bridge.runtime.engine import Engine
+
+StateT = TypeVar("StateT")
+StepT = TypeVar("StepT")
+
+
+@dataclass
+class Step(Generic[StepT]):
+    """One engine step of one session: what it needs, and the input it came from (for frame headers)."""
+
+    payload: StepT
+    input_seq: int
+    t_capture_ns: int
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    """What one engine call produced, per row, plus its cost (copied into every frame)."""
+
+    rows: list[Any]
+    engine_us: float
+
+
+class Pipeline(ABC, Generic[StateT, StepT]):
+    name: ClassVar[str]
+    accepts: ClassVar[tuple[str, ...]]
+    # Inputs that may be dropped when a newer one of the same session is queued (latest wins).
+    droppable: ClassVar[bool]
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    @property
+    def model_name(self) -> str:
+        return self.engine.manifest.name
+
+    @property
+    def fps(self) -> float:
+        return self.engine.manifest.fps
+
+    @property
+    def max_batch(self) -> int:
+        return max((p.max_batch for p in self.engine.manifest.profiles), default=1)
+
+    @abstractmethod
+    def open_session(self, options: dict[str, Any]) -> StateT:
+        """Validate options (ProtocolError BAD_VALUE on a bad one) and allocate the session's state."""
+
+    @abstractmethod
+    def rig(self, state: StateT) -> dict[str, Any]:
+        """The rig description sent once in the open reply and the `opened` event."""
+
+    def validate(self, state: StateT, item: Input) -> None:
+        """Checks that need the session (I/O thread, before queueing); raise ProtocolError to refuse."""
+
+    @abstractmethod
+    def prepare(self, state: StateT, item: Input) -> list[Step[StepT]]:
+        """Pre-process one input into zero or more engine steps (in order)."""
+
+    @abstractmethod
+    def run_batch(self, states: Sequence[StateT], steps: Sequence[Step[StepT]]) -> BatchResult:
+        """One engine call over one step of each of several sessions; updates their recurrent state."""
+
+    @abstractmethod
+    def finish(
+        self, state: StateT, session: str, seq: int, step: Step[StepT], row: Any, result: BatchResult
+    ) -> bytes:
+        """Post-process one row (guard, filters, mapping) and encode the frame payload."""

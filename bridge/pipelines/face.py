@@ -1,0 +1,109 @@
+"""Face pipeline: RGB frame -> detect + aligned crop -> expression engine -> FLAME -> guard, filter -> frame."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from bridge.filters.one_euro import OneEuroFilter, flame_one_euro
+from bridge.filters.range_guard import RangeGuard
+from bridge.pipelines.base import BatchResult, Pipeline, Step
+from bridge.pipelines.face_crop import FaceTracker, crop_face
+from bridge.pipelines.options import check_options
+from bridge.protocol.frames import encode_face_frame
+from bridge.protocol.requests import ImageInput, Input
+from bridge.rig import flame
+from bridge.rig.arkit import ARKIT_NAMES
+from bridge.rig.flame_to_arkit import FlameToArkit
+from bridge.rig.rotations import axis_angle_to_quat
+
+CROP_SIZE = 224
+_ROLES = ("flame.expression", "flame.jaw", "flame.head", "flame.eyelids")
+_COORDINATES = {"handedness": "right", "up": "+y", "forward": "+z", "units": "m"}
+
+
+@dataclass
+class FaceState:
+    tracker: FaceTracker
+    guard: RangeGuard
+    smoother: OneEuroFilter | None
+    blendshapes: bool
+    last: np.ndarray = field(default_factory=lambda: np.zeros(flame.FLAME_DIM, np.float32))
+
+
+class FacePipeline(Pipeline[FaceState, np.ndarray | None]):
+    name: ClassVar[str] = "face"
+    accepts: ClassVar[tuple[str, ...]] = ("image",)
+    droppable: ClassVar[bool] = True  # only the newest camera frame matters
+
+    _mapper = FlameToArkit.default()
+
+    def open_session(self, options: dict[str, Any]) -> FaceState:
+        check_options(self.name, options, {"blendshapes": bool, "smoothing": bool})
+        return FaceState(
+            tracker=FaceTracker(),
+            guard=RangeGuard(),
+            smoother=flame_one_euro() if options.get("smoothing", True) else None,
+            blendshapes=options.get("blendshapes", True),
+        )
+
+    def rig(self, state: FaceState) -> dict[str, Any]:
+        return {
+            "kind": "face",
+            "coordinates": _COORDINATES,
+            "quaternion_order": "xyzw",
+            "expression": [f"Exp{i:02d}" for i in range(flame.N_EXPRESSION)],
+            "eyelids": ["EyelidLeft", "EyelidRight"],
+            "rotations": ["head", "jaw"],
+            "blendshapes": list(ARKIT_NAMES) if state.blendshapes else [],
+        }
+
+    def prepare(self, state: FaceState, item: Input) -> list[Step[np.ndarray | None]]:
+        assert isinstance(item, ImageInput)
+        box = state.tracker.update(item.pixels)
+        crop = None if box is None else crop_face(item.pixels, box, CROP_SIZE)
+        return [Step(crop, item.seq, item.t_capture_ns)]
+
+    def run_batch(self, states: Sequence[FaceState], steps: Sequence[Step[np.ndarray | None]]) -> BatchResult:
+        found = [i for i, s in enumerate(steps) if s.payload is not None]
+        rows: list[Any] = [None] * len(steps)
+        if not found:
+            return BatchResult(rows, 0.0)
+        images = np.stack([steps[i].payload for i in found])  # type: ignore[misc]
+        t0 = time.perf_counter()
+        outputs, _ = self.engine.run({"image": images})
+        engine_us = (time.perf_counter() - t0) * 1e6
+        params = np.concatenate([outputs[r] for r in _ROLES], axis=1)  # bridge.rig.flame layout
+        for row, i in enumerate(found):
+            rows[i] = params[row]
+        return BatchResult(rows, engine_us)
+
+    def finish(
+        self, state: FaceState, session: str, seq: int, step: Step[np.ndarray | None], row: Any, result: BatchResult
+    ) -> bytes:
+        if row is None:
+            params = state.last
+        else:
+            params, _ = state.guard.apply(row)
+            if state.smoother is not None:
+                params = state.smoother.filter(params, step.t_capture_ns / 1e9)
+            state.last[:] = params
+        rotations = axis_angle_to_quat(np.stack((params[flame.JAW], params[flame.HEAD])))
+        return encode_face_frame(
+            session,
+            seq,
+            step.input_seq,
+            step.t_capture_ns,
+            face_found=row is not None,
+            expression=params[flame.EXPRESSION],
+            eyelids=params[flame.EYELIDS],
+            jaw=rotations[0],
+            head=rotations[1],
+            blendshapes=self._mapper.map_flame(params) if state.blendshapes else None,
+            engine_us=result.engine_us,
+            batch=len(result.rows),
+        )

@@ -1,0 +1,14 @@
+"""Which pipeline serves which manifest `task`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bridge.pipelines.base import Pipeline
+from bridge.pipelines.face import FacePipeline
+from bridge.pipelines.motion import MotionPipeline
+
+PIPELINES: dict[str, type[Pipeline[Any, Any]]] = {
+    "face": FacePipeline,
+    "motion": MotionPipeline,
+}

@@ -1,0 +1,323 @@
+"""The bridge server: loads engines, owns the sockets, dispatches requests, reaps idle sessions.
+
+Threads: one I/O thread (this module's `serve_forever`) owns the ROUTER socket, decodes and validates
+every message and answers requests; one scheduler thread per pipeline runs the engines and publishes
+frames. A bad message costs one error reply and never reaches a scheduler.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import zmq
+
+from bridge import __version__
+from bridge.pipelines.base import Pipeline
+from bridge.pipelines.registry import PIPELINES
+from bridge.protocol.codec import ProtocolError
+from bridge.protocol.errors import ErrorCode
+from bridge.protocol.replies import error_reply, reply
+from bridge.protocol.requests import (
+    AudioInput,
+    CloseSession,
+    FeaturesInput,
+    ImageInput,
+    Hello,
+    Input,
+    ListModels,
+    OpenSession,
+    Ping,
+    Request,
+    decode_request,
+    request_id_of,
+)
+from bridge.protocol.codec import pack, unpack_map
+from bridge.protocol.versions import EVENT_TOPIC_PREFIX, PROTOCOL_VERSION
+from bridge.runtime.engine import Engine
+from bridge.runtime.manifest import find_manifests
+from bridge.serving.scheduler import Scheduler
+from bridge.serving.sessions import Session, SessionTable
+from bridge.serving.stats import BridgeStats
+from bridge.transport.zmq_sockets import BridgeSockets, TransportConfig
+
+log = logging.getLogger(__name__)
+
+REAP_INTERVAL_S = 0.25
+POLL_MS = 20
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    transport: TransportConfig = field(default_factory=TransportConfig)
+    engines_dir: Path = Path("engines")
+    backend: str = "onnxruntime"
+    backend_options: dict[str, Any] = field(default_factory=dict)
+    models: dict[str, str] = field(default_factory=dict)  # pipeline -> default model name
+    idle_timeout_s: float = 10.0
+    max_sessions: int = 256
+    max_pending: int = 64
+    max_queue_delay_us: int = 0
+    ports_file: Path | None = None
+
+
+class Bridge:
+    def __init__(self, config: ServeConfig) -> None:
+        self.config = config
+        self.stats = BridgeStats()
+        self.sessions = SessionTable(config.max_sessions)
+        self.pipelines: dict[str, dict[str, Pipeline[Any, Any]]] = {}  # pipeline name -> model -> pipeline
+        self.defaults: dict[str, str] = {}
+        self._load_engines()
+        self.sockets = BridgeSockets(config.transport)
+        self.schedulers: dict[tuple[str, str], Scheduler] = {
+            (name, model): Scheduler(
+                p,
+                self.sockets.publish,
+                self._report_error,
+                self.stats,
+                max_pending=config.max_pending,
+                max_queue_delay_us=config.max_queue_delay_us,
+            )
+            for name, models in self.pipelines.items()
+            for model, p in models.items()
+        }
+        self._pending_errors: deque[tuple[tuple[bytes, ...], bytes]] = deque()
+        self._stop = threading.Event()
+
+    # ----------------------------------------------------------------- lifecycle
+    def _load_engines(self) -> None:
+        manifests = find_manifests(self.config.engines_dir)
+        if not manifests:
+            raise FileNotFoundError(f"no model manifests (*.manifest.json) in {self.config.engines_dir}")
+        for manifest in manifests:
+            factory = PIPELINES.get(manifest.task)
+            if factory is None:
+                log.warning("skipping %s: no pipeline for task %r", manifest.name, manifest.task)
+                continue
+            t0 = time.perf_counter()
+            engine = Engine.load(manifest, backend=self.config.backend, **self.config.backend_options)
+            log.info("loaded %s (%s) in %.0f ms", manifest.name, self.config.backend, (time.perf_counter() - t0) * 1e3)
+            self.pipelines.setdefault(factory.name, {})[manifest.name] = factory(engine)
+        for name, models in self.pipelines.items():
+            wanted = self.config.models.get(name)
+            if wanted is not None and wanted not in models:
+                raise ValueError(f"default model {wanted!r} for {name} not found in {self.config.engines_dir}")
+            self.defaults[name] = wanted or sorted(models)[0]
+
+    def start(self) -> None:
+        for scheduler in self.schedulers.values():
+            scheduler.start()
+        if self.config.ports_file is not None:
+            ports = {"request_port": self.sockets.request_port, "frames_port": self.sockets.frames_port}
+            tmp = self.config.ports_file.with_suffix(".tmp")
+            tmp.write_text(json.dumps(ports))
+            tmp.replace(self.config.ports_file)  # atomic: readers never see a partial file
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def close(self) -> None:
+        for session in self.sessions.all():
+            self._end_session(session, "shutdown")
+        for scheduler in self.schedulers.values():
+            scheduler.stop()
+        for models in self.pipelines.values():
+            for pipeline in models.values():
+                pipeline.engine.close()
+        self.sockets.close()
+
+    def serve_forever(self) -> None:
+        """Run the I/O loop until `stop()`; call `start()` first."""
+        poller = zmq.Poller()
+        poller.register(self.sockets.router, zmq.POLLIN)
+        next_reap = time.monotonic() + REAP_INTERVAL_S
+        while not self._stop.is_set():
+            if poller.poll(POLL_MS):
+                # Drain what is queued so a burst costs one poll, but bound it so the reaper still runs.
+                for _ in range(1000):
+                    try:
+                        parts = self.sockets.router.recv_multipart(flags=zmq.NOBLOCK, copy=True)
+                    except zmq.Again:
+                        break
+                    self._on_message(parts)
+            while self._pending_errors:
+                envelope, payload = self._pending_errors.popleft()
+                self._send(envelope, payload)
+            now = time.monotonic()
+            if now >= next_reap:
+                next_reap = now + REAP_INTERVAL_S
+                for session in self.sessions.idle(now, self.config.idle_timeout_s):
+                    log.info("reaping idle session %s", session.id)
+                    self.stats.sessions_reaped += 1
+                    self._end_session(session, "idle_timeout")
+
+    # ----------------------------------------------------------------- dispatch
+    def _on_message(self, parts: list[bytes]) -> None:
+        # ROUTER prepends the peer identity; a REQ-style client adds an empty delimiter.
+        envelope, payload = tuple(parts[:-1]), parts[-1]
+        if len(parts) < 2 or not payload or any(parts[1:-1]):
+            self._error(envelope, ErrorCode.MALFORMED, "expected exactly one non-empty frame per message")
+            return
+        try:
+            request = decode_request(payload, self.config.transport.max_message_bytes)
+        except ProtocolError as exc:
+            self._error(envelope, exc.code, exc.message, _request_id(payload, exc.code))
+            return
+        try:
+            self._handle(envelope, request)
+        except ProtocolError as exc:
+            self._error(envelope, exc.code, exc.message, request.id, getattr(request, "session", None))
+        except Exception as exc:
+            log.exception("internal error handling %s", type(request).__name__)
+            self._error(envelope, ErrorCode.INTERNAL, f"internal error: {exc}", request.id)
+
+    def _handle(self, envelope: tuple[bytes, ...], request: Request) -> None:
+        if isinstance(request, (ImageInput, AudioInput, FeaturesInput)):
+            self._on_input(envelope, request)
+        elif isinstance(request, Hello):
+            self._send(
+                envelope,
+                reply(
+                    "hello",
+                    request.id,
+                    server=f"avatar-bridge {__version__}",
+                    frames_port=self.sockets.frames_port,
+                    max_message_bytes=self.config.transport.max_message_bytes,
+                    pipelines=sorted(self.pipelines),
+                    idle_timeout_s=self.config.idle_timeout_s,
+                ),
+            )
+        elif isinstance(request, ListModels):
+            self._send(envelope, reply("list", request.id, models=self._model_list()))
+        elif isinstance(request, OpenSession):
+            self._on_open(envelope, request)
+        elif isinstance(request, CloseSession):
+            session = self._session(request.session)
+            self._end_session(session, "client")
+            self._send(envelope, reply("close", request.id, session=session.id, frames_published=session.frames_published))
+        elif isinstance(request, Ping):
+            if request.session is not None:
+                self._session(request.session).last_seen = time.monotonic()
+            self._send(envelope, reply("pong", request.id, t_ns=time.time_ns()))
+
+    def _on_open(self, envelope: tuple[bytes, ...], request: OpenSession) -> None:
+        models = self.pipelines.get(request.pipeline)
+        if models is None:
+            raise ProtocolError(
+                ErrorCode.UNKNOWN_PIPELINE,
+                f"unknown pipeline '{request.pipeline}' (this bridge serves: {', '.join(sorted(self.pipelines))})",
+            )
+        model = request.model or self.defaults[request.pipeline]
+        pipeline = models.get(model)
+        if pipeline is None:
+            raise ProtocolError(
+                ErrorCode.UNKNOWN_MODEL, f"no {request.pipeline} model '{model}' (have: {', '.join(sorted(models))})"
+            )
+        if len(self.sessions) >= self.sessions.max_sessions:
+            raise ProtocolError(ErrorCode.SESSION_LIMIT, f"session limit of {self.sessions.max_sessions} reached")
+        state = pipeline.open_session(request.options)
+        session = Session(self.sessions.new_id(), pipeline, state, envelope)
+        self.sessions.add(session)
+        self.stats.sessions_opened += 1
+        description = {"pipeline": pipeline.name, "model": model, "fps": pipeline.fps, "rig": pipeline.rig(state)}
+        self._event(session, "opened", **description)
+        extra: dict[str, Any] = {"feature_cols": 35} if "features" in pipeline.accepts else {}
+        self._send(
+            envelope,
+            reply(
+                "open",
+                request.id,
+                session=session.id,
+                topic=session.topic,
+                accepts=list(pipeline.accepts),
+                **description,
+                **extra,
+            ),
+        )
+
+    def _on_input(self, envelope: tuple[bytes, ...], item: Input) -> None:
+        session = self._session(item.session)
+        session.last_seen = time.monotonic()
+        kind = item.kind
+        if kind not in session.pipeline.accepts:
+            raise ProtocolError(
+                ErrorCode.WRONG_INPUT_KIND,
+                f"{session.pipeline.name} sessions accept {', '.join(session.pipeline.accepts)}, not {kind}",
+            )
+        session.pipeline.validate(session.state, item)
+        if not self.schedulers[(session.pipeline.name, session.pipeline.model_name)].submit(session, item):
+            self.stats.inputs_dropped += 1
+            raise ProtocolError(
+                ErrorCode.OVERLOADED, f"session {session.id} has {self.config.max_pending} inputs pending; input dropped"
+            )
+        if item.ack:
+            self._send(envelope, reply("ack", item.id, session=session.id, seq=item.seq))
+
+    # ----------------------------------------------------------------- helpers
+    def _session(self, sid: str) -> Session:
+        session = self.sessions.get(sid)
+        if session is None:
+            raise ProtocolError(ErrorCode.UNKNOWN_SESSION, f"no open session '{sid}' (never opened, closed, or reaped)")
+        return session
+
+    def _end_session(self, session: Session, reason: str) -> None:
+        if self.sessions.remove(session.id) is not None:
+            self._event(session, "closed", reason=reason, frames_published=session.frames_published)
+
+    def _event(self, session: Session, event: str, **fields: Any) -> None:
+        message = {"op": "event", "v": PROTOCOL_VERSION, "session": session.id, "event": event, **fields}
+        self.sockets.publish(EVENT_TOPIC_PREFIX + session.id.encode(), pack(message))
+
+    def _model_list(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "name": model,
+                "pipeline": name,
+                "fps": p.fps,
+                "trained": p.engine.manifest.trained,
+                "backend": self.config.backend,
+                "default": self.defaults[name] == model,
+                "styles": list(p.engine.manifest.styles),
+            }
+            for name, models in sorted(self.pipelines.items())
+            for model, p in sorted(models.items())
+        ]
+
+    def _send(self, envelope: tuple[bytes, ...], payload: bytes) -> None:
+        try:
+            self.sockets.router.send_multipart((*envelope, payload), flags=zmq.NOBLOCK)
+        except zmq.Again:
+            self.stats.count_error("reply_dropped")
+
+    def _error(
+        self,
+        envelope: tuple[bytes, ...],
+        code: ErrorCode,
+        message: str,
+        request_id: int = 0,
+        session: str | None = None,
+    ) -> None:
+        self.stats.count_error(code.name)
+        self._send(envelope, error_reply(code, message, request_id, session))
+
+    def _report_error(self, session: Session, code: ErrorCode, message: str) -> None:
+        """Called from scheduler threads: queue the reply for the I/O thread, which owns the ROUTER."""
+        self.stats.count_error(code.name)
+        self._pending_errors.append((session.envelope, error_reply(code, message, 0, session.id)))
+
+
+def _request_id(payload: bytes, code: ErrorCode) -> int:
+    """Best effort: echo the request id even when the request failed validation."""
+    if code in (ErrorCode.MALFORMED, ErrorCode.TOO_LARGE):
+        return 0
+    try:
+        return request_id_of(unpack_map(payload))
+    except ProtocolError:
+        return 0

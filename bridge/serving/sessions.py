@@ -1,0 +1,76 @@
+"""Sessions: one client's stream through one pipeline, with all of its state."""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from bridge.pipelines.base import Pipeline, Step
+from bridge.protocol.requests import Input
+from bridge.protocol.versions import SESSION_ID_LENGTH
+
+
+@dataclass
+class Session:
+    id: str
+    pipeline: Pipeline[Any, Any]
+    state: Any
+    envelope: tuple[bytes, ...]  # ROUTER envelope of the client that opened it, for error replies
+    opened_at: float = field(default_factory=time.monotonic)
+    last_seen: float = field(default_factory=time.monotonic)
+    out_seq: int = 0  # next frame number
+    frames_published: int = 0
+    inputs_dropped: int = 0
+    closed: bool = False
+    # Decoded inputs waiting for pre-processing and engine steps waiting for the engine; both are
+    # touched only by the session's scheduler thread, except `inbox`, which the I/O thread appends to.
+    inbox: deque[Input] = field(default_factory=deque)
+    steps: deque[Step[Any]] = field(default_factory=deque)
+
+    @property
+    def topic(self) -> str:
+        return f"frame/{self.id}"
+
+
+class SessionTable:
+    """All open sessions. Mutated by the I/O thread; read by scheduler threads (a lock guards both)."""
+
+    def __init__(self, max_sessions: int) -> None:
+        self.max_sessions = max_sessions
+        self._sessions: dict[str, Session] = {}
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    def new_id(self) -> str:
+        while True:
+            sid = secrets.token_hex(SESSION_ID_LENGTH // 2)
+            if sid not in self._sessions:
+                return sid
+
+    def add(self, session: Session) -> None:
+        with self._lock:
+            self._sessions[session.id] = session
+
+    def get(self, sid: str) -> Session | None:
+        return self._sessions.get(sid)
+
+    def remove(self, sid: str) -> Session | None:
+        with self._lock:
+            session = self._sessions.pop(sid, None)
+        if session is not None:
+            session.closed = True
+        return session
+
+    def idle(self, now: float, timeout_s: float) -> list[Session]:
+        with self._lock:
+            return [s for s in self._sessions.values() if now - s.last_seen > timeout_s]
+
+    def all(self) -> list[Session]:
+        with self._lock:
+            return list(self._sessions.values())

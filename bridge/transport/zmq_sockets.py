@@ -1,0 +1,88 @@
+"""The bridge's two ZeroMQ sockets (docs/protocol.md section 1) and the rules for using them.
+
+ROUTER (requests, inputs, replies) is used only by the I/O thread. PUB (frames, events) is shared by
+the scheduler threads and the I/O thread behind a lock, and never blocks: at its high-water mark
+libzmq drops messages for the slow subscriber only, which is the "latest wins" rule of the protocol.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import threading
+from dataclasses import dataclass
+
+import zmq
+
+from bridge.protocol.versions import DEFAULT_FRAMES_PORT, DEFAULT_REQUEST_PORT
+
+
+@dataclass(frozen=True)
+class TransportConfig:
+    host: str = "127.0.0.1"
+    request_port: int = DEFAULT_REQUEST_PORT  # 0 picks a free port
+    frames_port: int = DEFAULT_FRAMES_PORT
+    frames_hwm: int = 64  # per subscriber; older frames are dropped beyond this
+    request_hwm: int = 1000
+    max_message_bytes: int = 8 * 1024 * 1024
+    insecure_remote: bool = False
+
+
+def is_loopback(host: str) -> bool:
+    if host in ("localhost", "lo"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class BridgeSockets:
+    def __init__(self, config: TransportConfig, context: zmq.Context[zmq.Socket[bytes]] | None = None) -> None:
+        if not is_loopback(config.host) and not config.insecure_remote:
+            raise ValueError(
+                f"refusing to bind to non-loopback host {config.host!r}: pass --insecure-remote to expose the "
+                "bridge unauthenticated on the network"
+            )
+        self.config = config
+        self.context = context or zmq.Context.instance()
+        self.router = self.context.socket(zmq.ROUTER)
+        self.router.setsockopt(zmq.LINGER, 0)
+        self.router.setsockopt(zmq.RCVHWM, config.request_hwm)
+        self.router.setsockopt(zmq.SNDHWM, config.request_hwm)
+        # libzmq refuses oversize messages before they reach Python; we still answer TOO_LARGE for
+        # anything between our limit and this hard cap, so clients learn why.
+        self.router.setsockopt(zmq.MAXMSGSIZE, 2 * config.max_message_bytes)
+        # A reply to a vanished peer is dropped rather than raising.
+        self.router.setsockopt(zmq.ROUTER_MANDATORY, 0)
+        self.pub = self.context.socket(zmq.PUB)
+        self.pub.setsockopt(zmq.LINGER, 0)
+        self.pub.setsockopt(zmq.SNDHWM, config.frames_hwm)
+        self._pub_lock = threading.Lock()
+        self.request_port = _bind(self.router, config.host, config.request_port)
+        self.frames_port = _bind(self.pub, config.host, config.frames_port)
+
+    @property
+    def frames_endpoint(self) -> str:
+        host = "127.0.0.1" if self.config.host in ("0.0.0.0", "*") else self.config.host
+        return f"tcp://{host}:{self.frames_port}"
+
+    def publish(self, topic: bytes, payload: bytes) -> bool:
+        """Send one [topic, payload] message; False if libzmq could not queue it (counted as dropped)."""
+        with self._pub_lock:
+            try:
+                self.pub.send_multipart((topic, payload), flags=zmq.NOBLOCK, copy=False)
+            except zmq.Again:
+                return False
+        return True
+
+    def close(self) -> None:
+        self.router.close(0)
+        with self._pub_lock:
+            self.pub.close(0)
+
+
+def _bind(socket: zmq.Socket[bytes], host: str, port: int) -> int:
+    if port == 0:
+        return socket.bind_to_random_port(f"tcp://{host}")
+    socket.bind(f"tcp://{host}:{port}")
+    return port
