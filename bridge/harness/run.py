@@ -23,6 +23,7 @@ class SessionTrack:
 
     session: str
     pipeline: str
+    opened: dict[str, Any]  # the open reply: rig, fps, model
     last_input_seq: int = -1
     next_seq: int = 0
     frames_received: int = 0
@@ -104,8 +105,8 @@ def run_harness(
     time.sleep(0.05)  # let the subscription reach the bridge before the first frame is published
     tracks: dict[str, SessionTrack] = {}
     for _ in range(sessions):
-        sid = client.open(pipeline, **(options or {}))["session"]
-        tracks[sid] = SessionTrack(sid, pipeline)
+        opened = client.open(pipeline, **(options or {}))
+        tracks[opened["session"]] = SessionTrack(opened["session"], pipeline, opened)
     send, total = _sender(client, pipeline, seconds, fps, input_path)
 
     def receive(timeout_ms: int) -> int:

@@ -25,6 +25,7 @@ class Step(Generic[StepT]):
     payload: StepT
     input_seq: int
     t_capture_ns: int
+    t_queued: float = 0.0  # perf_counter when the input was queued, for the queue-time metric
 
 
 @dataclass(frozen=True)

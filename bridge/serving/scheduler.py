@@ -72,7 +72,7 @@ class Scheduler:
                 self._stats.inputs_dropped += dropped
             elif len(session.inbox) + len(session.steps) >= self.max_pending:
                 return False
-            session.inbox.append(item)
+            session.inbox.append((time.perf_counter(), item))
             self._active[session.id] = session
             self._wake.notify()
         return True
@@ -107,9 +107,14 @@ class Scheduler:
     def _prepare(self, sessions: list[Session]) -> None:
         for s in sessions:
             while s.inbox and not s.closed:
-                item = s.inbox.popleft()
+                t_queued, item = s.inbox.popleft()
+                t0 = time.perf_counter()
                 try:
-                    s.steps.extend(self.pipeline.prepare(s.state, item))
+                    steps = self.pipeline.prepare(s.state, item)
+                    for step in steps:
+                        step.t_queued = t_queued
+                    s.steps.extend(steps)
+                    self._stats.observe("pre", time.perf_counter() - t0)
                 except Exception as exc:
                     log.exception("pre-processing failed for session %s", s.id)
                     self._report_error(s, ErrorCode.INTERNAL, f"pre-processing failed: {exc}")
@@ -117,6 +122,9 @@ class Scheduler:
     def _run(self, batch: list[Session]) -> None:
         steps = [s.steps.popleft() for s in batch]
         states = [s.state for s in batch]
+        t_start = time.perf_counter()
+        for step in steps:
+            self._stats.observe("queue", t_start - step.t_queued)
         try:
             result = self.pipeline.run_batch(states, steps)
         except Exception as exc:
@@ -125,17 +133,22 @@ class Scheduler:
                 self._report_error(s, ErrorCode.INTERNAL, f"engine failed: {exc}")
             return
         self._stats.count_batch(len(batch))
+        self._stats.observe("engine", result.engine_us / 1e6)
         for s, step, row in zip(batch, steps, result.rows, strict=True):
             if s.closed:
                 continue
+            t0 = time.perf_counter()
             try:
                 payload = self.pipeline.finish(s.state, s.id, s.out_seq, step, row, result)
             except Exception as exc:
                 log.exception("post-processing failed for session %s", s.id)
                 self._report_error(s, ErrorCode.INTERNAL, f"post-processing failed: {exc}")
                 continue
+            t1 = time.perf_counter()
+            self._stats.observe("post", t1 - t0)
             s.out_seq += 1
             published = self._publish(s.topic.encode(), payload)
+            self._stats.observe("publish", time.perf_counter() - t1)
             if published:
                 s.frames_published += 1
             self._stats.count_frame(published)

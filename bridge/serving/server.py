@@ -165,11 +165,13 @@ class Bridge:
         if len(parts) < 2 or not payload or any(parts[1:-1]):
             self._error(envelope, ErrorCode.MALFORMED, "expected exactly one non-empty frame per message")
             return
+        t0 = time.perf_counter()
         try:
             request = decode_request(payload, self.config.transport.max_message_bytes)
         except ProtocolError as exc:
             self._error(envelope, exc.code, exc.message, _request_id(payload, exc.code))
             return
+        self.stats.observe("decode", time.perf_counter() - t0)
         try:
             self._handle(envelope, request)
         except ProtocolError as exc:

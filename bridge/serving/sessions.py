@@ -28,7 +28,7 @@ class Session:
     closed: bool = False
     # Decoded inputs waiting for pre-processing and engine steps waiting for the engine; both are
     # touched only by the session's scheduler thread, except `inbox`, which the I/O thread appends to.
-    inbox: deque[Input] = field(default_factory=deque)
+    inbox: deque[tuple[float, Input]] = field(default_factory=deque)  # (perf_counter at submit, input)
     steps: deque[Step[Any]] = field(default_factory=deque)
 
     @property

@@ -17,11 +17,19 @@ class BridgeStats:
     batches: int = 0
     batch_rows: int = 0
     errors: Counter[str] = field(default_factory=Counter)
+    # Per-stage time totals (seconds) and counts: decode, pre, queue, engine, post, publish.
+    stage_seconds: Counter[str] = field(default_factory=Counter)
+    stage_count: Counter[str] = field(default_factory=Counter)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def count_error(self, name: str) -> None:
         with self._lock:
             self.errors[name] += 1
+
+    def observe(self, stage: str, seconds: float) -> None:
+        with self._lock:
+            self.stage_seconds[stage] += seconds
+            self.stage_count[stage] += 1
 
     def count_batch(self, rows: int) -> None:
         with self._lock:
@@ -46,4 +54,5 @@ class BridgeStats:
                 "batches": self.batches,
                 "mean_batch": self.batch_rows / self.batches if self.batches else 0.0,
                 "errors": dict(self.errors),
+                "stage_mean_ms": {k: 1e3 * v / self.stage_count[k] for k, v in self.stage_seconds.items()},
             }

@@ -1,0 +1,182 @@
+"""Core benchmark on the CPU default: motion sessions at 60 Hz through a real bridge process.
+
+For 1, 4 and 16 concurrent motion sessions it measures end-to-end latency (input sent -> frame
+received by this client), the engine time reported in each frame, and the bridge overhead (their
+difference: decode, features, queueing, post-processing, encode, transport). Also: msgpack frame
+encode/decode time, session open time, and the baseline the scheduler replaces — one engine call per
+session instead of one batched call for all — measured in the same run.
+
+    python bench/core.py [--seconds 10] [--out bench/results/core-cpu.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+
+from bridge.harness.client import BridgeClient
+from bridge.harness.run import run_harness
+from bridge.protocol.frames import decode_frame, encode_motion_frame
+from bridge.runtime.engine import Engine
+
+ROOT = Path(__file__).resolve().parents[1]
+SESSION_COUNTS = (1, 4, 16)
+
+
+def start_bridge() -> tuple[subprocess.Popen[bytes], int]:
+    ports = Path(tempfile.mkdtemp()) / "ports.json"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bridge.cli.main", "serve", "--request-port", "0", "--frames-port", "0",
+         "--ports-file", str(ports), "--idle-timeout", "60"],
+        stdout=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    while not ports.exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError("bridge did not start")
+        time.sleep(0.05)
+    return proc, json.loads(ports.read_text())["request_port"]
+
+
+def pct(values: list[float] | np.ndarray, q: float) -> float:
+    return float(np.percentile(np.asarray(values, dtype=np.float64), q))
+
+
+def bench_sessions(port: int, sessions: int, seconds: float) -> dict[str, float]:
+    client = BridgeClient("127.0.0.1", port, timeout_s=10)
+    try:
+        report = run_harness(client, "motion", seconds=seconds, sessions=sessions)
+    finally:
+        client.close()
+    latency_ms = np.array([x for t in report.tracks for x in t.latencies_ns]) / 1e6
+    engine_ms = np.array([x for t in report.tracks for x in t.engine_us]) / 1e3
+    overhead = latency_ms - engine_ms
+    return {
+        "sessions": sessions,
+        "frames_received": report.frames_received,
+        "frames_lost": report.frames_lost,
+        "errors": len(report.errors),
+        "fps_per_session": report.fps_per_session,
+        "latency_ms_p50": pct(latency_ms, 50),
+        "latency_ms_p99": pct(latency_ms, 99),
+        "engine_ms_p50": pct(engine_ms, 50),
+        "engine_ms_p99": pct(engine_ms, 99),
+        "overhead_ms_p50": pct(overhead, 50),
+        "overhead_ms_p99": pct(overhead, 99),
+        "mean_batch": report.mean_batch,
+    }
+
+
+def bench_open(port: int, count: int = 200) -> dict[str, float]:
+    client = BridgeClient("127.0.0.1", port)
+    times = []
+    try:
+        for _ in range(count):
+            t0 = time.perf_counter()
+            sid = client.open("motion")["session"]
+            times.append((time.perf_counter() - t0) * 1e3)
+            client.close_session(sid)
+    finally:
+        client.close()
+    return {"open_ms_p50": pct(times, 50), "open_ms_p99": pct(times, 99)}
+
+
+def bench_codec(count: int = 20000) -> dict[str, float]:
+    joints = np.tile(np.array([0, 0, 0, 1], np.float32), (24, 1))
+    root = np.zeros(3, np.float32)
+    t0 = time.perf_counter()
+    for i in range(count):
+        payload = encode_motion_frame("0123456789abcdef", i, i, 0, joints=joints, root=root, engine_us=0, batch=1)
+    encode = (time.perf_counter() - t0) / count * 1e6
+    t0 = time.perf_counter()
+    for _ in range(count):
+        decode_frame(payload)
+    decode = (time.perf_counter() - t0) / count * 1e6
+    return {"frame_bytes": len(payload), "encode_us": encode, "decode_us": decode}
+
+
+def bench_batching(sessions: int = 16, repeats: int = 300) -> dict[str, float]:
+    """Baseline vs scheduler: `sessions` batch-1 engine calls vs one batch-`sessions` call per tick."""
+    engine = Engine.load(ROOT / "engines" / "dance_lstm.manifest.json")
+    rng = np.random.default_rng(0)
+
+    def inputs(batch: int) -> dict[str, np.ndarray]:
+        return {
+            "features": rng.standard_normal((batch, 1, 35)).astype(np.float32),
+            "pose.previous": np.zeros((batch, 75), np.float32),
+            "style": np.zeros(batch, np.int64),
+        }
+
+    one, many = inputs(1), inputs(sessions)
+    state1, state_n = engine.initial_state(1), engine.initial_state(sessions)
+    t0 = time.perf_counter()
+    for _ in range(repeats):
+        for _ in range(sessions):
+            engine.run(one, state1)
+    per_session = (time.perf_counter() - t0) / repeats * 1e3
+    t0 = time.perf_counter()
+    for _ in range(repeats):
+        engine.run(many, state_n)
+    batched = (time.perf_counter() - t0) / repeats * 1e3
+    engine.close()
+    return {
+        "sessions": sessions,
+        "baseline_ms_per_tick": per_session,
+        "batched_ms_per_tick": batched,
+        "speedup": per_session / batched,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "core-cpu.json")
+    args = parser.parse_args()
+    proc, port = start_bridge()
+    try:
+        scenarios = [bench_sessions(port, n, args.seconds) for n in SESSION_COUNTS]
+        opening = bench_open(port)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    codec = bench_codec()
+    batching = bench_batching()
+    result = {
+        "device": f"CPU: {platform.processor() or platform.machine()}, {os.cpu_count()} cores",
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "backend": "onnxruntime (CPU)",
+        "seconds_per_scenario": args.seconds,
+        "motion": scenarios,
+        "session_open": opening,
+        "codec": codec,
+        "batching": batching,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2))
+    print(f"{'sessions':>8} {'fps/sess':>8} {'lost':>5} {'e2e p50':>8} {'e2e p99':>8} {'engine p50':>10} "
+          f"{'overhead p50':>12} {'overhead p99':>12} {'batch':>6}")
+    for s in scenarios:
+        print(f"{s['sessions']:>8} {s['fps_per_session']:>8.1f} {s['frames_lost']:>5} {s['latency_ms_p50']:>8.2f} "
+              f"{s['latency_ms_p99']:>8.2f} {s['engine_ms_p50']:>10.2f} {s['overhead_ms_p50']:>12.2f} "
+              f"{s['overhead_ms_p99']:>12.2f} {s['mean_batch']:>6.1f}")
+    print(f"session open: p50 {opening['open_ms_p50']:.2f} ms, p99 {opening['open_ms_p99']:.2f} ms (round trip)")
+    print(f"frame codec: {codec['frame_bytes']} bytes, encode {codec['encode_us']:.1f} us, "
+          f"decode {codec['decode_us']:.1f} us")
+    print(f"batching: {batching['sessions']} sessions, one call per session {batching['baseline_ms_per_tick']:.2f} ms"
+          f"/tick vs one batched call {batching['batched_ms_per_tick']:.2f} ms/tick -> {batching['speedup']:.1f}x")
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
