@@ -177,3 +177,11 @@ def test_registry_errors(monkeypatch: pytest.MonkeyPatch) -> None:
         create_backend("missing", manifest)
     with pytest.raises(ValueError, match="module:Class"):
         register_backend("bad", "no_colon")
+
+
+def test_timing_cli(capsys: pytest.CaptureFixture[str]) -> None:
+    from bridge.runtime.timing import main
+
+    assert main([str(ENGINES / "dance_lstm.onnx"), "--batch", "1", "2", "--seconds", "0.05"]) == 0
+    out = capsys.readouterr().out
+    assert "UNTRAINED dance_lstm" in out and "batch   2: median" in out
