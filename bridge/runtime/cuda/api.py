@@ -133,7 +133,9 @@ def query_environment() -> CudaEnvironment:
         for i in range(count):
             p = _call("cudaGetDeviceProperties", i)
             name = p.name.decode(errors="replace") if isinstance(p.name, bytes) else str(p.name)
-            devices.append(DeviceInfo(i, name.rstrip("\x00"), (int(p.major), int(p.minor)), int(p.totalGlobalMem)))
+            devices.append(
+                DeviceInfo(i, name.rstrip("\x00"), (int(p.major), int(p.minor)), int(p.totalGlobalMem))
+            )
     except CudaError as e:
         return CudaEnvironment(driver_cuda, runtime_cuda, release, (), f"no usable CUDA device: {e}")
     problem = None if devices else "the NVIDIA driver reports no CUDA device"

@@ -1,0 +1,227 @@
+"""ONNX (+ model manifest) -> TensorRT plan + plan manifest, as a few composable steps.
+
+The steps mirror Polygraphy's loaders: parse the network, make the config (tiers, workspace, targets,
+timing cache, progress monitor), build the serialized plan, write the plan and its manifest. Each step
+is a plain function; `build_engine` runs them in order for one `BuildRequest`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import IO, TYPE_CHECKING
+
+from bridge.build.errors import BuildError
+from bridge.build.flavour import Flavour, load_flavour
+from bridge.build.host import HostSnapshot, snapshot
+from bridge.build.network import parse_onnx
+from bridge.build.plan_manifest import BuildHost, PlanManifest, plan_manifest_path
+from bridge.build.precision import network_precision
+from bridge.build.profiles import apply_profiles, check_profiles, network_inputs, select_profiles
+from bridge.build.progress import PhaseBars, progress_monitor
+from bridge.build.timing_cache import attach_timing_cache, save_timing_cache
+from bridge.build.trtlog import recent_errors, trt_logger
+from bridge.runtime.cuda import format_cuda_version
+from bridge.runtime.manifest import ModelManifest, Profile, load_manifest, sha256_file, validate_against_onnx
+
+if TYPE_CHECKING:
+    import tensorrt_rtx as trt
+
+__all__ = ["BuildRequest", "BuildResult", "build_engine", "resolve_source"]
+
+log = logging.getLogger(__name__)
+
+_FLAVOUR_FLAG = {"tensorrt": "tensorrt", "tensorrt_rtx": "rtx"}
+_PLAN_TAG = {"tensorrt": "trt", "tensorrt_rtx": "rtx"}
+
+
+@dataclass(frozen=True)
+class BuildRequest:
+    """Everything `avatar-bridge build-engine` takes; `rebuild_command` turns it back into that command."""
+
+    source: Path  # an .onnx file or a model manifest (.manifest.json)
+    out_dir: Path | None = None  # default: beside the ONNX
+    flavour: str = "auto"
+    profile_flags: tuple[str, ...] = ()
+    tiers: tuple[str, ...] = ()
+    per_tier: bool = False
+    workspace_bytes: int | None = None
+    timing_cache: Path | None = None
+    compute_capabilities: tuple[tuple[int, int], ...] | None = None
+    optimization_level: int | None = None
+    progress: bool = True
+    progress_file: IO[str] | None = field(default=None, compare=False)
+
+    def rebuild_command(self, flavour: Flavour, out_dir: Path) -> tuple[str, ...]:
+        cmd = ["avatar-bridge", "build-engine", str(self.source.resolve())]
+        cmd += ["--flavour", _FLAVOUR_FLAG[flavour.name], "--out", str(out_dir.resolve())]
+        for p in self.profile_flags:
+            cmd += ["--profile", p]
+        for t in self.tiers:
+            cmd += ["--tier", t]
+        if self.per_tier:
+            cmd.append("--per-tier")
+        if self.workspace_bytes is not None:
+            cmd += ["--workspace", str(self.workspace_bytes)]
+        if self.timing_cache is not None:
+            cmd += ["--timing-cache", str(self.timing_cache.resolve())]
+        for a, b in self.compute_capabilities or ():
+            cmd += ["--compute-capability", f"{a}.{b}"]
+        if self.optimization_level is not None:
+            cmd += ["--opt-level", str(self.optimization_level)]
+        return tuple(cmd)
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    plan: Path
+    manifest_path: Path
+    manifest: PlanManifest
+
+
+def resolve_source(source: Path) -> tuple[Path, ModelManifest | None]:
+    """(ONNX path, model manifest or None) for an ONNX file or a model manifest."""
+    if not source.exists():
+        raise BuildError(f"no such file: {source}")
+    if source.name.endswith(".json"):
+        manifest = load_manifest(source)
+        return manifest.onnx_path, manifest
+    if source.suffix != ".onnx":
+        raise BuildError(f"{source}: expected an .onnx file or a model manifest (.manifest.json)")
+    beside = source.with_name(source.stem + ".manifest.json")
+    return source.resolve(), load_manifest(beside) if beside.is_file() else None
+
+
+def _build_host(host: HostSnapshot) -> BuildHost:
+    dev = host.device(0)
+    return BuildHost(
+        system=host.system,
+        machine=host.machine,
+        gpu_name=dev.name if dev else None,
+        compute_capability=f"{dev.compute_capability[0]}.{dev.compute_capability[1]}" if dev else None,
+        driver_release=host.cuda.driver_release,
+        driver_cuda=format_cuda_version(host.cuda.driver_cuda),
+        runtime_cuda=format_cuda_version(host.cuda.runtime_cuda),
+    )
+
+
+def _targets(flavour: Flavour, request: BuildRequest, build_host: BuildHost) -> tuple[str, ...]:
+    if flavour.is_rtx:
+        ccs = request.compute_capabilities or flavour.default_targets()
+        return tuple(f"{a}.{b}" for a, b in ccs)
+    if build_host.compute_capability is None:
+        raise BuildError(
+            f"{flavour.name} {flavour.version} builds for the GPU it runs on, and this machine has none; "
+            "build with --flavour rtx (TensorRT-RTX compiles without a GPU) or on the target machine"
+        )
+    return (build_host.compute_capability,)
+
+
+def _configure(
+    flavour: Flavour, builder: trt.Builder, request: BuildRequest
+) -> tuple[trt.IBuilderConfig, trt.ITimingCache | None]:
+    config = builder.create_builder_config()
+    if request.workspace_bytes is not None:
+        config.set_memory_pool_limit(flavour.trt.MemoryPoolType.WORKSPACE, request.workspace_bytes)
+    if request.optimization_level is not None:
+        config.builder_optimization_level = request.optimization_level
+    ccs = list(request.compute_capabilities) if request.compute_capabilities else None
+    try:
+        flavour.set_targets(config, ccs)
+    except ValueError as e:
+        raise BuildError(str(e)) from None
+    cache = attach_timing_cache(flavour, config, request.timing_cache)
+    return config, cache
+
+
+def _build_one(
+    flavour: Flavour,
+    request: BuildRequest,
+    onnx_path: Path,
+    manifest: ModelManifest | None,
+    profiles: list[Profile],
+    out_dir: Path,
+    plan_name: str,
+    host: HostSnapshot,
+) -> BuildResult:
+    started = time.perf_counter()
+    parsed = parse_onnx(flavour, onnx_path, trt_logger(flavour))
+    check_profiles(profiles, network_inputs(parsed.network))
+    config, cache = _configure(flavour, parsed.builder, request)
+    static = apply_profiles(parsed.builder, parsed.network, config, profiles)
+    bars = PhaseBars(file=request.progress_file, disable=not request.progress)
+    monitor = progress_monitor(flavour, bars)  # must outlive the build
+    config.progress_monitor = monitor
+    recent_errors()
+    try:
+        serialized = parsed.builder.build_serialized_network(parsed.network, config)
+    finally:
+        bars.close()
+    if serialized is None:
+        reasons = "\n  ".join(recent_errors() or ["TensorRT gave no reason; run with -v for its full log"])
+        raise BuildError(f"{flavour.name} {flavour.version} failed to build {onnx_path.name}:\n  {reasons}")
+    if cache is not None and request.timing_cache is not None:
+        save_timing_cache(config, request.timing_cache)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    plan = out_dir / plan_name
+    plan.write_bytes(memoryview(serialized))
+    build_host = _build_host(host)
+    pm = PlanManifest(
+        model=manifest.name if manifest else onnx_path.stem,
+        plan_file=plan.name,
+        plan_sha256=sha256_file(plan),
+        onnx_path=str(onnx_path),
+        onnx_sha256=sha256_file(onnx_path),
+        model_manifest=str(manifest.path) if manifest else None,
+        precision=network_precision(flavour, parsed.network),
+        flavour=flavour.name,
+        tensorrt_version=flavour.version,
+        onnx_parser_version=flavour.parser_version,
+        cuda_major=flavour.cuda_major,
+        targets=_targets(flavour, request, build_host),
+        build_host=build_host,
+        profiles=tuple(profiles),
+        static=static,
+        workspace_bytes=request.workspace_bytes,
+        optimization_level=request.optimization_level,
+        timing_cache=str(request.timing_cache.resolve())
+        if cache is not None and request.timing_cache
+        else None,
+        built_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        build_seconds=round(time.perf_counter() - started, 3),
+        rebuild_command=request.rebuild_command(flavour, out_dir),
+    )
+    manifest_path = pm.write(plan_manifest_path(plan))
+    log.info("built %s in %.2f s (%s, %d tiers)", plan, pm.build_seconds, pm.precision, len(profiles))
+    return BuildResult(plan, manifest_path, pm)
+
+
+def build_engine(request: BuildRequest, *, host: HostSnapshot | None = None) -> list[BuildResult]:
+    """Build one plan (or one per tier with `per_tier`); returns what was written."""
+    flavour = load_flavour(request.flavour)
+    host = host or snapshot()
+    onnx_path, manifest = resolve_source(request.source)
+    if manifest is not None:
+        validate_against_onnx(manifest)
+    profiles = select_profiles(manifest, request.profile_flags, request.tiers)
+    out_dir = request.out_dir or onnx_path.parent
+    tag = _PLAN_TAG[flavour.name]
+    if not request.per_tier or not profiles:
+        return [
+            _build_one(
+                flavour, request, onnx_path, manifest, profiles, out_dir, f"{onnx_path.stem}.{tag}.plan", host
+            )
+        ]
+    results = []
+    for i, p in enumerate(profiles):
+        # Each tier's rebuild command names just that tier, so a stale tier is rebuilt alone.
+        if request.profile_flags:
+            one = replace(request, profile_flags=(request.profile_flags[i],))
+        else:
+            one = replace(request, tiers=(p.name,))
+        name = f"{onnx_path.stem}.{p.name}.{tag}.plan"
+        results.append(_build_one(flavour, one, onnx_path, manifest, [p], out_dir, name, host))
+    return results
