@@ -39,6 +39,7 @@ def test_round_trip_through_another_folder(tmp_path: Path) -> None:
     moved.write()
     again = load_manifest(tmp_path / "dance_lstm.onnx")  # the .onnx path finds its sibling manifest
     assert again == moved
+    assert hash(again) == hash(moved)  # usable as a cache key
     assert again.to_json() == m.to_json()
 
 

@@ -151,6 +151,10 @@ class Profile:
     name: str
     shapes: dict[str, tuple[StaticShape, StaticShape, StaticShape]]
 
+    def __hash__(self) -> int:
+        # `shapes` is a dict (the agreed API), so hash its items: keeps manifests usable as cache keys.
+        return hash((self.name, tuple(self.shapes.items())))
+
     @property
     def max_batch(self) -> int:
         """Largest batch of the profile: axis 0 of the first tensor's max shape.
