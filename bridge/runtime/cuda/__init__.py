@@ -20,6 +20,7 @@ from bridge.runtime.cuda.api import (
     copy_host_to_device,
     format_cuda_version,
     query_environment,
+    set_device,
 )
 
 __all__ = [
@@ -36,4 +37,5 @@ __all__ = [
     "copy_host_to_device",
     "format_cuda_version",
     "query_environment",
+    "set_device",
 ]

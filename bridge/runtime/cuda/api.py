@@ -34,6 +34,7 @@ __all__ = [
     "copy_host_to_device",
     "format_cuda_version",
     "query_environment",
+    "set_device",
 ]
 
 
@@ -140,6 +141,11 @@ def query_environment() -> CudaEnvironment:
         return CudaEnvironment(driver_cuda, runtime_cuda, release, (), f"no usable CUDA device: {e}")
     problem = None if devices else "the NVIDIA driver reports no CUDA device"
     return CudaEnvironment(driver_cuda, runtime_cuda, release, tuple(devices), problem)
+
+
+def set_device(index: int) -> None:
+    """Make `index` the calling thread's current device (TensorRT allocates on the current device)."""
+    _call("cudaSetDevice", index)
 
 
 # ---------------------------------------------------------------------------------------------------
