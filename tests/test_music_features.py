@@ -1,0 +1,121 @@
+"""Streaming AIST++/FACT music features against librosa and a known beat grid."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from bridge.pipelines.music_features import FEATURE_DIM, MusicFeatureStream, synthesize_music
+
+FPS = 60.0
+SR = 30720  # FACT's analysis rate at 60 FPS: no resampling, rows compare 1:1 with librosa
+
+
+@pytest.fixture(scope="module")
+def song() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    pcm, beats = synthesize_music(20.0, bpm=120.0, sample_rate=SR, seed=0)
+    rows = MusicFeatureStream(SR, FPS).push(pcm)
+    return pcm, beats, rows
+
+
+def test_row_layout_and_count(song: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
+    pcm, _, rows = song
+    assert rows.dtype == np.float32 and rows.shape[1] == FEATURE_DIM == 35
+    # Row j needs audio up to j·512 + 1024 samples: the stream's only latency.
+    assert rows.shape[0] == (pcm.size - 1024) // 512 + 1
+    assert np.isfinite(rows).all()
+    assert set(np.unique(rows[:, 33:35])) <= {0.0, 1.0}
+    np.testing.assert_allclose(np.linalg.norm(rows[60:, 21:33], axis=1), 1.0, atol=1e-5)
+    assert MusicFeatureStream(SR).latency_ms == pytest.approx(1000 * 1024 / SR)
+
+
+def test_mfcc_and_envelope_match_librosa(song: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
+    librosa = pytest.importorskip("librosa")
+    pcm, _, rows = song
+    mfcc = librosa.feature.mfcc(y=pcm, sr=SR, n_mfcc=20).T
+    env = librosa.onset.onset_strength(y=pcm, sr=SR)
+    n = rows.shape[0]
+    for k in range(20):
+        assert np.corrcoef(rows[:, 1 + k], mfcc[:n, k])[0, 1] > 0.99, k
+    assert np.corrcoef(rows[:, 0], env[:n])[0, 1] > 0.99
+
+
+def _clicks(seconds: float, hits: np.ndarray, sr: int) -> np.ndarray:
+    """Short decaying noise bursts at the given times: onsets with no ambiguity."""
+    rng = np.random.default_rng(3)
+    pcm = np.zeros(int(seconds * sr), np.float32)
+    burst = (rng.standard_normal(int(0.04 * sr)) * np.exp(-np.arange(int(0.04 * sr)) / (0.008 * sr))).astype(
+        np.float32
+    )
+    for t in hits:
+        i = int(t * sr)
+        pcm[i : i + burst.size] += 0.5 * burst[: pcm.size - i]
+    return pcm
+
+
+def test_onset_peaks_land_on_drum_hits(song: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
+    rng = np.random.default_rng(4)
+    hits = np.sort(rng.uniform(0.5, 9.5, size=30))
+    hits = hits[np.concatenate([[True], np.diff(hits) > 0.12])]
+    rows = MusicFeatureStream(48000).push(_clicks(10.0, hits, 48000))
+    peaks = np.flatnonzero(rows[:, 33])
+    hit_frames = np.round(hits * FPS)
+    assert np.mean([np.abs(peaks - h).min() <= 2 for h in hit_frames]) >= 0.9  # recall
+    assert np.mean([np.abs(hit_frames - p).min() <= 2 for p in peaks]) >= 0.9  # precision
+    # In the synthesized song every drum hit (each beat) gets an onset peak.
+    _, beats, song_rows = song
+    song_peaks = np.flatnonzero(song_rows[:, 33])
+    assert np.mean([np.abs(song_peaks - b).min() <= 2 for b in np.round(beats * FPS)]) >= 0.95
+
+
+@pytest.mark.parametrize("bpm", [100.0, 120.0, 128.0])
+def test_beats_follow_the_grid_after_warm_up(bpm: float) -> None:
+    pcm, beats = synthesize_music(16.0, bpm=bpm, sample_rate=48000, seed=1)
+    rows = MusicFeatureStream(48000).push(pcm)
+    detected = np.flatnonzero(rows[:, 34])
+    truth = np.round(beats * FPS)
+    truth = truth[(truth >= 3 * FPS) & (truth < rows.shape[0] - 2)]  # after 3 s of warm-up
+    recall = np.mean([detected.size > 0 and np.abs(detected - t).min() <= 2 for t in truth])
+    late = detected[detected >= 3 * FPS]
+    precision = np.mean([np.abs(truth - d).min() <= 2 for d in late])
+    assert recall >= 0.8 and precision >= 0.8, (recall, precision)
+
+
+@pytest.mark.parametrize("rate", [30720, 48000, 44100])
+def test_chunking_does_not_change_the_rows(rate: int) -> None:
+    pcm, _ = synthesize_music(6.0, bpm=120.0, sample_rate=rate, seed=2)
+    whole = MusicFeatureStream(rate).push(pcm)
+    stream = MusicFeatureStream(rate)
+    rng = np.random.default_rng(rate)
+    parts, i = [], 0
+    while i < pcm.size:
+        k = int(rng.integers(1, 2500))
+        parts.append(stream.push(pcm[i : i + k]))
+        i += k
+    np.testing.assert_array_equal(np.concatenate(parts), whole)
+
+
+def test_int16_and_silence() -> None:
+    pcm, _ = synthesize_music(3.0, bpm=120.0, sample_rate=48000, seed=0)
+    as_float = MusicFeatureStream(48000).push(pcm)
+    as_int = MusicFeatureStream(48000).push((pcm * 32767).astype(np.int16))
+    np.testing.assert_allclose(as_int[:, 1:21], as_float[:, 1:21], atol=1.0)  # MFCC, ±16-bit noise
+    np.testing.assert_allclose(as_int[:, 21:33], as_float[:, 21:33], atol=0.05)
+    quiet = MusicFeatureStream(48000).push(np.zeros(48000 * 3, np.float32))
+    assert np.isfinite(quiet).all() and quiet[:, 33:].sum() == 0
+    assert MusicFeatureStream(48000).push(np.zeros(100, np.float32)).shape == (0, 35)
+    with pytest.raises(ValueError):
+        MusicFeatureStream(48000).push(np.zeros((10, 2), np.float32))
+
+
+def test_cost_per_output_frame() -> None:
+    pcm, _ = synthesize_music(10.0, bpm=120.0, sample_rate=48000, seed=0)
+    stream = MusicFeatureStream(48000)
+    chunk = 800  # one 60 FPS frame of 48 kHz audio per push, as a live stream sends it
+    t0 = time.perf_counter()
+    n = sum(stream.push(pcm[i : i + chunk]).shape[0] for i in range(0, pcm.size, chunk))
+    per_frame_us = (time.perf_counter() - t0) / n * 1e6
+    print(f"\n[music_features] 48 kHz in, 800-sample pushes: {per_frame_us:.0f} µs/output frame ({n} frames)")
+    assert per_frame_us < 5000
