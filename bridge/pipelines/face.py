@@ -10,10 +10,10 @@ from typing import Any, ClassVar
 import numpy as np
 
 from bridge.filters.one_euro import OneEuroFilter, flame_one_euro
-from bridge.filters.range_guard import RangeGuard
 from bridge.pipelines.base import BatchResult, Pipeline, Step
 from bridge.pipelines.face_crop import FaceTracker, crop_face
 from bridge.pipelines.options import check_options
+from bridge.pipelines.output_guard import FaceOutputGuard, stats_for
 from bridge.protocol.frames import encode_face_frame
 from bridge.protocol.requests import ImageInput, Input
 from bridge.rig import flame
@@ -29,7 +29,7 @@ _COORDINATES = {"handedness": "right", "up": "+y", "forward": "+z", "units": "m"
 @dataclass
 class FaceState:
     tracker: FaceTracker
-    guard: RangeGuard
+    guard: FaceOutputGuard
     smoother: OneEuroFilter | None
     blendshapes: bool
     last: np.ndarray = field(default_factory=lambda: np.zeros(flame.FLAME_DIM, np.float32))
@@ -46,7 +46,7 @@ class FacePipeline(Pipeline[FaceState, np.ndarray | None]):
         check_options(self.name, options, {"blendshapes": bool, "smoothing": bool})
         return FaceState(
             tracker=FaceTracker(),
-            guard=RangeGuard(),
+            guard=FaceOutputGuard(stats_for(self), lambda: self.open_session(options)),
             smoother=flame_one_euro() if options.get("smoothing", True) else None,
             blendshapes=options.get("blendshapes", True),
         )
@@ -88,7 +88,8 @@ class FacePipeline(Pipeline[FaceState, np.ndarray | None]):
         if row is None:
             params = state.last
         else:
-            params, _ = state.guard.apply(row)
+            params = state.guard.apply(row)
+            state.guard.restart_if_due(state)
             if state.smoother is not None:
                 params = state.smoother.filter(params, step.t_capture_ns / 1e9)
             state.last[:] = params

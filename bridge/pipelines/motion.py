@@ -14,11 +14,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from bridge.filters.joint_limits import clamp_joint_limits
 from bridge.filters.low_pass import QuatLowPass, VectorLowPass
 from bridge.pipelines.base import BatchResult, Pipeline, Step
 from bridge.pipelines.music_features import MusicFeatureStream
 from bridge.pipelines.options import check_options
+from bridge.pipelines.output_guard import MotionOutputGuard, stats_for
 from bridge.protocol.codec import ProtocolError
 from bridge.protocol.errors import ErrorCode
 from bridge.protocol.frames import encode_motion_frame
@@ -41,6 +41,7 @@ class MotionState:
     previous_pose: np.ndarray  # (75,) what the model produced last step, after joint limits
     joints_filter: QuatLowPass | None
     root_filter: VectorLowPass | None
+    guard: MotionOutputGuard
     features: MusicFeatureStream | None = None
 
 
@@ -70,6 +71,7 @@ class MotionPipeline(Pipeline[MotionState, np.ndarray]):
             previous_pose=np.zeros(POSE_DIM, np.float32),
             joints_filter=QuatLowPass(smpl.NUM_JOINTS, cutoff) if smoothing > 0 else None,
             root_filter=VectorLowPass((3,), cutoff) if smoothing > 0 else None,
+            guard=MotionOutputGuard(stats_for(self), lambda: self.open_session(options)),
         )
 
     def rig(self, state: MotionState) -> dict[str, Any]:
@@ -120,11 +122,9 @@ class MotionPipeline(Pipeline[MotionState, np.ndarray]):
     def finish(
         self, state: MotionState, session: str, seq: int, step: Step[np.ndarray], row: Any, result: BatchResult
     ) -> bytes:
-        pose = np.array(row, dtype=np.float32)
-        if not np.isfinite(pose).all():
-            pose = state.previous_pose.copy()  # hold the last good pose rather than forward NaN
-        clamp_joint_limits(pose[:72], out=pose[:72])
+        pose = state.guard.apply(row, 1.0 / self.fps)
         state.previous_pose = pose
+        state.guard.restart_if_due(state)
         joints = axis_angle_to_quat(pose[:72].reshape(smpl.NUM_JOINTS, 3))
         root = pose[72:]
         dt = 1.0 / self.fps

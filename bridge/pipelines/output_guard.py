@@ -1,0 +1,170 @@
+"""Output guard: no NaN/Inf or out-of-range value ever leaves a pipeline (docs/operations.md, "Output guard").
+
+Two tiers per output:
+- a value outside its documented range is **clamped** into it and counted. This is routine: the
+  per-component joint limits are a heuristic, and an untrained reference model clamps most frames;
+- an output with any NaN/Inf, or a value **grossly** outside its range (beyond it by the channel's
+  margin), or a root that jumps faster than a gross speed, is **bad**: it is replaced whole by the
+  session's last good output (a network that loses one channel has usually lost the others).
+
+After `restart_after` consecutive bad outputs the session is **hot-restarted**: its state (recurrent
+tensors, previous pose, tracker, filters, feature stream) is rebuilt from its open options in place,
+because a diverged recurrent state never recovers by itself. Other sessions are untouched: state is
+per session, and the restart runs on the scheduler thread that owns it.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from bridge.filters.joint_limits import clamp_joint_limits
+from bridge.filters.range_guard import FLAME_RANGES
+from bridge.rig import flame
+from bridge.rig.smpl import JOINT_LIMITS_RAD, NUM_JOINTS
+
+log = logging.getLogger(__name__)
+
+RESTART_AFTER = 30  # consecutive bad outputs (half a second at 60 fps) before a hot restart
+# How far beyond its range a value may go and still be clamped rather than rejected.
+EXPRESSION_MARGIN = 3.0  # FLAME expression units (ψ is roughly unit-variance; range ±3)
+ANGLE_MARGIN_RAD = math.pi / 2  # jaw, head and joint angles
+EYELID_MARGIN = 1.0
+MAX_ROOT_SPEED_M_S = 5.0  # faster root motion is clamped to this speed (a dancer's sprint)
+GROSS_ROOT_SPEED_M_S = 20.0  # faster is a bad output: no body moves its pelvis this fast
+
+_FACE_MARGINS = np.empty(flame.FLAME_DIM, np.float32)
+_FACE_MARGINS[flame.EXPRESSION] = EXPRESSION_MARGIN
+_FACE_MARGINS[flame.JAW] = ANGLE_MARGIN_RAD
+_FACE_MARGINS[flame.HEAD] = ANGLE_MARGIN_RAD
+_FACE_MARGINS[flame.EYELIDS] = EYELID_MARGIN
+_JOINT_LIMITS = np.asarray(JOINT_LIMITS_RAD, np.float32).reshape(NUM_JOINTS * 3, 2)
+
+
+@dataclass
+class GuardStats:
+    """Guard counts of one pipeline (model), over all its sessions, kept across session restarts."""
+
+    outputs: int = 0
+    clamped: int = 0  # outputs with at least one value clamped into range
+    held: int = 0  # bad outputs replaced by the last good one
+    restarts: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def record(self, clamped: bool, held: bool) -> None:
+        with self._lock:
+            self.outputs += 1
+            self.clamped += clamped
+            self.held += held
+
+    def count_restart(self) -> None:
+        with self._lock:
+            self.restarts += 1
+
+
+_STATS: weakref.WeakKeyDictionary[object, GuardStats] = weakref.WeakKeyDictionary()
+_STATS_LOCK = threading.Lock()
+
+
+def stats_for(pipeline: object) -> GuardStats:
+    """The guard counts of one pipeline object (created on first use; read by the metrics endpoint)."""
+    with _STATS_LOCK:
+        stats = _STATS.get(pipeline)
+        if stats is None:
+            stats = _STATS[pipeline] = GuardStats()
+        return stats
+
+
+class OutputGuard:
+    """Per-session guard state: last good output, consecutive bad count, how to reopen the session."""
+
+    def __init__(
+        self, stats: GuardStats, reopen: Callable[[], object], size: int, restart_after: int = RESTART_AFTER
+    ) -> None:
+        self.stats = stats
+        self.restart_after = restart_after
+        self.consecutive_bad = 0
+        self._reopen = reopen
+        self._last_good = np.zeros(size, np.float32)
+        self._has_good = False
+
+    def _accept(self, out: npt.NDArray[np.float32], clamped: bool) -> npt.NDArray[np.float32]:
+        self.stats.record(clamped, held=False)
+        self.consecutive_bad = 0
+        self._last_good[:] = out
+        self._has_good = True
+        return out
+
+    def _hold(self) -> npt.NDArray[np.float32]:
+        self.stats.record(clamped=False, held=True)
+        self.consecutive_bad += 1
+        return self._last_good.copy()
+
+    def restart_if_due(self, state: object) -> bool:
+        """Rebuild `state` in place (the scheduler and server hold references to it) once it is due."""
+        if self.consecutive_bad < self.restart_after:
+            return False
+        fresh = self._reopen()
+        vars(state).update(vars(fresh))  # the fresh state brings a fresh guard: the count starts over
+        self.stats.count_restart()
+        log.warning("hot restart of a session after %d consecutive bad outputs", self.consecutive_bad)
+        return True
+
+
+class FaceOutputGuard(OutputGuard):
+    """FLAME parameters (bridge.rig.flame layout) against FLAME_RANGES."""
+
+    def __init__(
+        self, stats: GuardStats, reopen: Callable[[], object], restart_after: int = RESTART_AFTER
+    ) -> None:
+        super().__init__(stats, reopen, flame.FLAME_DIM, restart_after)
+        self._lo = np.ascontiguousarray(FLAME_RANGES[:, 0])
+        self._hi = np.ascontiguousarray(FLAME_RANGES[:, 1])
+
+    def apply(self, params: npt.ArrayLike) -> npt.NDArray[np.float32]:
+        x = np.array(params, dtype=np.float32)
+        if (
+            not np.isfinite(x).all()
+            or np.any(x < self._lo - _FACE_MARGINS)
+            or np.any(x > self._hi + _FACE_MARGINS)
+        ):
+            return self._hold()
+        out = np.clip(x, self._lo, self._hi)
+        return self._accept(out, clamped=bool(np.any(out != x)))
+
+
+class MotionOutputGuard(OutputGuard):
+    """SMPL pose (24 x axis-angle + root translation) against joint limits and root speed."""
+
+    def __init__(
+        self, stats: GuardStats, reopen: Callable[[], object], restart_after: int = RESTART_AFTER
+    ) -> None:
+        super().__init__(stats, reopen, NUM_JOINTS * 3 + 3, restart_after)
+
+    def apply(self, pose: npt.ArrayLike, dt: float) -> npt.NDArray[np.float32]:
+        x = np.array(pose, dtype=np.float32)
+        angles, root = x[: NUM_JOINTS * 3], x[NUM_JOINTS * 3 :]
+        if (
+            not np.isfinite(x).all()
+            or np.any(angles < _JOINT_LIMITS[:, 0] - ANGLE_MARGIN_RAD)
+            or np.any(angles > _JOINT_LIMITS[:, 1] + ANGLE_MARGIN_RAD)
+        ):
+            return self._hold()
+        # Speed is judged against the last good root only: the first output may start anywhere.
+        step = root - self._last_good[NUM_JOINTS * 3 :]
+        distance = float(np.linalg.norm(step)) if self._has_good else 0.0
+        if distance > GROSS_ROOT_SPEED_M_S * dt:
+            return self._hold()
+        _, joints_clamped = clamp_joint_limits(angles, out=angles)
+        clamped = bool(joints_clamped)
+        if distance > MAX_ROOT_SPEED_M_S * dt:
+            root[:] = self._last_good[NUM_JOINTS * 3 :] + step * (MAX_ROOT_SPEED_M_S * dt / distance)
+            clamped = True
+        return self._accept(x, clamped)
