@@ -149,7 +149,7 @@ class Scheduler:
             s.out_seq += 1
             published = self._publish(s.topic.encode(), payload)
             self._stats.observe("publish", time.perf_counter() - t1)
-            self._stats.observe("end_to_end", time.perf_counter() - step.t_queued)  # input queued -> published
+            self._stats.observe("end_to_end", time.perf_counter() - step.t_queued)  # queued -> published
             if published:
                 s.frames_published += 1
             self._stats.count_frame(published)
