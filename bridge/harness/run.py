@@ -29,7 +29,8 @@ class SessionTrack:
     frames_received: int = 0
     gaps: int = 0
     violations: list[str] = field(default_factory=list)
-    latencies_ns: list[int] = field(default_factory=list)
+    latencies_ns: list[int] = field(default_factory=list)  # input captured -> frame received here
+    in_bridge_ns: list[int] = field(default_factory=list)  # input captured -> frame published by the bridge
     engine_us: list[float] = field(default_factory=list)
     batches: list[int] = field(default_factory=list)
     frames: list[ReceivedFrame] = field(default_factory=list)
@@ -49,6 +50,7 @@ class SessionTrack:
             self.violations.append(f"seq {h.seq}: published before captured")
         self.frames_received += 1
         self.latencies_ns.append(r.recv_ns - h.t_capture_ns)
+        self.in_bridge_ns.append(h.t_publish_ns - h.t_capture_ns)
         self.engine_us.append(h.engine_us)
         self.batches.append(h.batch)
         if keep:
@@ -97,8 +99,13 @@ def run_harness(
     options: dict[str, Any] | None = None,
     keep_frames: bool = False,
     on_tick: Callable[[int, int], None] | None = None,
+    feature_rows: np.ndarray | None = None,
 ) -> HarnessReport:
-    """Stream `seconds` of input at `fps` into `sessions` new sessions and account for every frame."""
+    """Stream `seconds` of input at `fps` into `sessions` new sessions and account for every frame.
+
+    Motion sessions get generated music (or `input_path`'s WAV) as audio, or, when `feature_rows`
+    (N x 35) is given, one precomputed feature row per tick.
+    """
     if not client.hello_reply:
         client.hello()
     client.subscribe()
@@ -107,7 +114,7 @@ def run_harness(
     for _ in range(sessions):
         opened = client.open(pipeline, **(options or {}))
         tracks[opened["session"]] = SessionTrack(opened["session"], pipeline, opened)
-    send, total = _sender(client, pipeline, seconds, fps, input_path)
+    send, total = _sender(client, pipeline, seconds, fps, input_path, feature_rows)
 
     def receive(timeout_ms: int) -> int:
         got = client.recv_frames(timeout_ms)
@@ -144,11 +151,14 @@ def run_harness(
 
 
 def _sender(
-    client: BridgeClient, pipeline: str, seconds: float, fps: float, path: Path | None
+    client: BridgeClient, pipeline: str, seconds: float, fps: float, path: Path | None, rows: np.ndarray | None
 ) -> tuple[Callable[[str, int], None], int]:
     if pipeline == "face":
         frames = list(face_frames(seconds, fps, path))
         return (lambda sid, i: client.send_image(sid, i, frames[i])), len(frames)
+    if rows is not None:
+        count = min(len(rows), int(seconds * fps))
+        return (lambda sid, i: client.send_features(sid, i, rows[i : i + 1])), count
     rate, chunks = audio_chunks(seconds, fps, path)
     pcm: list[np.ndarray] = list(chunks)
     return (lambda sid, i: client.send_audio(sid, i, pcm[i], rate)), len(pcm)
