@@ -85,7 +85,7 @@ def parse_event(payload: bytes) -> SessionEvent:
         info = SessionInfo(
             session=session,
             pipeline=require(m, "pipeline", str, what),
-            rig=_parse_rig(require(m, "rig", dict, what)),
+            rig=parse_rig(require(m, "rig", dict, what)),
             fps=float(require(m, "fps", (float, int), what)),
             model=optional(m, "model", str, "", what),
         )
@@ -107,7 +107,8 @@ def _names(m: dict[str, object], key: str, what: str) -> tuple[str, ...]:
     return tuple(values)
 
 
-def _parse_rig(m: dict[str, object]) -> Rig:
+def parse_rig(m: dict[str, object]) -> Rig:
+    """A rig description (the `rig` map of an open reply or opened event) as a typed Rig."""
     what = "rig"
     kind = require(m, "kind", str, what)
     if kind == "body":
