@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Builds the Unity package's engine-independent C# core with Mono's mcs and runs its NUnit 2.6 tests:
+# msgpack, frame/reply decoding (against payloads from the bridge's Python encoder), axis conversion,
+# ZMTP against a real libzmq peer, and live sessions against a real `avatar-bridge serve`, which this
+# script starts on free ports and stops at the end. Also compile-checks the Unity-facing components
+# against a minimal UnityEngine stub (a type check only; nothing Unity-side runs here).
+# Needs: mono-mcs, nunit-console, libnunit-cil-dev (Debian) and the avatar-bridge Python package.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PKG="$ROOT/unity_package"
+PYTHON=${PYTHON:-python3}
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/avatar-bridge-csharp.XXXXXX")
+BRIDGE_PID=""
+
+cleanup() {
+    if [[ -n "$BRIDGE_PID" ]] && kill -0 "$BRIDGE_PID" 2>/dev/null; then
+        kill "$BRIDGE_PID" 2>/dev/null || true
+        wait "$BRIDGE_PID" 2>/dev/null || true
+    fi
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+NUNIT_FRAMEWORK=""
+for candidate in /usr/lib/cli/nunit.framework-2.6*/nunit.framework.dll /usr/lib/mono/gac/nunit.framework/2.6*/nunit.framework.dll; do
+    if [[ -f "$candidate" ]]; then NUNIT_FRAMEWORK=$candidate; break; fi
+done
+if [[ -z "$NUNIT_FRAMEWORK" ]]; then
+    echo "nunit.framework.dll (NUnit 2.6) not found: install libnunit-cil-dev" >&2
+    exit 2
+fi
+
+# mcs accepts C# up to 7.2; Unity compiles the same files as C# 9.
+MCS=(mcs -langversion:7.2 -debug- -optimize+ -nologo -warnaserror+)
+
+echo "== compile: core"
+mapfile -t CORE < <(find "$PKG/Runtime/Core" -name '*.cs' | sort)
+"${MCS[@]}" -target:library -out:"$WORK/AvatarBridge.Core.dll" "${CORE[@]}"
+
+echo "== compile: tests"
+mapfile -t TESTS < <(find "$PKG/Tests/Editor/Core" -name '*.cs' | sort)
+"${MCS[@]}" -target:library -out:"$WORK/AvatarBridge.Editor.Tests.dll" -r:"$WORK/AvatarBridge.Core.dll" \
+    -r:"$NUNIT_FRAMEWORK" -r:System.Net.Http "${TESTS[@]}"
+cp "$NUNIT_FRAMEWORK" "$WORK/"
+
+echo "== compile check: Unity-facing code against Tests/UnityStub~ (types only)"
+mapfile -t STUB < <(find "$PKG/Tests/UnityStub~" -name '*.cs' | sort)
+"${MCS[@]}" -nowarn:67 -target:library -out:"$WORK/UnityEngine.dll" "${STUB[@]}"
+mapfile -t COMPONENTS < <(find "$PKG/Runtime" -name '*.cs' -not -path '*/Core/*' | sort)
+"${MCS[@]}" -target:library -out:"$WORK/AvatarBridge.Runtime.dll" -r:"$WORK/AvatarBridge.Core.dll" -r:"$WORK/UnityEngine.dll" \
+    "${COMPONENTS[@]}"
+mapfile -t EDITOR < <(find "$PKG/Editor" "$PKG/Samples~" -name '*.cs' | sort)
+"${MCS[@]}" -target:library -out:"$WORK/AvatarBridge.Editor.dll" -r:"$WORK/AvatarBridge.Core.dll" -r:"$WORK/UnityEngine.dll" \
+    -r:"$WORK/AvatarBridge.Runtime.dll" "${EDITOR[@]}"
+
+echo "== fixtures from the bridge's Python encoder"
+"$PYTHON" "$PKG/Tests/Tools~/make_fixtures.py" "$WORK/fixtures"
+
+echo "== start avatar-bridge serve"
+BRIDGE=$(command -v avatar-bridge)
+"$BRIDGE" serve --request-port 0 --frames-port 0 --ports-file "$WORK/ports.json" >"$WORK/bridge.log" 2>&1 &
+BRIDGE_PID=$!
+for _ in $(seq 1 300); do
+    [[ -s "$WORK/ports.json" ]] && break
+    if ! kill -0 "$BRIDGE_PID" 2>/dev/null; then cat "$WORK/bridge.log" >&2; echo "avatar-bridge serve exited" >&2; exit 1; fi
+    sleep 0.1
+done
+[[ -s "$WORK/ports.json" ]] || { cat "$WORK/bridge.log" >&2; echo "avatar-bridge serve did not write its ports" >&2; exit 1; }
+cat "$WORK/ports.json"; echo
+
+echo "== nunit"
+export AVATAR_BRIDGE_FIXTURES="$WORK/fixtures"
+export AVATAR_BRIDGE_TOOLS="$PKG/Tests/Tools~"
+export AVATAR_BRIDGE_PYTHON="$PYTHON"
+export AVATAR_BRIDGE_PORTS_FILE="$WORK/ports.json"
+export AVATAR_BRIDGE_COMMAND="$BRIDGE"
+status=0
+(cd "$WORK" && nunit-console -nologo -noshadow -labels "$WORK/AvatarBridge.Editor.Tests.dll" -xml="$WORK/results.xml") || status=$?
+
+# An ignored test here means an environment variable above went missing: treat it as a failure.
+if grep -q 'result="Ignored"' "$WORK/results.xml"; then
+    echo "some tests were ignored (their helpers were not found)" >&2
+    status=1
+fi
+if [[ $status -ne 0 ]]; then
+    echo "--- bridge log (tail)" >&2
+    tail -n 40 "$WORK/bridge.log" >&2
+fi
+exit $status

@@ -1,0 +1,21 @@
+namespace AvatarBridge.Core.Client
+{
+    /// <summary>Where the bridge is and how patiently to talk to it.</summary>
+    public sealed class ClientOptions
+    {
+        public string Host = "127.0.0.1";
+        public int RequestPort = 5570;
+        /// <summary>PUB port; 0 = the one hello reports.</summary>
+        public int FramesPort;
+        /// <summary>Sent in hello for the bridge's logs.</summary>
+        public string ClientName = "avatar-bridge-csharp";
+        public int ConnectTimeoutMs = 2000;
+        public int RequestTimeoutMs = 2000;
+        /// <summary>How often open sessions are pinged (keeps them from being reaped, detects a dead bridge); 0 = a quarter of the bridge's idle timeout.</summary>
+        public int PingIntervalMs;
+        public int ReconnectMinMs = 250;
+        public int ReconnectMaxMs = 5000;
+        /// <summary>Largest frame accepted from the bridge.</summary>
+        public int MaxFrameBytes = 16 << 20;
+    }
+}

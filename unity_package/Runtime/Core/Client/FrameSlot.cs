@@ -1,0 +1,11 @@
+using AvatarBridge.Core.Protocol;
+
+namespace AvatarBridge.Core.Client
+{
+    /// <summary>A receive buffer and the Frame that views it: one of the three rotating in LatestFrameBuffer.</summary>
+    sealed class FrameSlot
+    {
+        public byte[] Buffer = new byte[4096];
+        public readonly Frame Frame = new Frame();
+    }
+}

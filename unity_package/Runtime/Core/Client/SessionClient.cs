@@ -1,0 +1,590 @@
+using System;
+using System.Collections.Generic;
+using System.Text;
+using System.Threading;
+using AvatarBridge.Core.MsgPack;
+using AvatarBridge.Core.Protocol;
+using AvatarBridge.Core.Zmtp;
+
+namespace AvatarBridge.Core.Client
+{
+    /// <summary>
+    /// A client of one bridge: a DEALER for requests and inputs, a SUB for frames and events.
+    /// Three background threads: a supervisor (connect, hello, open sessions, ping, reconnect with
+    /// backoff), a reply reader and a frame reader. Frames go straight from the socket into each
+    /// session's LatestFrameBuffer; nothing on the frame path allocates.
+    /// Requests block the calling thread up to RequestTimeoutMs; inputs never wait for an answer.
+    /// Dispose is bounded in time and safe to call from Unity's domain-reload and quit callbacks.
+    /// </summary>
+    public sealed class SessionClient : IDisposable
+    {
+        readonly ClientOptions _options;
+        readonly object _signal = new object();      // supervisor wake-ups
+        readonly object _pendingGate = new object(); // request/reply matching
+        readonly object _inputGate = new object();   // the input writer
+        readonly HashSet<ulong> _waiting = new HashSet<ulong>();
+        readonly Dictionary<ulong, Reply> _replies = new Dictionary<ulong, Reply>();
+        readonly MsgPackWriter _inputWriter = new MsgPackWriter(64 * 1024);
+        readonly FrameDecoder _decoder = new FrameDecoder();
+        volatile BridgeSession[] _sessions = new BridgeSession[0];
+        volatile ZmtpConnection _dealer;
+        volatile ZmtpConnection _sub;
+        volatile HelloInfo _hello;
+        volatile string _lastError;
+        volatile bool _stopping;
+        volatile bool _faulted;
+        volatile int _state = (int)ConnectionState.Idle;
+        Thread _supervisor;
+        Thread _replyThread;
+        Thread _frameThread;
+        int _generation;
+        long _nextId;
+        long _clockOffsetNs;
+        long _roundTripNs;
+        long _inputErrors;
+        long _connects;
+        volatile BridgeErrorException _lastInputError;
+
+        public SessionClient(ClientOptions options)
+        {
+            _options = options ?? throw new ArgumentNullException(nameof(options));
+        }
+
+        public ConnectionState State => (ConnectionState)_state;
+        /// <summary>The latest hello reply (null before the first connection).</summary>
+        public HelloInfo Hello => _hello;
+        /// <summary>Why the last connection attempt or connection failed.</summary>
+        public string LastError => _lastError;
+        /// <summary>Bridge clock minus client clock, estimated from pings (ns).</summary>
+        public long ClockOffsetNs => Interlocked.Read(ref _clockOffsetNs);
+        public double RoundTripMs => Interlocked.Read(ref _roundTripNs) / 1e6;
+        /// <summary>Error replies to inputs (e.g. OVERLOADED, BAD_SIZE) since start.</summary>
+        public long InputErrors => Interlocked.Read(ref _inputErrors);
+        public BridgeErrorException LastInputError => _lastInputError;
+        /// <summary>Successful connections since start (1 + reconnects).</summary>
+        public long Connects => Interlocked.Read(ref _connects);
+        public IReadOnlyList<BridgeSession> Sessions => _sessions;
+
+        /// <summary>Raised on a background thread for every event the bridge publishes (opened, closed).</summary>
+        public event Action<BridgeEvent> EventReceived;
+
+        /// <summary>Starts the supervisor thread; the connection is made in the background.</summary>
+        public void Start()
+        {
+            if (_supervisor != null) throw new InvalidOperationException("already started");
+            _supervisor = new Thread(Supervise) { IsBackground = true, Name = "AvatarBridge supervisor" };
+            _supervisor.Start();
+        }
+
+        /// <summary>Adds a session to keep open; it is opened as soon as (and whenever) the client is connected.</summary>
+        public BridgeSession AddSession(SessionRequest request)
+        {
+            var session = new BridgeSession(request ?? throw new ArgumentNullException(nameof(request)));
+            lock (_signal)
+            {
+                var grown = new BridgeSession[_sessions.Length + 1];
+                Array.Copy(_sessions, grown, _sessions.Length);
+                grown[grown.Length - 1] = session;
+                _sessions = grown;
+                Monitor.PulseAll(_signal);
+            }
+            return session;
+        }
+
+        /// <summary>Stops keeping a session open and closes it on the bridge (best effort, bounded by the request timeout).</summary>
+        public void RemoveSession(BridgeSession session)
+        {
+            lock (_signal)
+            {
+                var kept = new List<BridgeSession>(_sessions);
+                if (!kept.Remove(session)) return;
+                _sessions = kept.ToArray();
+            }
+            var info = session.Info;
+            session.Lost("removed");
+            if (info != null && State == ConnectionState.Connected) TryClose(info.Session, _options.RequestTimeoutMs);
+        }
+
+        /// <summary>
+        /// Sends one request and waits for its reply. encode writes the request with the given id
+        /// (see RequestEncoder). Throws BridgeErrorException for an error reply, TimeoutException,
+        /// or InvalidOperationException when not connected.
+        /// </summary>
+        public Reply Request(Action<MsgPackWriter, ulong> encode, int timeoutMs = -1)
+        {
+            var dealer = _dealer;
+            if (dealer == null) throw new InvalidOperationException("not connected to the bridge");
+            int generation = Volatile.Read(ref _generation);
+            ulong id = NextId();
+            var writer = new MsgPackWriter();
+            encode(writer, id);
+            lock (_pendingGate) _waiting.Add(id);
+            try
+            {
+                dealer.Send(writer.Buffer, 0, writer.Length);
+                return AwaitReply(id, generation, timeoutMs < 0 ? _options.RequestTimeoutMs : timeoutMs);
+            }
+            finally
+            {
+                lock (_pendingGate)
+                {
+                    _waiting.Remove(id);
+                    _replies.Remove(id);
+                }
+            }
+        }
+
+        public ModelInfo[] ListModels() => ModelInfo.FromReply(Request((w, id) => RequestEncoder.List(w, id)));
+
+        /// <summary>Sends an rgb8 image (rows top to bottom) to a face session. False when the session is not open or the send failed.</summary>
+        public bool SendImage(BridgeSession session, int width, int height, ReadOnlySpan<byte> rgb, long captureNs)
+        {
+            var info = session.Info;
+            var dealer = _dealer;
+            if (info == null || dealer == null) return false;
+            lock (_inputGate)
+            {
+                RequestEncoder.Image(_inputWriter, NextId(), info.Session, session.NextInputSeq(), captureNs, width, height, rgb, false);
+                return SendInput(dealer);
+            }
+        }
+
+        /// <summary>Sends rows of 35 music features to a motion session.</summary>
+        public bool SendFeatures(BridgeSession session, int rows, ReadOnlySpan<float> values, long captureNs)
+        {
+            var info = session.Info;
+            var dealer = _dealer;
+            if (info == null || dealer == null) return false;
+            lock (_inputGate)
+            {
+                RequestEncoder.Features(_inputWriter, NextId(), info.Session, session.NextInputSeq(), captureNs, rows, info.FeatureColumns, values, false);
+                return SendInput(dealer);
+            }
+        }
+
+        /// <summary>Sends mono float audio (f32le) to a motion session; the bridge computes the music features.</summary>
+        public bool SendAudio(BridgeSession session, int sampleRate, ReadOnlySpan<float> samples, long captureNs)
+        {
+            var info = session.Info;
+            var dealer = _dealer;
+            if (info == null || dealer == null) return false;
+            lock (_inputGate)
+            {
+                RequestEncoder.Audio(_inputWriter, NextId(), info.Session, session.NextInputSeq(), captureNs, sampleRate, samples, false);
+                return SendInput(dealer);
+            }
+        }
+
+        /// <summary>Stops: closes open sessions on the bridge, closes the sockets, joins the threads, all within about timeoutMs.</summary>
+        public void Dispose() => Dispose(1000);
+
+        public void Dispose(int timeoutMs)
+        {
+            if (_stopping) return;
+            _stopping = true;
+            lock (_signal) Monitor.PulseAll(_signal);
+            var supervisor = _supervisor;
+            if (supervisor != null && !supervisor.Join(timeoutMs))
+                CloseSockets(); // it is stuck in a blocking call: pull the sockets from under it
+            _state = (int)ConnectionState.Stopped;
+        }
+
+        ulong NextId() => (ulong)Interlocked.Increment(ref _nextId);
+
+        bool SendInput(ZmtpConnection dealer)
+        {
+            try
+            {
+                dealer.Send(_inputWriter.Buffer, 0, _inputWriter.Length);
+                return true;
+            }
+            catch (ZmtpException e)
+            {
+                Fault(Volatile.Read(ref _generation), e);
+                return false;
+            }
+        }
+
+        Reply AwaitReply(ulong id, int generation, int timeoutMs)
+        {
+            long deadline = Environment.TickCount + (long)timeoutMs;
+            Reply reply;
+            lock (_pendingGate)
+            {
+                while (!_replies.TryGetValue(id, out reply))
+                {
+                    if (generation != Volatile.Read(ref _generation) || _faulted) throw new InvalidOperationException("connection to the bridge was lost");
+                    long left = deadline - Environment.TickCount;
+                    if (left <= 0) throw new TimeoutException("no reply from the bridge within " + timeoutMs + " ms");
+                    Monitor.Wait(_pendingGate, (int)Math.Min(left, 100));
+                }
+            }
+            if (reply.IsError) throw reply.ToException();
+            return reply;
+        }
+
+        void Supervise()
+        {
+            int backoff = _options.ReconnectMinMs;
+            while (!_stopping)
+            {
+                try
+                {
+                    _state = (int)ConnectionState.Connecting;
+                    Connect();
+                    _state = (int)ConnectionState.Connected;
+                    Interlocked.Increment(ref _connects);
+                    backoff = _options.ReconnectMinMs;
+                    Serve();
+                }
+                catch (Exception e)
+                {
+                    if (!_stopping) _lastError = e.Message;
+                }
+                Disconnect();
+                if (_stopping) break;
+                _state = (int)ConnectionState.Reconnecting;
+                Sleep(backoff);
+                backoff = Math.Min(backoff * 2, _options.ReconnectMaxMs);
+            }
+            _state = (int)ConnectionState.Stopped;
+        }
+
+        void Connect()
+        {
+            int generation = Interlocked.Increment(ref _generation);
+            _faulted = false;
+            var dealer = ZmtpConnection.Connect(_options.Host, _options.RequestPort, ZmtpSocketType.Dealer, _options.ConnectTimeoutMs, _options.MaxFrameBytes);
+            _dealer = dealer;
+            _replyThread = StartThread(() => ReadReplies(dealer, generation), "AvatarBridge replies");
+            var hello = HelloInfo.FromReply(Request((w, id) => RequestEncoder.Hello(w, id, _options.ClientName)));
+            _hello = hello;
+
+            int framesPort = _options.FramesPort > 0 ? _options.FramesPort : hello.FramesPort;
+            var sub = ZmtpConnection.Connect(_options.Host, framesPort, ZmtpSocketType.Sub, _options.ConnectTimeoutMs, _options.MaxFrameBytes);
+            _sub = sub;
+            // All frames and events, filtered here: a session's id is unknown until its open reply, and
+            // subscribing before opening is the only way not to miss its first frames (section 1).
+            sub.Subscribe(ProtocolConstants.FrameTopicPrefix);
+            sub.Subscribe(ProtocolConstants.EventTopicPrefix);
+            _frameThread = StartThread(() => ReadFrames(sub, generation), "AvatarBridge frames");
+            Ping(null); // a round trip on the request socket gives the subscription time to reach the bridge
+        }
+
+        void Serve()
+        {
+            double idle = _hello.IdleTimeoutSeconds;
+            int pingInterval = _options.PingIntervalMs > 0 ? _options.PingIntervalMs : (int)Math.Max(250, Math.Min(5000, idle * 1000 / 4));
+            long nextPing = Environment.TickCount + (long)pingInterval;
+            while (!_stopping && !_faulted)
+            {
+                foreach (var session in _sessions)
+                    if (!session.IsOpen && !session.Failed) Open(session);
+                if (Environment.TickCount >= nextPing)
+                {
+                    foreach (var session in _sessions)
+                    {
+                        var info = session.Info;
+                        if (info != null) PingSession(session, info);
+                    }
+                    Ping(null);
+                    nextPing = Environment.TickCount + (long)pingInterval;
+                }
+                lock (_signal)
+                {
+                    if (!_stopping && !_faulted) Monitor.Wait(_signal, Math.Max(1, (int)Math.Min(pingInterval, nextPing - Environment.TickCount)));
+                }
+            }
+            if (_stopping && !_faulted) CloseAll();
+        }
+
+        void Open(BridgeSession session)
+        {
+            var request = session.Request;
+            try
+            {
+                var reply = Request((w, id) => RequestEncoder.Open(w, id, request.Pipeline, request.Model, request.Options));
+                session.Opened(SessionInfo.FromReply(reply));
+            }
+            catch (BridgeErrorException e)
+            {
+                session.Refused(e.Message);
+            }
+            catch (ProtocolException e)
+            {
+                session.Refused(e.Message);
+            }
+        }
+
+        void PingSession(BridgeSession session, SessionInfo info)
+        {
+            try
+            {
+                Ping(info.Session);
+            }
+            catch (BridgeErrorException e)
+            {
+                // UNKNOWN_SESSION: reaped or the bridge restarted under us; the loop reopens it.
+                if (e.ErrorCode == ErrorCode.UnknownSession) session.Lost(e.Message);
+                else throw;
+            }
+        }
+
+        void Ping(string session)
+        {
+            long sent = WallClock.NowNs();
+            var reply = Request((w, id) => RequestEncoder.Ping(w, id, session));
+            long received = WallClock.NowNs();
+            long bridgeNs = reply.GetLong("t_ns");
+            // The bridge read its clock about halfway through the round trip.
+            Interlocked.Exchange(ref _roundTripNs, received - sent);
+            Interlocked.Exchange(ref _clockOffsetNs, bridgeNs - (sent + received) / 2);
+        }
+
+        void CloseAll()
+        {
+            foreach (var session in _sessions)
+            {
+                var info = session.Info;
+                if (info == null) continue;
+                session.Lost("client stopped");
+                TryClose(info.Session, Math.Min(_options.RequestTimeoutMs, 250));
+            }
+        }
+
+        void TryClose(string id, int timeoutMs)
+        {
+            try
+            {
+                Request((w, rid) => RequestEncoder.Close(w, rid, id), timeoutMs);
+            }
+            catch (Exception e) when (e is BridgeErrorException || e is TimeoutException || e is InvalidOperationException || e is ZmtpException)
+            {
+                // Closing is a courtesy: the bridge reaps idle sessions anyway.
+            }
+        }
+
+        void ReadReplies(ZmtpConnection dealer, int generation)
+        {
+            var buffer = new byte[4096];
+            try
+            {
+                while (true)
+                {
+                    int length;
+                    // We never send a delimiter, so replies are single frames; keep the last frame if not.
+                    while (dealer.ReceiveFrame(ref buffer, 0, out length))
+                    {
+                    }
+                    Reply reply;
+                    try
+                    {
+                        reply = Reply.Parse(buffer, 0, length);
+                    }
+                    catch (Exception e) when (e is MsgPackException || e is ProtocolException)
+                    {
+                        _lastError = "unreadable reply: " + e.Message;
+                        continue;
+                    }
+                    Dispatch(reply);
+                }
+            }
+            catch (Exception e)
+            {
+                Fault(generation, e);
+            }
+        }
+
+        void Dispatch(Reply reply)
+        {
+            lock (_pendingGate)
+            {
+                if (_waiting.Contains(reply.Id))
+                {
+                    _replies[reply.Id] = reply;
+                    Monitor.PulseAll(_pendingGate);
+                    return;
+                }
+            }
+            if (!reply.IsError) return; // an ack nobody waits for
+            var error = reply.ToException();
+            Interlocked.Increment(ref _inputErrors);
+            _lastInputError = error;
+            if (error.ErrorCode == ErrorCode.UnknownSession && error.Session != null) LoseSession(error.Session, error.Message);
+        }
+
+        void ReadFrames(ZmtpConnection sub, int generation)
+        {
+            var topic = new byte[64];
+            var scratch = new byte[4096];
+            try
+            {
+                while (true)
+                {
+                    int topicLength;
+                    if (!sub.ReceiveFrame(ref topic, 0, out topicLength)) continue; // not [topic, payload]: ignore
+                    SessionInfo info;
+                    var session = Route(topic, topicLength, out info);
+                    if (session != null)
+                    {
+                        ReceiveFrame(sub, session, info);
+                    }
+                    else if (StartsWith(topic, topicLength, ProtocolConstants.EventTopicPrefix))
+                    {
+                        int length;
+                        bool more = sub.ReceiveFrame(ref scratch, 0, out length);
+                        while (more) more = sub.SkipFrame();
+                        HandleEvent(scratch, length);
+                    }
+                    else
+                    {
+                        while (sub.SkipFrame())
+                        {
+                        }
+                    }
+                }
+            }
+            catch (Exception e)
+            {
+                Fault(generation, e);
+            }
+        }
+
+        void ReceiveFrame(ZmtpConnection sub, BridgeSession session, SessionInfo info)
+        {
+            var slot = session.Frames.Back;
+            int length;
+            bool more = sub.ReceiveFrame(ref slot.Buffer, 0, out length);
+            long now = WallClock.NowNs();
+            if (more)
+            {
+                while (sub.SkipFrame())
+                {
+                }
+                session.Stats.Rejected();
+                return;
+            }
+            try
+            {
+                _decoder.Decode(slot.Buffer, 0, length, slot.Frame, info.Session);
+            }
+            catch (Exception e) when (e is MsgPackException || e is ProtocolException)
+            {
+                session.Stats.Rejected();
+                return;
+            }
+            slot.Frame.ReceivedNs = now;
+            session.Stats.Record(slot.Frame, Interlocked.Read(ref _clockOffsetNs));
+            session.Frames.Publish();
+        }
+
+        void HandleEvent(byte[] payload, int length)
+        {
+            BridgeEvent e;
+            try
+            {
+                e = BridgeEvent.Parse(payload, 0, length);
+            }
+            catch (Exception ex) when (ex is MsgPackException || ex is ProtocolException)
+            {
+                return;
+            }
+            // A session of ours closed by the bridge (idle timeout, shutdown) is reopened by the supervisor.
+            if (e.Name == "closed" && e.Reason != "client") LoseSession(e.Session, "closed by the bridge: " + e.Reason);
+            try
+            {
+                EventReceived?.Invoke(e);
+            }
+            catch (Exception ex)
+            {
+                // A subscriber's bug must not take the connection down with it.
+                _lastError = "EventReceived handler failed: " + ex.Message;
+            }
+        }
+
+        void LoseSession(string id, string why)
+        {
+            foreach (var session in _sessions)
+            {
+                var info = session.Info;
+                if (info != null && info.Session == id) session.Lost(why);
+            }
+            lock (_signal) Monitor.PulseAll(_signal);
+        }
+
+        BridgeSession Route(byte[] topic, int length, out SessionInfo info)
+        {
+            foreach (var session in _sessions)
+            {
+                // One read of Info: the session may be lost concurrently, and this frame is still its own.
+                info = session.Info;
+                if (info != null && new ReadOnlySpan<byte>(topic, 0, length).SequenceEqual(info.TopicBytes)) return session;
+            }
+            info = null;
+            return null;
+        }
+
+        static bool StartsWith(byte[] bytes, int length, string prefix)
+        {
+            if (length < prefix.Length) return false;
+            for (int i = 0; i < prefix.Length; i++)
+                if (bytes[i] != prefix[i]) return false;
+            return true;
+        }
+
+        void Fault(int generation, Exception e)
+        {
+            if (generation != Volatile.Read(ref _generation)) return;
+            if (!_stopping) _lastError = e.Message;
+            _faulted = true;
+            lock (_signal) Monitor.PulseAll(_signal);
+            lock (_pendingGate) Monitor.PulseAll(_pendingGate);
+        }
+
+        void Disconnect()
+        {
+            Interlocked.Increment(ref _generation); // from here on, failures of the old threads are ignored
+            CloseSockets();
+            JoinQuietly(_replyThread);
+            JoinQuietly(_frameThread);
+            _replyThread = _frameThread = null;
+            foreach (var session in _sessions)
+            {
+                session.Lost(_stopping ? "client stopped" : "connection lost");
+                session.ClearRefusal(); // a new connection may well accept it (e.g. after a bridge upgrade)
+            }
+            lock (_pendingGate) Monitor.PulseAll(_pendingGate);
+        }
+
+        void CloseSockets()
+        {
+            var dealer = _dealer;
+            var sub = _sub;
+            _dealer = null;
+            _sub = null;
+            dealer?.Dispose();
+            sub?.Dispose();
+        }
+
+        void Sleep(int ms)
+        {
+            lock (_signal)
+            {
+                if (!_stopping) Monitor.Wait(_signal, ms);
+            }
+        }
+
+        static Thread StartThread(ThreadStart body, string name)
+        {
+            // Background threads never keep a player or the editor from exiting.
+            var thread = new Thread(body) { IsBackground = true, Name = name };
+            thread.Start();
+            return thread;
+        }
+
+        static void JoinQuietly(Thread thread)
+        {
+            if (thread != null && thread != Thread.CurrentThread) thread.Join(1000);
+        }
+    }
+}

@@ -1,0 +1,9 @@
+namespace AvatarBridge.Core.Protocol
+{
+    /// <summary>The bridge's pipelines; a session runs one.</summary>
+    public enum Pipeline
+    {
+        Face,
+        Motion,
+    }
+}

@@ -1,0 +1,88 @@
+"""Writes messages encoded by the bridge's own Python protocol code, for the C# decoder tests.
+
+Usage: python make_fixtures.py OUTDIR. Each file holds one msgpack payload. The array values are
+simple formulas the C# tests recompute (FrameDecoderTests, ReplyTests):
+  expression[i] = i / 100, eyelids = (0.25, 0.75), jaw = (0, 0, 0, 1), head = (0, 0.6, 0, 0.8),
+  blendshapes[i] = i / 51, joints[j] = (0, 0, 0, 1) except joint 1 = (0.6, 0, 0, 0.8),
+  root = (0.1, 0.9, -0.2).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import msgpack
+import numpy as np
+
+from bridge.protocol import encode_face_frame, encode_motion_frame
+from bridge.protocol.errors import ErrorCode
+from bridge.protocol.replies import error_reply, reply
+from bridge.rig import smpl
+from bridge.rig.arkit import ARKIT_NAMES
+
+SESSION = "0123456789abcdef"
+COORDINATES = {"handedness": "right", "up": "+y", "forward": "+z", "units": "m"}
+
+
+def main(out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    face = dict(
+        face_found=True,
+        expression=np.arange(50, dtype=np.float32) / 100,
+        eyelids=np.array([0.25, 0.75], np.float32),
+        jaw=np.array([0, 0, 0, 1], np.float32),
+        head=np.array([0, 0.6, 0, 0.8], np.float32),
+        engine_us=1234.5,
+        batch=3,
+    )
+    write(out, "face_frame", encode_face_frame(SESSION, 7, 5, 1_700_000_000_000_000_000,
+                                              blendshapes=np.arange(52, dtype=np.float32) / 51, **face))
+    write(out, "face_frame_no_blendshapes", encode_face_frame(SESSION, 8, 6, 1_700_000_000_000_000_001,
+                                                              blendshapes=None, **face))
+    joints = np.tile(np.array([0, 0, 0, 1], np.float32), (24, 1))
+    joints[1] = (0.6, 0, 0, 0.8)
+    write(out, "motion_frame", encode_motion_frame(SESSION, 2**40, 2**33, 1_700_000_000_000_000_002,
+                                                  joints=joints, root=np.array([0.1, 0.9, -0.2], np.float32),
+                                                  engine_us=42.0, batch=1))
+
+    face_rig = {"kind": "face", "coordinates": COORDINATES, "quaternion_order": "xyzw",
+                "expression": [f"Exp{i:02d}" for i in range(50)], "eyelids": ["EyelidLeft", "EyelidRight"],
+                "rotations": ["head", "jaw"], "blendshapes": list(ARKIT_NAMES)}
+    body_rig = {"kind": "body", "coordinates": COORDINATES, "quaternion_order": "xyzw",
+                "joints": list(smpl.JOINT_NAMES), "parents": list(smpl.PARENTS),
+                "rest_offsets": np.asarray(smpl.REST_OFFSETS, "<f4").tobytes(),
+                "humanoid": [n or "" for n in smpl.UNITY_BONE_NAMES]}
+    write(out, "hello_reply", reply("hello", 1, server="avatar-bridge 0.1.0", frames_port=5571,
+                                    max_message_bytes=8 << 20, pipelines=["face", "motion"], idle_timeout_s=10.0,
+                                    future_key={"ignored": True}))
+    write(out, "list_reply", reply("list", 2, models=[
+        {"name": "face_expression_small", "pipeline": "face", "fps": 30.0, "trained": False,
+         "backend": "onnxruntime", "default": True},
+        {"name": "dance_lstm", "pipeline": "motion", "fps": 60.0, "trained": False, "backend": "onnxruntime",
+         "default": True, "styles": ["house", "break"]}]))
+    write(out, "open_face_reply", reply("open", 3, session=SESSION, topic="frame/" + SESSION, pipeline="face",
+                                        model="face_expression_small", fps=30.0, accepts=["image"], rig=face_rig))
+    write(out, "open_motion_reply", reply("open", 4, session=SESSION, topic="frame/" + SESSION, pipeline="motion",
+                                          model="dance_lstm", fps=60.0, accepts=["audio", "features"],
+                                          feature_cols=35, rig=body_rig))
+    write(out, "close_reply", reply("close", 5, session=SESSION, frames_published=600))
+    write(out, "pong_reply", reply("pong", 6, t_ns=1_700_000_000_123_456_789))
+    write(out, "ack_reply", reply("ack", 9, session=SESSION, seq=12))
+    write(out, "error_reply", error_reply(ErrorCode.BAD_SIZE, "data is 3 bytes short", 8, SESSION))
+    write(out, "opened_event", pack({"op": "event", "v": 1, "session": SESSION, "event": "opened",
+                                     "pipeline": "motion", "model": "dance_lstm", "fps": 60.0, "rig": body_rig}))
+    write(out, "closed_event", pack({"op": "event", "v": 1, "session": SESSION, "event": "closed",
+                                     "reason": "idle_timeout", "frames_published": 17}))
+
+
+def pack(message: dict[str, object]) -> bytes:
+    return msgpack.packb(message, use_bin_type=True)
+
+
+def write(out: Path, name: str, payload: bytes) -> None:
+    (out / f"{name}.msgpack").write_bytes(payload)
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))
