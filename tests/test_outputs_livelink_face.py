@@ -152,7 +152,7 @@ def send_face_frames(
 
 
 def quat(axis: str, degrees: float) -> np.ndarray:
-    return Rotation.from_euler(axis, degrees, degrees=True).as_quat().astype(np.float32)
+    return np.asarray(Rotation.from_euler(axis, degrees, degrees=True).as_quat(), dtype=np.float32)
 
 
 def test_packet_layout_names_order_and_values(receiver: socket.socket) -> None:

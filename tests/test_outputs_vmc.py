@@ -90,9 +90,13 @@ def test_motion_frame_sends_every_humanoid_bone_in_unity_space(osc: OscCapture) 
 
     (root_args,) = by_address(osc, "/VMC/Ext/Root/Pos")
     assert root_args[0] == "root"
-    assert np.allclose(root_args[1:], [-0.1, 0.9, 0.2, 0, 0, 0, 1], atol=1e-6)  # x flips; identity rotation
+    assert np.allclose(
+        np.array(root_args[1:], dtype=float), [-0.1, 0.9, 0.2, 0, 0, 0, 1], atol=1e-6
+    )  # x flips; identity rotation
 
-    bones = {args[0]: np.array(args[1:], dtype=np.float64) for args in by_address(osc, "/VMC/Ext/Bone/Pos")}
+    bones = {
+        str(args[0]): np.array(args[1:], dtype=np.float64) for args in by_address(osc, "/VMC/Ext/Bone/Pos")
+    }
     assert sorted(bones) == sorted(HUMANOID)
     # 90 degrees about up on the wire turns the forearm towards the avatar's left; in Unity's
     # left-handed frame that is -90 degrees about +Y: (x, -y, -z, w).
@@ -124,7 +128,9 @@ def test_any_rotation_converts_as_the_same_physical_rotation(osc: OscCapture) ->
         ],
         MOTION_MESSAGES,
     )
-    bones = {args[0]: np.array(args[1:], dtype=np.float64) for args in by_address(osc, "/VMC/Ext/Bone/Pos")}
+    bones = {
+        str(args[0]): np.array(args[1:], dtype=np.float64) for args in by_address(osc, "/VMC/Ext/Bone/Pos")
+    }
     flip = np.array([-1.0, 1.0, 1.0])  # wire -> Unity position (protocol section 3)
     for j, name in enumerate(smpl.UNITY_BONE_NAMES):
         if not name:

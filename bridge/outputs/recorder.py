@@ -52,16 +52,17 @@ class Recorder(Output):
         self._last_flush = time.monotonic()
 
     def on_frame(self, frame: Frame, session: SessionInfo, received: Received) -> None:
-        self._write(received)
+        self.write(received)
 
     def on_event(self, event: SessionEvent, received: Received) -> None:
-        self._write(received)
+        self.write(received)
 
     def close(self) -> None:
         self._file.close()
         log.info("%s: %d messages written", self.name, self.records)
 
-    def _write(self, received: Received) -> None:
+    def write(self, received: Received) -> None:
+        """Append one message to the log."""
         record = {"t": received.t_recv_ns, "topic": received.topic.decode(), "payload": received.payload}
         self._file.write(self._packer.pack(record))
         self.records += 1
