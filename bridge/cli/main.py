@@ -1,4 +1,4 @@
-"""The `avatar-bridge` command."""
+"""The `avatar-bridge` command: one subcommand per job, each defined beside the code it drives."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ import logging
 from collections.abc import Sequence
 
 from bridge import __version__
-from bridge.cli import harness, serve
+from bridge.build import cli as build_cli
+from bridge.cli import demo, harness, serve
+from bridge.outputs import cli as outputs_cli
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -15,8 +17,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"avatar-bridge {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", required=True)
-    serve.add_arguments(sub.add_parser("serve", help="run the bridge"))
-    harness.add_arguments(sub.add_parser("harness", help="drive a running bridge and report frames, loss, latency"))
+    serve.add_arguments(p := sub.add_parser("serve", help="run the bridge"))
+    p.set_defaults(func=serve.run)
+    harness.add_arguments(p := sub.add_parser("harness", help="drive a running bridge and report frames, loss, latency"))
+    p.set_defaults(func=harness.run)
+    demo.add_arguments(p := sub.add_parser("demo", help="serve, drive a face and a dance session, write BVH + PNG"))
+    p.set_defaults(func=demo.run)
+    outputs_cli.register_commands(sub)
+    build_cli.register_commands(sub)
     return parser
 
 
@@ -25,8 +33,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    handlers = {"serve": serve.run, "harness": harness.run}
-    return handlers[args.command](args)
+    return int(args.func(args))
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from bridge.cli.paths import default_engines_dir
+from bridge.outputs.cli import add_output_arguments, build_router
 from bridge.serving.server import Bridge, ServeConfig
 from bridge.transport.zmq_sockets import TransportConfig
 
@@ -37,6 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--frames-hwm", type=int, help="frames queued per subscriber before old ones drop (64)")
     parser.add_argument("--insecure-remote", action="store_true", default=None, help="allow a non-loopback --host")
     parser.add_argument("--ports-file", type=Path, help="write the bound ports as JSON here once ready")
+    add_output_arguments(parser)
 
 
 def config_from_args(args: argparse.Namespace) -> ServeConfig:
@@ -78,6 +80,10 @@ def run(args: argparse.Namespace) -> int:
         log.error("cannot start: %s", exc)
         return 2
     bridge.start()
+    # Outputs (VMC, Live Link Face) read the bridge's own frame stream, so they can never slow it.
+    router = build_router(args, bridge.sockets.frames_endpoint)
+    if router is not None:
+        router.start()
     signal.signal(signal.SIGINT, lambda *_: bridge.stop())
     signal.signal(signal.SIGTERM, lambda *_: bridge.stop())
     t = config.transport
@@ -90,5 +96,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         bridge.serve_forever()
     finally:
+        if router is not None:
+            router.stop()
         bridge.close()
     return 0
