@@ -34,6 +34,7 @@ class BackendUnavailable(RuntimeError):
 # kind -> "module:Class". Registering a backend is one line here (or one register_backend call).
 _REGISTRY: dict[str, str] = {
     "onnxruntime": "bridge.runtime.onnxrt.runner:OnnxRuntimeBackend",
+    "torch": "bridge.runtime.torch.runner:TorchBackend",
     "tensorrt": "bridge.runtime.tensorrt.runner:TensorRTBackend",
 }
 

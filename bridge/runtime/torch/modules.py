@@ -1,0 +1,29 @@
+"""Which PyTorch module runs a manifest: the reference models by manifest name (seeded weights, the
+same ones `bridge.models.export` writes to ONNX), or a module the caller passes in."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from torch import nn
+
+from bridge.models.face import build_emoca_size, build_face_small
+from bridge.models.motion import build_dance_lstm
+
+__all__ = ["REFERENCE_MODULES", "reference_module"]
+
+REFERENCE_MODULES: dict[str, Callable[[int], nn.Module]] = {
+    "dance_lstm": build_dance_lstm,
+    "face_expression_small": build_face_small,
+    "emoca_size": build_emoca_size,
+}
+
+
+def reference_module(name: str, seed: int = 0) -> nn.Module:
+    build = REFERENCE_MODULES.get(name)
+    if build is None:
+        raise ValueError(
+            f"torch backend: no reference module for model {name!r} "
+            f"(known: {', '.join(sorted(REFERENCE_MODULES))}); pass module=... to the backend"
+        )
+    return build(seed)

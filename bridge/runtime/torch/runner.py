@@ -1,0 +1,291 @@
+"""Torch runner: the Backend lifecycle around one PyTorch module.
+
+On CUDA every call runs at a batch *tier* (the smallest configured size that fits; rows beyond the
+batch are padding whose results are ignored) so each (tier, non-batch shape) has fixed buffers and
+one captured CUDA graph: a step is one graph replay instead of hundreds of kernel launches. Inputs go
+host -> pinned buffer -> device on a copy stream, compute runs on its own stream after an event, and
+outputs come back on the copy stream: the copy engine, not the compute stream, carries the transfers,
+so one engine's copies overlap another engine's (or another scheduler thread's) compute.
+
+On the CPU the same code runs eagerly at the exact batch (no tiers, graphs, pinned memory or streams):
+that is what the CI tests exercise.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Literal
+
+import numpy as np
+import torch
+from torch import nn
+
+from bridge.runtime.backend import Backend
+from bridge.runtime.engine import Engine
+from bridge.runtime.manifest import ModelManifest
+from bridge.runtime.torch.modules import reference_module
+from bridge.runtime.torch.slots import DeviceStateSlots
+
+__all__ = ["Device", "Precision", "TorchBackend"]
+
+log = logging.getLogger(__name__)
+
+Device = Literal["cpu", "cuda", "auto"]
+Precision = Literal["float32", "float16", "bfloat16"]
+_PRECISIONS: dict[str, torch.dtype] = {
+    "float32": torch.float32,
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+}
+_HOST_DTYPES: dict[str, torch.dtype] = {"float32": torch.float32, "int64": torch.int64, "int32": torch.int32}
+
+
+class _Plan:
+    """Fixed buffers for one (tier, non-batch shape): pinned host staging, device inputs and outputs,
+    and the captured graph that reads the one and writes the other."""
+
+    def __init__(self, tier: int) -> None:
+        self.tier = tier
+        self.host_in: dict[str, torch.Tensor] = {}
+        self.dev_in: dict[str, torch.Tensor] = {}
+        self.dev_out: dict[str, torch.Tensor] = {}
+        self.host_out: dict[str, torch.Tensor] = {}
+        self.slots_host = torch.empty(0, dtype=torch.int64)
+        self.slots_dev = torch.empty(0, dtype=torch.int64)
+        self.graph: torch.cuda.CUDAGraph | None = None
+
+
+class TorchBackend(Backend):
+    """Runs the manifest's reference PyTorch module (or `module`) with the manifest's tensor names.
+
+    Inputs of the module's `forward` are the manifest's role input tensors in manifest order, then
+    its state inputs; its outputs are the role output tensors (each named once), then state outputs.
+    State must be batch-first (batch_axis 0).
+    """
+
+    name = "torch"
+
+    def __init__(
+        self,
+        manifest: ModelManifest,
+        *,
+        device: Device = "auto",
+        precision: Precision | None = None,
+        cuda_graphs: bool = True,
+        batch_tiers: Sequence[int] | None = None,
+        module: nn.Module | None = None,
+        seed: int = 0,
+    ) -> None:
+        super().__init__(manifest)
+        if any(p.batch_axis != 0 for p in manifest.state):
+            raise ValueError(f"{manifest.name}: the torch backend needs batch-first state (batch_axis 0)")
+        if device == "cuda" and not torch.cuda.is_available():
+            raise RuntimeError("device='cuda' but torch sees no CUDA device")
+        use_cuda = device == "cuda" or (device == "auto" and torch.cuda.is_available())
+        self.device = torch.device("cuda" if use_cuda else "cpu")
+        self.precision = _PRECISIONS[precision or ("float16" if use_cuda else "float32")]
+        self.cuda_graphs = cuda_graphs and use_cuda
+        self.batch_tiers = tuple(sorted(set(batch_tiers))) if batch_tiers else _default_tiers(manifest)
+        self._module = module
+        self._seed = seed
+        self._role_inputs = list(dict.fromkeys(s.tensor for s in manifest.inputs))
+        self._input_dtypes = {s.tensor: _HOST_DTYPES[s.dtype] for s in manifest.inputs}
+        self._state_inputs = [p.input for p in manifest.state]
+        self._state_outputs = [p.output for p in manifest.state]
+        self._role_outputs = list(dict.fromkeys(s.tensor for s in manifest.outputs))
+        self._channels_last = any(len(s.shape) == 4 for s in manifest.inputs)
+        self._net: nn.Module | None = None
+        self._plans: dict[tuple[Any, ...], _Plan] = {}
+        self._copy: torch.cuda.Stream | None = None
+        self._compute: torch.cuda.Stream | None = None
+        self._pool: Any = None
+
+    # ------------------------------------------------------------------------------- lifecycle
+    def activate_impl(self) -> None:
+        net = (
+            self._module if self._module is not None else reference_module(self.manifest.name, self._seed)
+        ).eval()
+        net = net.to(self.device, self.precision)
+        if self._channels_last:
+            net = net.to(memory_format=torch.channels_last)  # type: ignore[call-overload]  # NHWC: the layout fp16 tensor-core convs want
+        self._net = net
+        if self.device.type == "cuda":
+            torch.backends.cudnn.benchmark = True  # shapes are fixed per tier, so autotuning pays once
+            self._copy = torch.cuda.Stream(self.device)  # type: ignore[no-untyped-call]
+            self._compute = torch.cuda.Stream(self.device)  # type: ignore[no-untyped-call]
+            self._pool = torch.cuda.graph_pool_handle()
+
+    def deactivate_impl(self) -> None:
+        self._plans.clear()
+        self._net = None
+        self._copy = self._compute = self._pool = None
+
+    def create_state_slots(self, engine: Engine) -> DeviceStateSlots:
+        return DeviceStateSlots(engine, self)
+
+    # ------------------------------------------------------------------------------- inference
+    def infer(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        return self._run(feeds, None, None, 0, np.empty(0, np.int64))
+
+    def infer_slots(
+        self,
+        feeds: Mapping[str, np.ndarray],
+        slots: DeviceStateSlots,
+        index: np.ndarray,
+        size: int,
+        fresh: np.ndarray,
+    ) -> dict[str, np.ndarray]:
+        """Like `infer`, but state rows come from (and go back to) `slots` on the device by `index`."""
+        return self._run(feeds, slots, index, size, fresh)
+
+    def _run(
+        self,
+        feeds: Mapping[str, np.ndarray],
+        slots: DeviceStateSlots | None,
+        index: np.ndarray | None,
+        size: int,
+        fresh: np.ndarray,
+    ) -> dict[str, np.ndarray]:
+        if self._net is None:
+            raise RuntimeError(f"{self!r}: infer() before activate()")
+        batch = len(feeds[self._role_inputs[0]])
+        plan = self._plan(batch, feeds)
+        staged = [*self._role_inputs, *(self._state_inputs if slots is None else ())]
+        fetched = [*self._role_outputs, *(self._state_outputs if slots is None else ())]
+        with torch.no_grad():
+            with self._on(self._copy):
+                for name in staged:
+                    plan.host_in[name][:batch].numpy()[...] = feeds[name]
+                    plan.dev_in[name][:batch].copy_(plan.host_in[name][:batch], non_blocking=True)
+                if index is not None:
+                    plan.slots_host[:batch].numpy()[...] = index
+                    plan.slots_dev[:batch].copy_(plan.slots_host[:batch], non_blocking=True)
+                loaded = self._record(self._copy)
+            with self._on(self._compute):
+                self._wait(self._compute, loaded)
+                if slots is not None:
+                    slots.prepare(size, fresh)
+                    rows = plan.slots_dev[:batch]
+                    for name in self._state_inputs:
+                        torch.index_select(slots.rows[name], 0, rows, out=plan.dev_in[name][:batch])
+                if plan.graph is not None:
+                    plan.graph.replay()
+                else:
+                    plan.dev_out = self._forward(plan.dev_in)
+                if slots is not None:
+                    for name_in, name_out in zip(self._state_inputs, self._state_outputs, strict=True):
+                        slots.rows[name_in].index_copy_(0, rows, plan.dev_out[name_out][:batch])
+                computed = self._record(self._compute)
+            with self._on(self._copy):
+                self._wait(self._copy, computed)
+                self._ensure_host_out(plan)
+                for name in fetched:
+                    plan.host_out[name][:batch].copy_(plan.dev_out[name][:batch], non_blocking=True)
+                done = self._record(self._copy)
+            if done is not None:
+                done.synchronize()
+        return {name: plan.host_out[name][:batch].numpy().copy() for name in fetched}
+
+    def _forward(self, inputs: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        assert self._net is not None
+        args = []
+        for name in (*self._role_inputs, *self._state_inputs):
+            t = inputs[name]
+            if t.is_floating_point():
+                fmt = torch.channels_last if t.dim() == 4 and self._channels_last else torch.contiguous_format
+                t = t.to(self.precision, memory_format=fmt)
+            args.append(t)
+        out = self._net(*args)
+        results = out if isinstance(out, (tuple, list)) else (out,)
+        named = dict(zip((*self._role_outputs, *self._state_outputs), results, strict=True))
+        # Role outputs leave in float32 (the manifest's dtype); state stays in the compute precision.
+        for name in self._role_outputs:
+            named[name] = named[name].float().contiguous()
+        return named
+
+    # ------------------------------------------------------------------------------- plans
+    def tier_for(self, batch: int) -> int:
+        """The batch a call of `batch` rows runs at: the next tier on CUDA graphs, else exactly `batch`."""
+        if not self.cuda_graphs:
+            return batch
+        return next((t for t in self.batch_tiers if t >= batch), batch)
+
+    def _plan(self, batch: int, feeds: Mapping[str, np.ndarray]) -> _Plan:
+        tier = self.tier_for(batch)
+        key = (tier, *(feeds[n].shape[1:] for n in self._role_inputs))
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plans[key] = self._new_plan(tier, feeds)
+        return plan
+
+    def _new_plan(self, tier: int, feeds: Mapping[str, np.ndarray]) -> _Plan:
+        pinned = self.device.type == "cuda"
+        plan = _Plan(tier)
+        shapes = {n: (tier, *feeds[n].shape[1:]) for n in self._role_inputs}
+        host_dtypes = dict(self._input_dtypes)
+        for p in self.manifest.state:
+            shapes[p.input] = p.zeros_shape(tier)
+            host_dtypes[p.input] = _HOST_DTYPES[p.dtype]
+        for name, shape in shapes.items():
+            plan.host_in[name] = torch.empty(shape, dtype=host_dtypes[name], pin_memory=pinned)
+            dev_dtype = self.precision if name in self._state_inputs else host_dtypes[name]
+            # Zeros: padding rows compute on whatever the buffer holds, which must stay finite.
+            plan.dev_in[name] = torch.zeros(shape, dtype=dev_dtype, device=self.device)
+        plan.slots_host = torch.zeros(tier, dtype=torch.int64, pin_memory=pinned)
+        plan.slots_dev = torch.zeros(tier, dtype=torch.int64, device=self.device)
+        with torch.no_grad(), self._on(self._compute):
+            plan.dev_out = self._forward(plan.dev_in)  # also lets cuDNN pick its algorithms
+            if self.cuda_graphs:
+                plan.graph = self._capture(plan)
+        return plan
+
+    def _capture(self, plan: _Plan) -> torch.cuda.CUDAGraph | None:
+        assert self._compute is not None
+        self._forward(plan.dev_in)
+        self._compute.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        try:
+            with torch.cuda.graph(graph, pool=self._pool, stream=self._compute):
+                plan.dev_out = self._forward(plan.dev_in)
+        except RuntimeError:
+            log.exception(
+                "%s: CUDA graph capture failed at batch %d; running eagerly", self.manifest.name, plan.tier
+            )
+            plan.dev_out = self._forward(plan.dev_in)
+            return None
+        return graph
+
+    def _ensure_host_out(self, plan: _Plan) -> None:
+        if not plan.host_out:
+            pinned = self.device.type == "cuda"
+            plan.host_out = {
+                name: torch.empty(t.shape, dtype=torch.float32, pin_memory=pinned)
+                for name, t in plan.dev_out.items()
+            }
+
+    # ------------------------------------------------------------------------------- streams
+    @staticmethod
+    @contextlib.contextmanager
+    def _on(stream: torch.cuda.Stream | None) -> Iterator[None]:
+        if stream is None:
+            yield
+        else:
+            with torch.cuda.stream(stream):
+                yield
+
+    @staticmethod
+    def _record(stream: torch.cuda.Stream | None) -> torch.cuda.Event | None:
+        return None if stream is None else stream.record_event()
+
+    @staticmethod
+    def _wait(stream: torch.cuda.Stream | None, event: torch.cuda.Event | None) -> None:
+        if stream is not None and event is not None:
+            stream.wait_event(event)
+
+
+def _default_tiers(manifest: ModelManifest) -> tuple[int, ...]:
+    """Powers of two up to the manifest's largest profile batch (and that batch itself)."""
+    largest = max((p.max_batch for p in manifest.profiles), default=1)
+    return tuple(sorted({1 << i for i in range(largest.bit_length()) if 1 << i <= largest} | {largest}))
