@@ -1,0 +1,111 @@
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "avatar_bridge/BridgeClient.hpp"
+#include "avatar_bridge/RequestEncoder.hpp"
+#include "avatar_bridge/SessionSpec.hpp"
+#include "avatar_bridge/SubjectFeed.hpp"
+
+namespace avatar_bridge {
+
+// Everything an engine plugin needs from the bridge, engine-independent: connects, says hello, opens the
+// configured sessions and publishes each as a SubjectFeed; keeps them alive with pings; notices when the
+// bridge stops answering or restarts (a ping times out, or names a session the bridge no longer knows)
+// and then reconnects, says hello and reopens. Optionally also publishes sessions other clients open
+// (learned from `opened` events). A supervisor thread does the talking; the game thread only reads feeds.
+class AvatarLink {
+public:
+    struct Config {
+        std::string host = "127.0.0.1";
+        int requestPort = 5570;
+        int framesPort = 0;  // 0: the port the bridge announces in its hello reply
+        std::string clientName = "avatar-bridge-cpp 0.1.0";
+        std::vector<SessionSpec> sessions;  // opened by this client; subject names must be unique
+        bool observeOtherSessions = false;
+        std::chrono::milliseconds heartbeat{500};
+        std::chrono::milliseconds requestTimeout{1500};
+        std::chrono::milliseconds retryInterval{250};
+    };
+
+    enum class State { Connecting, Connected, Stopped };
+
+    explicit AvatarLink(Config config);
+    // Closes the sessions it opened (briefly waiting for the bridge) and stops.
+    ~AvatarLink();
+
+    AvatarLink(const AvatarLink&) = delete;
+    AvatarLink& operator=(const AvatarLink&) = delete;
+
+    State state() const { return state_; }
+    std::string statusText() const;
+    std::optional<HelloReply> lastHello() const;
+    // Every (re)connection that completed a hello; 1 after the first.
+    std::uint64_t connections() const { return connections_; }
+
+    // Never blocks; a snapshot that stays valid while held.
+    std::shared_ptr<const std::vector<std::shared_ptr<SubjectFeed>>> feeds() const {
+        return std::atomic_load(&feeds_);
+    }
+    std::shared_ptr<SubjectFeed> feed(std::string_view subjectName) const;
+
+    // Inputs to an owned or observed session; false when the subject has no session right now.
+    // `tCaptureNs` 0 means now. Errors arrive asynchronously in the feed's stats.
+    bool sendImage(SubjectFeed& feed, int width, int height, const std::uint8_t* rgb, std::size_t bytes,
+                   std::int64_t tCaptureNs = 0);
+    bool sendAudio(SubjectFeed& feed, int rate, std::string_view format, const void* samples, std::size_t bytes,
+                   std::int64_t tCaptureNs = 0);
+    bool sendFeatures(SubjectFeed& feed, int rows, int cols, const float* values, std::size_t bytes,
+                      std::int64_t tCaptureNs = 0);
+
+    // The subject name a spec publishes under: its own, else its pipeline's name.
+    static std::string subjectNameOf(const SessionSpec& spec);
+
+private:
+    void supervise();
+    bool handshake();
+    bool open(const std::shared_ptr<SubjectFeed>& feed);
+    bool heartbeat();
+    void loseConnection();
+    void handleEvent(const Event& event);
+    void routeFrame(DecodedFrame&& frame, std::int64_t arrivalNs);
+    void routeReply(const Reply& reply);
+    void bind(const std::string& session, const std::shared_ptr<SubjectFeed>& feed);
+    void unbind(const std::string& session);
+    void addFeed(std::shared_ptr<SubjectFeed> feed);
+    void removeFeed(const std::shared_ptr<SubjectFeed>& feed);
+    void waitFor(std::chrono::milliseconds duration);
+    RequestEncoder::InputHeader inputHeader(SubjectFeed& feed, std::int64_t tCaptureNs) const;
+
+    const Config config_;
+    std::unique_ptr<BridgeClient> client_;
+    std::atomic<State> state_{State::Connecting};
+    std::atomic<std::uint64_t> connections_{0};
+
+    std::shared_ptr<const std::vector<std::shared_ptr<SubjectFeed>>> feeds_;  // atomic_load/store, copy on write
+    std::vector<std::shared_ptr<SubjectFeed>> owned_;                         // supervisor thread only
+
+    mutable std::mutex mutex_;  // guards everything below
+    std::map<std::string, std::shared_ptr<SubjectFeed>> bySession_;
+    std::deque<Event> events_;
+    std::optional<HelloReply> hello_;
+    std::string status_ = "connecting";
+    bool stopping_ = false;
+    std::condition_variable wake_;
+
+    std::thread supervisor_;
+};
+
+}  // namespace avatar_bridge

@@ -1,0 +1,29 @@
+#pragma once
+
+#include <string_view>
+
+namespace avatar_bridge {
+
+// Stable error codes of docs/protocol.md §6. Client-side decoding reuses the 1xx codes for what it rejects.
+enum class ErrorCode : int {
+    Malformed = 100,
+    TooLarge = 101,
+    UnsupportedVersion = 102,
+    UnknownOp = 103,
+    MissingField = 104,
+    BadType = 105,
+    BadValue = 106,
+    BadSize = 107,
+    UnknownSession = 200,
+    UnknownPipeline = 201,
+    UnknownModel = 202,
+    WrongInputKind = 203,
+    SessionLimit = 204,
+    Overloaded = 205,
+    Internal = 500,
+};
+
+// The protocol's upper-case name ("BAD_SIZE"), or "UNKNOWN" for a code this client does not know.
+std::string_view errorCodeName(int code);
+
+}  // namespace avatar_bridge

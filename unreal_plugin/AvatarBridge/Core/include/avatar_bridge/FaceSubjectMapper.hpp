@@ -1,0 +1,31 @@
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "avatar_bridge/SubjectMapper.hpp"
+
+namespace avatar_bridge {
+
+// Face subject: two bones, `flame_head` (root, rotation relative to the camera-facing neutral) and
+// `flame_jaw` (relative to the head), both with zero translation; curves, in this order:
+//   the 52 ARKit names (kArkitNames order: the bridge's weights mapped by name, or FlameToArkit when the
+//   session sends none), the 50 FLAME expression names and 2 eyelid names of the rig, then HeadYaw,
+//   HeadPitch, HeadRoll (radians, FRotator signs) and FaceFound (1 or 0).
+// The bones are prefixed so that a MetaHuman's own `head` bone is never overwritten by accident.
+class FaceSubjectMapper : public SubjectMapper {
+public:
+    static constexpr const char* kHeadBone = "flame_head";
+    static constexpr const char* kJawBone = "flame_jaw";
+
+    explicit FaceSubjectMapper(const FaceRig& rig);
+
+    const SubjectLayout& layout() const override { return layout_; }
+    SubjectPose pose(const DecodedFrame& frame) const override;
+
+private:
+    SubjectLayout layout_;
+    std::vector<std::size_t> arkitSlot_;  // for each rig blendshape, its index in kArkitNames (52 = unknown)
+};
+
+}  // namespace avatar_bridge

@@ -1,0 +1,50 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <variant>
+
+#include "avatar_bridge/F32View.hpp"
+
+namespace avatar_bridge {
+
+// Animation frames of docs/protocol.md §5. Arrays are zero-copy views into the received message, which
+// `DecodedFrame::storage` keeps alive; copy what you need before dropping the DecodedFrame.
+
+struct FrameHeader {
+    std::string session;
+    std::uint64_t seq = 0;
+    std::uint64_t inputSeq = 0;
+    std::int64_t tCaptureNs = 0;
+    std::int64_t tPublishNs = 0;
+    double engineUs = 0.0;
+    std::int64_t batch = 0;
+};
+
+struct FaceFrame {
+    FrameHeader header;
+    bool faceFound = false;
+    F32View expression;   // 50
+    F32View eyelids;      // 2: left, right closure in [0, 1]
+    F32View jaw;          // 4: quaternion xyzw, relative to the head
+    F32View head;         // 4: quaternion xyzw
+    F32View blendshapes;  // 52 ARKit weights, or empty when the session did not ask for them
+};
+
+struct MotionFrame {
+    FrameHeader header;
+    F32View joints;  // 24 x 4: local joint rotations, quaternion xyzw, rig order
+    F32View root;    // 3: root translation, metres
+};
+
+struct DecodedFrame {
+    std::variant<FaceFrame, MotionFrame> frame;
+    std::shared_ptr<const void> storage;  // owner of the bytes the views point into
+
+    const FrameHeader& header() const {
+        return std::visit([](const auto& f) -> const FrameHeader& { return f.header; }, frame);
+    }
+};
+
+}  // namespace avatar_bridge

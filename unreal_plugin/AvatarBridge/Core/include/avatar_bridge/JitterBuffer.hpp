@@ -1,0 +1,51 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <optional>
+
+#include "avatar_bridge/SubjectPose.hpp"
+
+namespace avatar_bridge {
+
+// A small playout buffer: frames arrive with network and engine jitter, the render tick samples a smooth
+// pose. Playback runs `delayNs()` behind the wall clock; the delay adapts like a VoIP playout buffer
+// (and TCP's RTO): mean transit (arrival - sample time) plus max(deviationGain * mean deviation,
+// minDelayFrames * period), so the frame after the playout point has usually arrived.
+// Rotations are slerped, translations and curves lerped. Before the first frame's time it holds the
+// first frame; past the newest it holds the newest (no extrapolation). Not thread-safe: the render
+// thread owns it and feeds it from a PoseMailbox.
+class JitterBuffer {
+public:
+    struct Config {
+        std::size_t capacity = 32;    // frames kept; the oldest are dropped first
+        double minDelayFrames = 1.0;  // lower bound on the margin, in output periods
+        double deviationGain = 4.0;
+        double smoothing = 1.0 / 16.0;  // EWMA gain of the transit estimates
+    };
+
+    explicit JitterBuffer(std::int64_t periodNs);
+    JitterBuffer(std::int64_t periodNs, Config config);
+
+    // `pose.timeNs` is its sample time (FrameClock); `arrivalNs` when it was received, same clock.
+    void push(SubjectPose pose, std::int64_t arrivalNs);
+    // The pose at nowNs - delayNs(), or nothing before the first push.
+    std::optional<SubjectPose> sample(std::int64_t nowNs);
+    std::int64_t delayNs() const;
+    std::size_t size() const { return frames_.size(); }
+    void clear();
+
+    // Interpolates a -> b at t in [0, 1]; b alone when their layouts differ.
+    static SubjectPose interpolate(const SubjectPose& a, const SubjectPose& b, float t);
+
+private:
+    std::int64_t periodNs_;
+    Config config_;
+    std::deque<SubjectPose> frames_;  // ordered by timeNs
+    double meanTransitNs_ = 0.0;
+    double deviationNs_ = 0.0;
+    bool haveTransit_ = false;
+};
+
+}  // namespace avatar_bridge

@@ -1,0 +1,30 @@
+#pragma once
+
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "avatar_bridge/Vec3.hpp"
+
+namespace avatar_bridge {
+
+// Rig descriptions of docs/protocol.md §4.3, sent once per session in the `open` reply and the `opened`
+// event. Both are validated on decode to the wire convention (right-handed, +Y up, +Z forward, metres, xyzw).
+
+struct FaceRig {
+    std::vector<std::string> expression;   // 50 FLAME expression component names
+    std::vector<std::string> eyelids;      // 2 names, left then right
+    std::vector<std::string> rotations;    // ["head", "jaw"]
+    std::vector<std::string> blendshapes;  // 52 ARKit names in EARFaceBlendShape order, or empty
+};
+
+struct BodyRig {
+    std::vector<std::string> joints;    // 24 SMPL joint names, frame order
+    std::vector<int> parents;           // parent index per joint, -1 for the root; parents precede children
+    std::vector<Vec3> restOffsets;      // wire frame, metres; the root's is its rest position
+    std::vector<std::string> humanoid;  // Unity HumanBodyBones names, "" where none fits
+};
+
+using Rig = std::variant<FaceRig, BodyRig>;
+
+}  // namespace avatar_bridge

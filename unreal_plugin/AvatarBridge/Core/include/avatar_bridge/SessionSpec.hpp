@@ -1,0 +1,18 @@
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "avatar_bridge/OptionValue.hpp"
+
+namespace avatar_bridge {
+
+// What to open on the bridge, and under which Live Link subject name to publish it.
+struct SessionSpec {
+    std::string pipeline;  // "face" or "motion"
+    std::string model;     // empty: the pipeline's default model
+    std::map<std::string, OptionValue> options;
+    std::string subjectName;  // empty: derived from the pipeline ("face", "motion") by the caller
+};
+
+}  // namespace avatar_bridge

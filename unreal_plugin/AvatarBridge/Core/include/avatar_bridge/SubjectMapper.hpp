@@ -1,0 +1,25 @@
+#pragma once
+
+#include <memory>
+
+#include "avatar_bridge/Frame.hpp"
+#include "avatar_bridge/Rig.hpp"
+#include "avatar_bridge/SubjectLayout.hpp"
+#include "avatar_bridge/SubjectPose.hpp"
+
+namespace avatar_bridge {
+
+// Turns a session's rig into a Live Link subject layout and each of its frames into an Unreal-space pose.
+class SubjectMapper {
+public:
+    virtual ~SubjectMapper() = default;
+
+    // FaceSubjectMapper for a face rig, BodySubjectMapper for a body rig.
+    static std::unique_ptr<SubjectMapper> create(const Rig& rig);
+
+    virtual const SubjectLayout& layout() const = 0;
+    // Throws ProtocolError when the frame belongs to the other pipeline. The pose's timeNs is left 0.
+    virtual SubjectPose pose(const DecodedFrame& frame) const = 0;
+};
+
+}  // namespace avatar_bridge

@@ -1,0 +1,272 @@
+#include "avatar_bridge/Decoder.hpp"
+
+#include <string>
+
+#include <msgpack.hpp>
+
+#include "MapReader.hpp"
+#include "avatar_bridge/ProtocolError.hpp"
+
+namespace avatar_bridge {
+namespace {
+
+// Tells msgpack-c to point `bin` objects at the input buffer instead of copying them into its zone:
+// that is what makes frame arrays zero-copy. Strings are copied (they are short and we own them anyway).
+bool referenceBins(msgpack::type::object_type type, std::size_t /*length*/, void* /*user*/) {
+    return type == msgpack::type::BIN;
+}
+
+msgpack::object_handle unpackMap(const std::uint8_t* data, std::size_t size, bool referenceBinaries) {
+    std::size_t offset = 0;
+    msgpack::object_handle handle;
+    try {
+        handle = msgpack::unpack(reinterpret_cast<const char*>(data), size, offset,
+                                 referenceBinaries ? &referenceBins : nullptr);
+    } catch (const msgpack::unpack_error& e) {
+        throw ProtocolError(ErrorCode::Malformed, std::string("not a msgpack message: ") + e.what());
+    }
+    if (offset != size) {
+        throw ProtocolError(ErrorCode::Malformed, "trailing bytes after the msgpack map");
+    }
+    if (handle.get().type != msgpack::type::MAP) {
+        throw ProtocolError(ErrorCode::Malformed, "message must be a msgpack map");
+    }
+    return handle;
+}
+
+void checkVersion(const MapReader& m, const char* what) {
+    if (m.uint("v") != static_cast<std::uint64_t>(Decoder::kProtocolVersion)) {
+        throw ProtocolError(ErrorCode::UnsupportedVersion, std::string(what) + ": protocol version not supported");
+    }
+}
+
+void requireCount(std::size_t actual, std::size_t expected, const char* what) {
+    if (actual != expected) {
+        throw ProtocolError(ErrorCode::BadSize, std::string("rig: '") + what + "' must have " +
+                                                    std::to_string(expected) + " entries, got " +
+                                                    std::to_string(actual));
+    }
+}
+
+// The plugins convert from exactly one convention (docs/protocol.md §3); refuse anything else loudly.
+void checkCoordinates(const MapReader& rig) {
+    const MapReader c = rig.map("coordinates");
+    if (c.str("handedness") != "right" || c.str("up") != "+y" || c.str("forward") != "+z" || c.str("units") != "m" ||
+        rig.str("quaternion_order") != "xyzw") {
+        throw ProtocolError(ErrorCode::BadValue, "rig: coordinates are not right-handed +y up +z forward metres xyzw");
+    }
+}
+
+FaceRig decodeFaceRig(const MapReader& m) {
+    FaceRig rig;
+    rig.expression = m.strings("expression");
+    rig.eyelids = m.strings("eyelids");
+    rig.rotations = m.strings("rotations");
+    rig.blendshapes = m.strings("blendshapes");
+    requireCount(rig.expression.size(), Decoder::kFlameExpression, "expression");
+    requireCount(rig.eyelids.size(), Decoder::kFlameEyelids, "eyelids");
+    if (!rig.blendshapes.empty()) {
+        requireCount(rig.blendshapes.size(), Decoder::kArkitBlendshapes, "blendshapes");
+    }
+    return rig;
+}
+
+BodyRig decodeBodyRig(const MapReader& m) {
+    BodyRig rig;
+    rig.joints = m.strings("joints");
+    requireCount(rig.joints.size(), Decoder::kSmplJoints, "joints");
+    const auto parents = m.ints("parents");
+    requireCount(parents.size(), rig.joints.size(), "parents");
+    for (std::size_t i = 0; i < parents.size(); ++i) {
+        // Parents must precede children: Live Link and forward kinematics both rely on it.
+        const bool root = parents[i] == -1 && i == 0;
+        if (!root && (parents[i] < 0 || parents[i] >= static_cast<std::int64_t>(i))) {
+            throw ProtocolError(ErrorCode::BadValue, "rig: joint " + std::to_string(i) + " has invalid parent " +
+                                                         std::to_string(parents[i]));
+        }
+        rig.parents.push_back(static_cast<int>(parents[i]));
+    }
+    const F32View rest = m.floats("rest_offsets", rig.joints.size() * 3);
+    for (std::size_t j = 0; j < rig.joints.size(); ++j) {
+        rig.restOffsets.push_back({rest[3 * j], rest[3 * j + 1], rest[3 * j + 2]});
+    }
+    rig.humanoid = m.strings("humanoid");
+    requireCount(rig.humanoid.size(), rig.joints.size(), "humanoid");
+    return rig;
+}
+
+Rig decodeRig(const MapReader& m) {
+    checkCoordinates(m);
+    const std::string kind = m.str("kind");
+    if (kind == "face") {
+        return decodeFaceRig(m);
+    }
+    if (kind == "body") {
+        return decodeBodyRig(m);
+    }
+    throw ProtocolError(ErrorCode::BadValue, "rig: unknown kind '" + kind + "'");
+}
+
+FrameHeader decodeHeader(const MapReader& m) {
+    FrameHeader h;
+    h.session = m.str("session");
+    h.seq = m.uint("seq");
+    h.inputSeq = m.uint("input_seq");
+    h.tCaptureNs = m.int64("t_capture_ns");
+    h.tPublishNs = m.int64("t_publish_ns");
+    h.engineUs = m.number("engine_us");
+    h.batch = m.int64("batch");
+    return h;
+}
+
+std::uint64_t requestId(const MapReader& m) { return m.has("id") ? m.uint("id") : 0; }
+
+HelloReply decodeHello(const MapReader& m) {
+    HelloReply r;
+    r.id = requestId(m);
+    r.server = m.str("server");
+    r.framesPort = static_cast<int>(m.uint("frames_port"));
+    r.maxMessageBytes = m.uint("max_message_bytes");
+    r.pipelines = m.strings("pipelines");
+    r.idleTimeoutS = m.number("idle_timeout_s");
+    if (r.framesPort <= 0 || r.framesPort > 65535) {
+        throw ProtocolError(ErrorCode::BadValue, "hello: frames_port out of range");
+    }
+    return r;
+}
+
+ListReply decodeList(const MapReader& m) {
+    ListReply r;
+    r.id = requestId(m);
+    const auto& models = m.array("models");
+    for (std::uint32_t i = 0; i < models.via.array.size; ++i) {
+        const MapReader e(models.via.array.ptr[i], "list.models[" + std::to_string(i) + "]");
+        ModelInfo info;
+        info.name = e.str("name");
+        info.pipeline = e.str("pipeline");
+        info.fps = e.number("fps");
+        info.trained = e.boolean("trained");
+        info.backend = e.str("backend");
+        info.isDefault = e.boolean("default");
+        if (e.has("styles")) {
+            info.styles = e.strings("styles");
+        }
+        r.models.push_back(std::move(info));
+    }
+    return r;
+}
+
+OpenReply decodeOpen(const MapReader& m) {
+    OpenReply r;
+    r.id = requestId(m);
+    r.session = m.str("session");
+    r.topic = m.str("topic");
+    r.pipeline = m.str("pipeline");
+    r.model = m.str("model");
+    r.fps = m.number("fps");
+    r.accepts = m.strings("accepts");
+    if (m.has("feature_cols")) {
+        r.featureCols = static_cast<int>(m.uint("feature_cols"));
+    }
+    r.rig = decodeRig(m.map("rig"));
+    if (r.topic != "frame/" + r.session) {
+        throw ProtocolError(ErrorCode::BadValue, "open: topic does not match the session");
+    }
+    return r;
+}
+
+ErrorReply decodeError(const MapReader& m) {
+    ErrorReply r;
+    r.id = requestId(m);
+    r.code = static_cast<int>(m.int64("code"));
+    r.name = m.str("name");
+    r.message = m.str("message");
+    r.session = m.optionalStr("session", "");
+    return r;
+}
+
+}  // namespace
+
+DecodedFrame Decoder::frame(const std::uint8_t* data, std::size_t size, std::shared_ptr<const void> storage) {
+    const auto handle = unpackMap(data, size, true);
+    const MapReader m(handle.get(), "frame");
+    if (m.str("op") != "frame") {
+        throw ProtocolError(ErrorCode::BadValue, "frame: op must be 'frame'");
+    }
+    checkVersion(m, "frame");
+    FrameHeader header = decodeHeader(m);
+    const std::string pipeline = m.str("pipeline");
+    DecodedFrame out;
+    out.storage = std::move(storage);
+    if (pipeline == "face") {
+        FaceFrame f;
+        f.header = std::move(header);
+        f.faceFound = m.boolean("face_found");
+        f.expression = m.floats("expression", kFlameExpression);
+        f.eyelids = m.floats("eyelids", kFlameEyelids);
+        f.jaw = m.floats("jaw", 4);
+        f.head = m.floats("head", 4);
+        f.blendshapes = m.floats("blendshapes", kArkitBlendshapes, true);
+        out.frame = std::move(f);
+    } else if (pipeline == "motion") {
+        MotionFrame f;
+        f.header = std::move(header);
+        f.joints = m.floats("joints", kSmplJoints * 4);
+        f.root = m.floats("root", 3);
+        out.frame = std::move(f);
+    } else {
+        throw ProtocolError(ErrorCode::BadValue, "frame: unknown pipeline '" + pipeline + "'");
+    }
+    return out;
+}
+
+Reply Decoder::reply(const std::uint8_t* data, std::size_t size) {
+    const auto handle = unpackMap(data, size, false);
+    const MapReader m(handle.get(), "reply");
+    checkVersion(m, "reply");
+    const std::string op = m.str("op");
+    if (op == "error") {
+        return decodeError(m);
+    }
+    if (m.has("ok") && !m.boolean("ok")) {
+        throw ProtocolError(ErrorCode::BadValue, "reply: '" + op + "' with ok=false is not an error reply");
+    }
+    if (op == "hello") {
+        return decodeHello(m);
+    }
+    if (op == "list") {
+        return decodeList(m);
+    }
+    if (op == "open") {
+        return decodeOpen(m);
+    }
+    if (op == "close") {
+        return CloseReply{requestId(m), m.str("session"), m.uint("frames_published")};
+    }
+    if (op == "pong") {
+        return PongReply{requestId(m), m.int64("t_ns")};
+    }
+    if (op == "ack") {
+        return AckReply{requestId(m), m.str("session"), m.uint("seq")};
+    }
+    throw ProtocolError(ErrorCode::UnknownOp, "reply: unknown op '" + op + "'");
+}
+
+Event Decoder::event(const std::uint8_t* data, std::size_t size) {
+    const auto handle = unpackMap(data, size, false);
+    const MapReader m(handle.get(), "event");
+    if (m.str("op") != "event") {
+        throw ProtocolError(ErrorCode::BadValue, "event: op must be 'event'");
+    }
+    checkVersion(m, "event");
+    const std::string kind = m.str("event");
+    if (kind == "opened") {
+        return OpenedEvent{m.str("session"), m.str("pipeline"), m.str("model"), m.number("fps"), decodeRig(m.map("rig"))};
+    }
+    if (kind == "closed") {
+        return ClosedEvent{m.str("session"), m.str("reason"), m.uint("frames_published")};
+    }
+    throw ProtocolError(ErrorCode::BadValue, "event: unknown event '" + kind + "'");
+}
+
+}  // namespace avatar_bridge

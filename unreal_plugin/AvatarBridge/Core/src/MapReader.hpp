@@ -1,0 +1,45 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <msgpack.hpp>
+
+#include "avatar_bridge/F32View.hpp"
+
+namespace avatar_bridge {
+
+// Typed, validating access to one msgpack map with string keys. Every failure throws ProtocolError with
+// MISSING_FIELD, BAD_TYPE or BAD_SIZE and names the field, mirroring the bridge's own request checks.
+class MapReader {
+public:
+    MapReader(const msgpack::object& map, std::string_view what);
+
+    bool has(std::string_view key) const { return find(key) != nullptr; }
+
+    std::string str(std::string_view key) const;
+    std::uint64_t uint(std::string_view key) const;
+    std::int64_t int64(std::string_view key) const;
+    double number(std::string_view key) const;  // msgpack float or int
+    bool boolean(std::string_view key) const;
+    // A `bin` of exactly `count` float32 values; `allowEmpty` also accepts a zero-length bin.
+    F32View floats(std::string_view key, std::size_t count, bool allowEmpty = false) const;
+    std::vector<std::string> strings(std::string_view key) const;
+    std::vector<std::int64_t> ints(std::string_view key) const;
+    MapReader map(std::string_view key) const;
+    const msgpack::object& array(std::string_view key) const;
+
+    std::string optionalStr(std::string_view key, std::string fallback) const;
+
+private:
+    const msgpack::object* find(std::string_view key) const;
+    const msgpack::object& require(std::string_view key) const;
+    [[noreturn]] void badType(std::string_view key, std::string_view expected) const;
+
+    const msgpack::object& map_;
+    std::string what_;
+};
+
+}  // namespace avatar_bridge

@@ -1,0 +1,86 @@
+#include "avatar_bridge/SubjectFeed.hpp"
+
+#include "avatar_bridge/ProtocolError.hpp"
+
+namespace avatar_bridge {
+
+SubjectFeed::SubjectFeed(std::string name, std::optional<SessionSpec> spec)
+    : name_(std::move(name)), spec_(std::move(spec)) {}
+
+SubjectFeed::Stats SubjectFeed::stats() const {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    return stats_;
+}
+
+void SubjectFeed::attach(const std::string& session, const std::string& pipeline, double fps, const Rig& rig) {
+    auto mapper = SubjectMapper::create(rig);
+    auto next = std::make_shared<Attachment>();
+    next->session = session;
+    next->pipeline = pipeline;
+    next->layout = std::make_shared<const SubjectLayout>(mapper->layout());
+    {
+        const std::lock_guard<std::mutex> lock(mutex_);
+        clock_.emplace(fps);
+        next->periodNs = clock_->periodNs();
+        next->version = ++versions_;
+        mapper_ = std::move(mapper);
+        lastSeq_.reset();
+    }
+    std::atomic_store(&attachment_, std::shared_ptr<const Attachment>(std::move(next)));
+}
+
+void SubjectFeed::detach() {
+    {
+        const std::lock_guard<std::mutex> lock(mutex_);
+        mapper_.reset();
+    }
+    std::atomic_store(&attachment_, std::shared_ptr<const Attachment>());
+}
+
+void SubjectFeed::deliver(const DecodedFrame& frame, std::int64_t arrivalNs) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    if (!mapper_) {
+        return;  // a straggler of a session we already left
+    }
+    const FrameHeader& h = frame.header();
+    ++stats_.frames;
+    if (lastSeq_ && h.seq > *lastSeq_ + 1) {
+        stats_.lostFrames += h.seq - *lastSeq_ - 1;
+    }
+    lastSeq_ = h.seq;
+    stats_.lastLatencyNs = arrivalNs - h.tCaptureNs;
+    try {
+        SubjectPose pose = mapper_->pose(frame);
+        pose.timeNs = clock_->stamp(h.tCaptureNs);
+        mailbox_.post(std::move(pose), arrivalNs);
+    } catch (const ProtocolError& e) {
+        ++stats_.decodeErrors;
+        stats_.lastError = e.what();
+    }
+}
+
+void SubjectFeed::recordInputError(const ErrorReply& error) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    ++stats_.inputErrors;
+    stats_.lastError = error.name + ": " + error.message;
+}
+
+std::optional<SubjectPose> SubjectFeed::sample(std::int64_t nowNs) {
+    const auto current = attachment();
+    if (!current) {
+        return std::nullopt;
+    }
+    if (!jitter_ || jitterVersion_ != current->version) {
+        jitter_.emplace(current->periodNs);
+        jitterVersion_ = current->version;
+    }
+    scratch_.clear();
+    if (mailbox_.tryTake(scratch_)) {
+        for (auto& entry : scratch_) {
+            jitter_->push(std::move(entry.pose), entry.arrivalNs);
+        }
+    }
+    return jitter_->sample(nowNs);
+}
+
+}  // namespace avatar_bridge

@@ -1,0 +1,34 @@
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+// A real `avatar-bridge serve` for the integration tests, in its own process group so that stopping it
+// also stops anything it started. The executable is `avatar-bridge` on PATH, or $AVATAR_BRIDGE_CMD.
+class BridgeProcess {
+public:
+    // Port 0 lets the bridge pick free ports; it writes them to a ports file once it is ready.
+    static std::unique_ptr<BridgeProcess> start(int requestPort = 0, int framesPort = 0,
+                                                std::chrono::seconds timeout = std::chrono::seconds(90));
+    ~BridgeProcess();
+
+    BridgeProcess(const BridgeProcess&) = delete;
+    BridgeProcess& operator=(const BridgeProcess&) = delete;
+
+    void stop();
+    int requestPort() const { return requestPort_; }
+    int framesPort() const { return framesPort_; }
+    const std::string& logPath() const { return log_; }
+
+private:
+    BridgeProcess(pid_t pid, std::string dir) : pid_(pid), dir_(std::move(dir)), log_(dir_ + "/bridge.log") {}
+
+    pid_t pid_;
+    std::string dir_;
+    std::string log_;
+    int requestPort_ = 0;
+    int framesPort_ = 0;
+};

@@ -1,0 +1,590 @@
+// Live tests against a real `avatar-bridge serve` over real sockets. The bridge's reference models are
+// untrained, so these check structure, counts, sequence numbers, timing fields and value ranges only.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "BridgeProcess.hpp"
+#include "TestPayloads.hpp"
+#include "avatar_bridge/AvatarLink.hpp"
+#include "avatar_bridge/BridgeClient.hpp"
+#include "avatar_bridge/RequestEncoder.hpp"
+#include "avatar_bridge/WallClock.hpp"
+
+using namespace avatar_bridge;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::unique_ptr<BridgeProcess> gBridge;
+
+class BridgeEnvironment : public ::testing::Environment {
+public:
+    void SetUp() override { gBridge = BridgeProcess::start(); }
+    void TearDown() override { gBridge.reset(); }
+};
+
+const auto* const kEnvironment = ::testing::AddGlobalTestEnvironment(new BridgeEnvironment);
+
+std::string requestEndpoint() { return "tcp://127.0.0.1:" + std::to_string(gBridge->requestPort()); }
+std::string framesEndpoint() { return "tcp://127.0.0.1:" + std::to_string(gBridge->framesPort()); }
+
+// What the I/O thread saw of one frame, copied out of the zero-copy views.
+struct SeenFrame {
+    FrameHeader header;
+    std::string pipeline;
+    std::int64_t arrivalNs = 0;
+    std::vector<float> expression, eyelids, jaw, head, blendshapes, joints, root;
+    bool faceFound = false;
+};
+
+// Collects frames and events from a BridgeClient and lets the test wait for them.
+class Collector {
+public:
+    BridgeClient::Handlers handlers() {
+        BridgeClient::Handlers h;
+        h.onFrame = [this](DecodedFrame&& frame, std::int64_t arrival) {
+            SeenFrame s;
+            s.header = frame.header();
+            s.arrivalNs = arrival;
+            if (const auto* f = std::get_if<FaceFrame>(&frame.frame)) {
+                s.pipeline = "face";
+                s.faceFound = f->faceFound;
+                s.expression = f->expression.toVector();
+                s.eyelids = f->eyelids.toVector();
+                s.jaw = f->jaw.toVector();
+                s.head = f->head.toVector();
+                s.blendshapes = f->blendshapes.toVector();
+            } else {
+                const auto& m = std::get<MotionFrame>(frame.frame);
+                s.pipeline = "motion";
+                s.joints = m.joints.toVector();
+                s.root = m.root.toVector();
+            }
+            const std::lock_guard<std::mutex> lock(mutex_);
+            frames_.push_back(std::move(s));
+            changed_.notify_all();
+        };
+        h.onEvent = [this](const Event& e) {
+            const std::lock_guard<std::mutex> lock(mutex_);
+            events_.push_back(e);
+            changed_.notify_all();
+        };
+        h.onDecodeError = [this](const std::string& what) {
+            const std::lock_guard<std::mutex> lock(mutex_);
+            decodeErrors_.push_back(what);
+        };
+        return h;
+    }
+
+    std::vector<SeenFrame> framesOf(const std::string& session, std::size_t atLeast, std::chrono::seconds timeout) {
+        std::unique_lock<std::mutex> lock(mutex_);
+        changed_.wait_for(lock, timeout, [&] { return countLocked(session) >= atLeast; });
+        std::vector<SeenFrame> out;
+        for (const auto& f : frames_) {
+            if (f.header.session == session) {
+                out.push_back(f);
+            }
+        }
+        return out;
+    }
+
+    template <typename T>
+    std::optional<T> waitEvent(const std::string& session, std::chrono::seconds timeout) {
+        std::unique_lock<std::mutex> lock(mutex_);
+        std::optional<T> found;
+        changed_.wait_for(lock, timeout, [&] {
+            for (const auto& e : events_) {
+                if (const auto* t = std::get_if<T>(&e); t != nullptr && t->session == session) {
+                    found = *t;
+                    return true;
+                }
+            }
+            return false;
+        });
+        return found;
+    }
+
+    std::vector<std::string> decodeErrors() {
+        const std::lock_guard<std::mutex> lock(mutex_);
+        return decodeErrors_;
+    }
+
+private:
+    std::size_t countLocked(const std::string& session) const {
+        return static_cast<std::size_t>(std::count_if(frames_.begin(), frames_.end(),
+                                                      [&](const SeenFrame& f) { return f.header.session == session; }));
+    }
+
+    std::mutex mutex_;
+    std::condition_variable changed_;
+    std::vector<SeenFrame> frames_;
+    std::vector<Event> events_;
+    std::vector<std::string> decodeErrors_;
+};
+
+// A BridgeClient with its collector, connected to the bridge of this test run.
+struct Connection {
+    Connection() : client(requestEndpoint(), collector.handlers()) {
+        client.connectFrames(framesEndpoint());
+        client.subscribe("event/");
+    }
+
+    Reply call(const std::string& payload, std::uint64_t id) {
+        auto reply = client.call(id, payload, 10s);
+        if (!reply) {
+            ADD_FAILURE() << "no reply to request " << id;
+            return ErrorReply{};
+        }
+        return *reply;
+    }
+    template <typename F>
+    Reply call(F&& encode) {
+        const std::uint64_t id = client.nextId();
+        return call(encode(id), id);
+    }
+
+    OpenReply open(const std::string& pipeline, std::map<std::string, OptionValue> options = {}) {
+        SessionSpec spec;
+        spec.pipeline = pipeline;
+        spec.options = std::move(options);
+        const Reply r = call([&](std::uint64_t id) { return RequestEncoder::open(id, spec); });
+        if (const auto* e = std::get_if<ErrorReply>(&r)) {
+            ADD_FAILURE() << "open " << pipeline << " failed: " << e->name << ": " << e->message;
+            return {};
+        }
+        const auto opened = std::get<OpenReply>(r);
+        client.subscribe(opened.topic);
+        std::this_thread::sleep_for(100ms);  // let the subscription reach the bridge before any input
+        return opened;
+    }
+
+    // Sends an input with an id and waits for its error reply (inputs get no reply on success).
+    ErrorReply expectError(const std::string& payload, std::uint64_t id) {
+        const Reply r = call(payload, id);
+        const auto* e = std::get_if<ErrorReply>(&r);
+        if (e == nullptr) {
+            ADD_FAILURE() << "expected an error reply to request " << id;
+            return {};
+        }
+        return *e;
+    }
+
+    RequestEncoder::InputHeader input(const std::string& session, std::uint64_t seq) {
+        RequestEncoder::InputHeader h;
+        h.id = client.nextId();
+        h.session = session;
+        h.seq = seq;
+        h.tCaptureNs = WallClock::nowNs();
+        return h;
+    }
+
+    Collector collector;
+    BridgeClient client;
+};
+
+// A 320x240 RGB test card: a skin-toned oval with darker eyes and mouth on a gradient background.
+std::vector<std::uint8_t> testImage(int frame) {
+    constexpr int kW = 320, kH = 240;
+    std::vector<std::uint8_t> rgb(kW * kH * 3);
+    for (int y = 0; y < kH; ++y) {
+        for (int x = 0; x < kW; ++x) {
+            std::uint8_t* p = &rgb[(y * kW + x) * 3];
+            const float dx = (x - 160.0f - frame) / 60.0f, dy = (y - 120.0f) / 80.0f;
+            const bool face = dx * dx + dy * dy < 1.0f;
+            const bool eye = (std::abs(dx - 0.4f) < 0.15f || std::abs(dx + 0.4f) < 0.15f) && std::abs(dy + 0.25f) < 0.08f;
+            const bool mouth = std::abs(dx) < 0.35f && std::abs(dy - 0.45f) < 0.06f;
+            p[0] = face ? (eye || mouth ? 60 : 220) : static_cast<std::uint8_t>(x * 255 / kW);
+            p[1] = face ? (eye || mouth ? 40 : 180) : static_cast<std::uint8_t>(y * 255 / kH);
+            p[2] = face ? (eye || mouth ? 40 : 150) : 90;
+        }
+    }
+    return rgb;
+}
+
+bool allFinite(const std::vector<float>& v) {
+    return std::all_of(v.begin(), v.end(), [](float x) { return std::isfinite(x); });
+}
+
+void expectUnitQuats(const std::vector<float>& q) {
+    ASSERT_EQ(q.size() % 4, 0u);
+    for (std::size_t i = 0; i < q.size(); i += 4) {
+        const float n = std::sqrt(q[i] * q[i] + q[i + 1] * q[i + 1] + q[i + 2] * q[i + 2] + q[i + 3] * q[i + 3]);
+        EXPECT_NEAR(n, 1.0f, 1e-3f) << "quaternion " << i / 4;
+    }
+}
+
+// Seq runs 0, 1, 2, ... with no gap; timing fields are ordered on this one machine.
+void expectContinuousAndTimely(const std::vector<SeenFrame>& frames, std::uint64_t firstSeq = 0) {
+    for (std::size_t i = 0; i < frames.size(); ++i) {
+        const FrameHeader& h = frames[i].header;
+        EXPECT_EQ(h.seq, firstSeq + i);
+        EXPECT_GE(h.tPublishNs, h.tCaptureNs);
+        EXPECT_GE(frames[i].arrivalNs + 5'000'000, h.tPublishNs);  // wall clocks agree on one machine
+        EXPECT_LT(frames[i].arrivalNs - h.tCaptureNs, 30'000'000'000LL);
+        EXPECT_GT(h.engineUs, 0.0);
+        EXPECT_GE(h.batch, 1);
+    }
+}
+
+std::vector<float> randomFeatures(int rows, unsigned seed) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> u(0.0f, 1.0f);
+    std::vector<float> v(static_cast<std::size_t>(rows) * 35);
+    for (auto& x : v) {
+        x = u(rng);
+    }
+    return v;
+}
+
+template <typename Pred>
+bool waitUntil(Pred pred, std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (!pred()) {
+        if (std::chrono::steady_clock::now() > deadline) {
+            return false;
+        }
+        std::this_thread::sleep_for(10ms);
+    }
+    return true;
+}
+
+}  // namespace
+
+TEST(Live, HelloAndList) {
+    Connection c;
+    const auto hello = std::get<HelloReply>(c.call([](std::uint64_t id) { return RequestEncoder::hello(id, "integration-test"); }));
+    EXPECT_FALSE(hello.server.empty());
+    EXPECT_EQ(hello.framesPort, gBridge->framesPort());
+    EXPECT_GT(hello.maxMessageBytes, 0u);
+    EXPECT_GT(hello.idleTimeoutS, 0.0);
+    EXPECT_NE(std::find(hello.pipelines.begin(), hello.pipelines.end(), "face"), hello.pipelines.end());
+    EXPECT_NE(std::find(hello.pipelines.begin(), hello.pipelines.end(), "motion"), hello.pipelines.end());
+
+    const auto list = std::get<ListReply>(c.call([](std::uint64_t id) { return RequestEncoder::list(id); }));
+    for (const char* pipeline : {"face", "motion"}) {
+        const auto defaults = std::count_if(list.models.begin(), list.models.end(), [&](const ModelInfo& m) {
+            return m.pipeline == pipeline && m.isDefault;
+        });
+        EXPECT_EQ(defaults, 1) << pipeline;
+    }
+    for (const auto& m : list.models) {
+        EXPECT_FALSE(m.name.empty());
+        EXPECT_GT(m.fps, 0.0);
+        EXPECT_FALSE(m.backend.empty());
+        if (m.pipeline == "motion") {
+            EXPECT_FALSE(m.styles.empty()) << m.name;
+        }
+    }
+    const auto pong = std::get<PongReply>(c.call([](std::uint64_t id) { return RequestEncoder::ping(id, ""); }));
+    EXPECT_LT(std::llabs(pong.tNs - WallClock::nowNs()), 5'000'000'000LL);
+}
+
+TEST(Live, FaceSessionStreamsDecodableFrames) {
+    Connection c;
+    const OpenReply open = c.open("face", {{"blendshapes", true}});
+    ASSERT_EQ(open.session.size(), 16u);
+    EXPECT_TRUE(std::all_of(open.session.begin(), open.session.end(),
+                            [](char ch) { return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f'); }));
+    EXPECT_EQ(open.topic, "frame/" + open.session);
+    EXPECT_EQ(open.pipeline, "face");
+    EXPECT_EQ(open.accepts, (std::vector<std::string>{"image"}));
+    const auto& rig = std::get<FaceRig>(open.rig);
+    EXPECT_EQ(rig.blendshapes.size(), 52u);
+    EXPECT_EQ(rig.expression.size(), 50u);
+
+    const auto opened = c.collector.waitEvent<OpenedEvent>(open.session, 5s);
+    ASSERT_TRUE(opened.has_value());
+    EXPECT_EQ(opened->pipeline, "face");
+    EXPECT_TRUE(std::holds_alternative<FaceRig>(opened->rig));
+
+    // Lock-step: face inputs are latest-wins, so wait for each frame before sending the next image.
+    constexpr int kImages = 8;
+    std::vector<std::int64_t> captured;
+    for (int i = 0; i < kImages; ++i) {
+        const auto rgb = testImage(i);
+        auto h = c.input(open.session, static_cast<std::uint64_t>(i));
+        captured.push_back(h.tCaptureNs);
+        c.client.send(RequestEncoder::image(h, 320, 240, rgb.data(), rgb.size()));
+        ASSERT_EQ(c.collector.framesOf(open.session, i + 1, 20s).size(), static_cast<std::size_t>(i + 1))
+            << "no frame for image " << i;
+    }
+    const auto frames = c.collector.framesOf(open.session, kImages, 1s);
+    ASSERT_EQ(frames.size(), static_cast<std::size_t>(kImages));
+    expectContinuousAndTimely(frames);
+    for (int i = 0; i < kImages; ++i) {
+        const SeenFrame& f = frames[i];
+        EXPECT_EQ(f.pipeline, "face");
+        EXPECT_EQ(f.header.inputSeq, static_cast<std::uint64_t>(i));
+        EXPECT_EQ(f.header.tCaptureNs, captured[i]);
+        EXPECT_EQ(f.expression.size(), 50u);
+        EXPECT_TRUE(allFinite(f.expression));
+        ASSERT_EQ(f.blendshapes.size(), 52u);
+        for (float w : f.blendshapes) {
+            EXPECT_GE(w, 0.0f);
+            EXPECT_LE(w, 1.0f);
+        }
+        for (float e : f.eyelids) {
+            EXPECT_GE(e, 0.0f);
+            EXPECT_LE(e, 1.0f);
+        }
+        expectUnitQuats(f.jaw);
+        expectUnitQuats(f.head);
+    }
+    EXPECT_TRUE(c.collector.decodeErrors().empty());
+}
+
+TEST(Live, MotionSessionFromFeaturesAndAudio) {
+    Connection c;
+    const OpenReply open = c.open("motion", {{"smoothing", 0.5}});
+    EXPECT_EQ(open.featureCols, 35);
+    EXPECT_NE(std::find(open.accepts.begin(), open.accepts.end(), "features"), open.accepts.end());
+    const auto& rig = std::get<BodyRig>(open.rig);
+    ASSERT_EQ(rig.joints.size(), 24u);
+    EXPECT_EQ(rig.joints[0], "pelvis");
+    EXPECT_EQ(rig.parents[0], -1);
+    ASSERT_GT(open.fps, 0.0);
+
+    // 8 feature rows -> 8 frames, all produced by input 0.
+    const auto rows = randomFeatures(8, 1);
+    c.client.send(RequestEncoder::features(c.input(open.session, 0), 8, 35, rows.data(), rows.size() * sizeof(float)));
+    auto frames = c.collector.framesOf(open.session, 8, 20s);
+    ASSERT_EQ(frames.size(), 8u);
+    for (const auto& f : frames) {
+        EXPECT_EQ(f.header.inputSeq, 0u);
+    }
+
+    // Then s16le audio in 1/fps chunks: one frame per chunk once a chunk completes.
+    const int rate = 48000;
+    const auto chunk = static_cast<std::size_t>(std::lround(rate / open.fps));
+    std::vector<std::int16_t> samples(chunk);
+    for (int k = 1; k <= 6; ++k) {
+        for (std::size_t n = 0; n < chunk; ++n) {
+            samples[n] = static_cast<std::int16_t>(8000.0 * std::sin(2.0 * M_PI * 220.0 * ((k - 1) * chunk + n) / rate));
+        }
+        c.client.send(RequestEncoder::audio(c.input(open.session, static_cast<std::uint64_t>(k)), rate, "s16le",
+                                            samples.data(), samples.size() * sizeof(std::int16_t)));
+    }
+    frames = c.collector.framesOf(open.session, 14, 20s);
+    ASSERT_EQ(frames.size(), 14u);
+    expectContinuousAndTimely(frames);
+    for (std::size_t i = 8; i < frames.size(); ++i) {
+        EXPECT_GE(frames[i].header.inputSeq, 1u);
+        EXPECT_LE(frames[i].header.inputSeq, 6u);
+    }
+    for (const auto& f : frames) {
+        EXPECT_EQ(f.pipeline, "motion");
+        ASSERT_EQ(f.joints.size(), 96u);
+        expectUnitQuats(f.joints);
+        ASSERT_EQ(f.root.size(), 3u);
+        EXPECT_TRUE(allFinite(f.root));
+    }
+}
+
+TEST(Live, BadInputsGetTheDocumentedErrorCodes) {
+    Connection c;
+    const OpenReply face = c.open("face");
+    const OpenReply motion = c.open("motion");
+    const auto rgb = testImage(0);
+
+    auto h = c.input(face.session, 0);
+    auto e = c.expectError(RequestEncoder::image(h, 320, 240, rgb.data(), rgb.size() - 3), h.id);
+    EXPECT_EQ(e.code, 107);
+    EXPECT_EQ(e.name, "BAD_SIZE");
+    EXPECT_EQ(e.id, h.id);
+    EXPECT_EQ(e.session, face.session);
+
+    h = c.input(face.session, 1);
+    const std::int16_t silence[800] = {};
+    EXPECT_EQ(c.expectError(RequestEncoder::audio(h, 48000, "s16le", silence, sizeof silence), h.id).code, 203);
+
+    h = c.input(face.session, 2);
+    EXPECT_EQ(c.expectError(RequestEncoder::image(h, 0, 240, rgb.data(), 0), h.id).code, 106);
+
+    h = c.input(motion.session, 0);
+    const auto rows = randomFeatures(2, 2);
+    EXPECT_EQ(c.expectError(RequestEncoder::features(h, 2, 35, rows.data(), 35 * 4), h.id).code, 107);
+
+    h = c.input(motion.session, 1);
+    EXPECT_EQ(c.expectError(RequestEncoder::audio(h, 48000, "mp3", silence, sizeof silence), h.id).code, 106);
+
+    h = c.input("ffffffffffffffff", 0);
+    EXPECT_EQ(c.expectError(RequestEncoder::features(h, 2, 35, rows.data(), rows.size() * 4), h.id).code, 200);
+
+    std::uint64_t id = c.client.nextId();
+    EXPECT_EQ(c.expectError(Payload().str("op", "dance").uint("id", id).bytes(), id).code, 103);
+    id = c.client.nextId();
+    EXPECT_EQ(c.expectError(Payload().str("op", "hello").uint("id", id).uint("v", 2).bytes(), id).code, 102);
+    id = c.client.nextId();
+    EXPECT_EQ(c.expectError(Payload().str("op", "close").uint("id", id).bytes(), id).code, 104);
+    id = c.client.nextId();
+    EXPECT_EQ(c.expectError(Payload().str("op", "close").uint("id", id).uint("session", 5).bytes(), id).code, 105);
+    id = c.client.nextId();
+    EXPECT_EQ(c.expectError(Payload().str("op", "open").uint("id", id).str("pipeline", "juggling").bytes(), id).code, 201);
+    id = c.client.nextId();
+    EXPECT_EQ(c.expectError(Payload().str("op", "open").uint("id", id).str("pipeline", "face").str("model", "nope").bytes(), id).code,
+              202);
+    id = c.client.nextId();
+    EXPECT_EQ(c.expectError(Payload().str("op", "open").uint("id", id).str("pipeline", "motion")
+                                .map("options", Payload().str("tempo", "fast")).bytes(), id).code,
+              106);
+
+    // Errors the bridge finds before it can read an id come back with id 0.
+    EXPECT_EQ(c.expectError("definitely not msgpack", 0).code, 100);
+    const auto hello = std::get<HelloReply>(c.call([](std::uint64_t i) { return RequestEncoder::hello(i, "t"); }));
+    const std::string huge(hello.maxMessageBytes + 1024, '\0');
+    h = c.input(face.session, 3);
+    h.id = 0;
+    EXPECT_EQ(c.expectError(RequestEncoder::image(h, 4096, 4096, reinterpret_cast<const std::uint8_t*>(huge.data()), huge.size()), 0).code,
+              101);
+
+    // The bridge kept serving: the same face session still answers a good image.
+    h = c.input(face.session, 4);
+    c.client.send(RequestEncoder::image(h, 320, 240, rgb.data(), rgb.size()));
+    EXPECT_EQ(c.collector.framesOf(face.session, 1, 20s).size(), 1u);
+}
+
+TEST(Live, CloseEndsTheSession) {
+    Connection c;
+    const OpenReply open = c.open("motion");
+    const auto rows = randomFeatures(3, 3);
+    c.client.send(RequestEncoder::features(c.input(open.session, 0), 3, 35, rows.data(), rows.size() * 4));
+    ASSERT_EQ(c.collector.framesOf(open.session, 3, 20s).size(), 3u);
+
+    const auto closed = std::get<CloseReply>(c.call([&](std::uint64_t id) { return RequestEncoder::close(id, open.session); }));
+    EXPECT_EQ(closed.session, open.session);
+    EXPECT_EQ(closed.framesPublished, 3u);
+    const auto event = c.collector.waitEvent<ClosedEvent>(open.session, 5s);
+    ASSERT_TRUE(event.has_value());
+    EXPECT_EQ(event->reason, "client");
+    EXPECT_EQ(event->framesPublished, 3u);
+    const auto again = c.call([&](std::uint64_t id) { return RequestEncoder::close(id, open.session); });
+    ASSERT_TRUE(std::holds_alternative<ErrorReply>(again));
+    EXPECT_EQ(std::get<ErrorReply>(again).code, 200);
+}
+
+namespace {
+
+AvatarLink::Config linkConfig() {
+    AvatarLink::Config config;
+    config.requestPort = gBridge->requestPort();
+    config.clientName = "integration-test link";
+    SessionSpec face;
+    face.pipeline = "face";
+    face.subjectName = "TestFace";
+    SessionSpec motion;
+    motion.pipeline = "motion";
+    motion.subjectName = "TestBody";
+    motion.options = {{"smoothing", 0.5}};
+    config.sessions = {face, motion};
+    config.heartbeat = 300ms;
+    config.requestTimeout = 1000ms;
+    return config;
+}
+
+}  // namespace
+
+TEST(Live, AvatarLinkPublishesSubjectsAndInterpolatesToTheRenderTick) {
+    AvatarLink link(linkConfig());
+    const auto face = link.feed("TestFace");
+    const auto body = link.feed("TestBody");
+    ASSERT_TRUE(face && body);
+    ASSERT_TRUE(waitUntil([&] { return face->attachment() && body->attachment(); }, 15s)) << link.statusText();
+    EXPECT_EQ(link.state(), AvatarLink::State::Connected);
+    EXPECT_EQ(face->attachment()->layout->curveNames.size(), 108u);
+    EXPECT_EQ(body->attachment()->layout->boneNames.size(), 24u);
+
+    // Feed both sessions in real time from a "capture" thread while the "game thread" ticks at ~120 Hz.
+    std::atomic<bool> feeding{true};
+    std::thread capture([&] {
+        int i = 0;
+        const double fps = 1e9 / static_cast<double>(body->attachment()->periodNs);
+        auto next = std::chrono::steady_clock::now();
+        while (feeding) {
+            const auto row = randomFeatures(1, static_cast<unsigned>(i));
+            link.sendFeatures(*body, 1, 35, row.data(), row.size() * sizeof(float));
+            if (i % 4 == 0) {
+                const auto rgb = testImage(i % 40);
+                link.sendImage(*face, 320, 240, rgb.data(), rgb.size());
+            }
+            ++i;
+            next += std::chrono::nanoseconds(static_cast<std::int64_t>(1e9 / fps));
+            std::this_thread::sleep_until(next);
+        }
+    });
+    std::size_t bodyPoses = 0, facePoses = 0;
+    std::int64_t lastBodyTime = 0;
+    const auto end = std::chrono::steady_clock::now() + 2500ms;
+    while (std::chrono::steady_clock::now() < end) {
+        const std::int64_t now = WallClock::nowNs();
+        if (const auto p = body->sample(now)) {
+            ++bodyPoses;
+            ASSERT_EQ(p->rotations.size(), 24u);
+            ASSERT_EQ(p->translations.size(), 24u);
+            for (const Quat& q : p->rotations) {
+                ASSERT_NEAR(q.dot(q), 1.0f, 1e-3f);
+            }
+            EXPECT_GE(p->timeNs, lastBodyTime);  // playout time never runs backwards
+            lastBodyTime = p->timeNs;
+        }
+        if (const auto p = face->sample(now)) {
+            ++facePoses;
+            ASSERT_EQ(p->curves.size(), 108u);
+            for (std::size_t k = 0; k < 52; ++k) {
+                ASSERT_GE(p->curves[k], 0.0f);
+                ASSERT_LE(p->curves[k], 1.0f);
+            }
+            ASSERT_EQ(p->rotations.size(), 2u);
+        }
+        std::this_thread::sleep_for(8ms);
+    }
+    feeding = false;
+    capture.join();
+
+    const auto bodyStats = body->stats();
+    const auto faceStats = face->stats();
+    EXPECT_GT(bodyStats.frames, 60u);
+    EXPECT_GT(faceStats.frames, 5u);
+    EXPECT_EQ(bodyStats.lostFrames, 0u);
+    EXPECT_EQ(bodyStats.decodeErrors, 0u);
+    EXPECT_EQ(bodyStats.inputErrors, 0u) << bodyStats.lastError;
+    EXPECT_EQ(faceStats.inputErrors, 0u) << faceStats.lastError;
+    EXPECT_GT(bodyPoses, 100u);
+    EXPECT_GT(facePoses, 50u);
+    EXPECT_GT(body->playoutDelayNs(), 0);
+    EXPECT_LT(bodyStats.lastLatencyNs, 5'000'000'000LL);
+}
+
+TEST(Live, AvatarLinkReopensSessionsWhenTheBridgeRestarts) {
+    AvatarLink::Config config = linkConfig();
+    config.sessions.erase(config.sessions.begin());  // the body subject is enough here
+    AvatarLink link(config);
+    const auto body = link.feed("TestBody");
+    ASSERT_TRUE(waitUntil([&] { return body->attachment() != nullptr; }, 15s)) << link.statusText();
+    const std::string before = body->attachment()->session;
+    const std::uint64_t versionBefore = body->attachment()->version;
+
+    const int requestPort = gBridge->requestPort();
+    const int framesPort = gBridge->framesPort();
+    gBridge->stop();
+    ASSERT_TRUE(waitUntil([&] { return link.state() == AvatarLink::State::Connecting; }, 10s));
+    EXPECT_EQ(body->attachment(), nullptr);
+
+    gBridge = BridgeProcess::start(requestPort, framesPort);
+    ASSERT_TRUE(waitUntil([&] { return body->attachment() != nullptr; }, 30s)) << link.statusText();
+    EXPECT_NE(body->attachment()->session, before);
+    EXPECT_GT(body->attachment()->version, versionBefore);
+    EXPECT_EQ(link.connections(), 2u);
+
+    const std::uint64_t framesBefore = body->stats().frames;
+    const auto rows = randomFeatures(5, 4);
+    ASSERT_TRUE(link.sendFeatures(*body, 5, 35, rows.data(), rows.size() * sizeof(float)));
+    EXPECT_TRUE(waitUntil([&] { return body->stats().frames >= framesBefore + 5; }, 20s));
+    EXPECT_TRUE(body->sample(WallClock::nowNs()).has_value());
+}

@@ -1,0 +1,132 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+
+#include "TestPayloads.hpp"
+#include "avatar_bridge/ArkitNames.hpp"
+#include "avatar_bridge/Decoder.hpp"
+#include "avatar_bridge/FaceSubjectMapper.hpp"
+#include "avatar_bridge/ProtocolError.hpp"
+
+using namespace avatar_bridge;
+
+namespace {
+
+DecodedFrame decode(const Payload& p) {
+    auto storage = std::make_shared<std::string>(p.bytes());
+    return Decoder::frame(reinterpret_cast<const std::uint8_t*>(storage->data()), storage->size(), storage);
+}
+
+Rig rigOf(const Payload& openReply) {
+    const std::string b = openReply.bytes();
+    return std::get<OpenReply>(Decoder::reply(reinterpret_cast<const std::uint8_t*>(b.data()), b.size())).rig;
+}
+
+std::size_t curveIndex(const SubjectLayout& layout, const std::string& name) {
+    return static_cast<std::size_t>(
+        std::find(layout.curveNames.begin(), layout.curveNames.end(), name) - layout.curveNames.begin());
+}
+
+std::vector<float> quatBytes(const Quat& q) { return {q.x, q.y, q.z, q.w}; }
+
+}  // namespace
+
+TEST(FaceSubject, LayoutHasArkitThenFlameThenHeadCurves) {
+    const auto mapper = SubjectMapper::create(rigOf(payloads::openFace(1, "00112233445566ff")));
+    const SubjectLayout& l = mapper->layout();
+    EXPECT_EQ(l.boneNames, (std::vector<std::string>{"flame_head", "flame_jaw"}));
+    EXPECT_EQ(l.boneParents, (std::vector<int>{-1, 0}));
+    ASSERT_EQ(l.curveNames.size(), 52u + 50u + 2u + 4u);
+    EXPECT_EQ(l.curveNames[0], "EyeBlinkLeft");
+    EXPECT_EQ(l.curveNames[17], "JawOpen");
+    EXPECT_EQ(l.curveNames[51], "TongueOut");
+    EXPECT_EQ(l.curveNames[52], "Exp00");
+    EXPECT_EQ(l.curveNames[102], "EyelidLeft");
+    EXPECT_EQ(l.curveNames[104], "HeadYaw");
+    EXPECT_EQ(l.curveNames[107], "FaceFound");
+}
+
+TEST(FaceSubject, BridgeBlendshapesAreMappedByName) {
+    // A rig listing the ARKit names in reverse: the mapper must follow names, not positions.
+    auto reversed = payloads::arkitNames();
+    std::reverse(reversed.begin(), reversed.end());
+    const auto rig = rigOf(payloads::openFace(1, "00112233445566ff").map("rig", payloads::faceRig().strs("blendshapes", reversed)));
+    const auto mapper = SubjectMapper::create(rig);
+    const SubjectPose p = mapper->pose(decode(payloads::faceFrame(0, true, 0.0f)));  // blendshape i = 0.01 i
+    ASSERT_EQ(p.curves.size(), mapper->layout().curveNames.size());
+    EXPECT_NEAR(p.curves[0], 0.51f, 1e-6f);   // EyeBlinkLeft is the last entry of the reversed rig
+    EXPECT_NEAR(p.curves[51], 0.0f, 1e-6f);   // TongueOut is its first
+    EXPECT_NEAR(p.curves[52 + 3], 0.03f, 1e-6f);  // expression passes through
+    EXPECT_NEAR(p.curves[curveIndex(mapper->layout(), "EyelidRight")], 0.75f, 1e-6f);
+    EXPECT_EQ(p.curves.back(), 1.0f);  // face found
+}
+
+TEST(FaceSubject, FallsBackToFlameToArkitWithoutBlendshapes) {
+    const auto rig = rigOf(payloads::openFace(1, "00112233445566ff").map("rig", payloads::faceRig(false)));
+    const auto mapper = SubjectMapper::create(rig);
+    // Jaw opened by 0.35 rad about wire +X (the FLAME jaw-open axis) -> JawOpen = 1.
+    const Quat jaw = Quat::fromAxisAngle({1, 0, 0}, 0.35f);
+    const SubjectPose p = mapper->pose(decode(payloads::faceFrame(0, false, -5.0f).floats("jaw", quatBytes(jaw))));
+    EXPECT_NEAR(p.curves[arkitIndex("JawOpen")], 1.0f, 1e-4f);
+    EXPECT_NEAR(p.curves[arkitIndex("EyeBlinkRight")], 0.75f, 1e-6f);
+    for (std::size_t i = 0; i < 52; ++i) {
+        EXPECT_GE(p.curves[i], 0.0f);
+        EXPECT_LE(p.curves[i], 1.0f);
+    }
+}
+
+TEST(FaceSubject, HeadRotationBecomesBoneAndCurves) {
+    const auto mapper = SubjectMapper::create(rigOf(payloads::openFace(1, "00112233445566ff")));
+    // Head turned +0.5 rad about wire +Y: to the avatar's left, i.e. Unreal yaw -0.5 (see AxesTest).
+    const Quat head = Quat::fromAxisAngle({0, 1, 0}, 0.5f);
+    const SubjectPose p = mapper->pose(decode(payloads::faceFrame(0).floats("head", quatBytes(head))));
+    EXPECT_NEAR(p.curves[curveIndex(mapper->layout(), "HeadYaw")], -0.5f, 1e-5f);
+    EXPECT_NEAR(p.curves[curveIndex(mapper->layout(), "HeadPitch")], 0.0f, 1e-5f);
+    EXPECT_NEAR(p.rotations[0].z, -std::sin(0.25f), 1e-6f);
+    EXPECT_EQ(p.translations.size(), 2u);
+}
+
+TEST(BodySubject, SkeletonAndTransformsInUnrealSpace) {
+    const auto mapper = SubjectMapper::create(rigOf(payloads::openMotion(1, "ffeeddccbbaa0099")));
+    const SubjectLayout& l = mapper->layout();
+    ASSERT_EQ(l.boneNames.size(), 24u);
+    EXPECT_EQ(l.boneNames[0], "pelvis");
+    EXPECT_EQ(l.boneParents[16], 13);
+    EXPECT_TRUE(l.curveNames.empty());
+
+    // Root translation (0.25, 0.9, 0) m + pelvis rest (0, -0.223, 0) m = (0.25, 0.677, 0) m on the wire:
+    // 25 cm to the left and 67.7 cm up -> Unreal (0, -25, 67.7) cm.
+    const SubjectPose p = mapper->pose(decode(payloads::motionFrame(4, 0.25f)));
+    EXPECT_EQ(p.seq, 4u);
+    ASSERT_EQ(p.translations.size(), 24u);
+    EXPECT_NEAR(p.translations[0].x, 0.0f, 1e-4f);
+    EXPECT_NEAR(p.translations[0].y, -25.0f, 1e-4f);
+    EXPECT_NEAR(p.translations[0].z, 67.7f, 1e-4f);
+    // Every other joint: its rest offset, 10 cm up the parent (wire +Y) -> Unreal +Z 10 cm.
+    EXPECT_NEAR(p.translations[5].z, 10.0f, 1e-5f);
+    EXPECT_NEAR(p.rotations[5].w, 1.0f, 1e-6f);
+}
+
+TEST(BodySubject, JointRotationsAreConverted) {
+    const auto mapper = SubjectMapper::create(rigOf(payloads::openMotion(1, "ffeeddccbbaa0099")));
+    std::vector<float> joints(96, 0.0f);
+    for (int j = 0; j < 24; ++j) {
+        joints[4 * j + 3] = 1.0f;
+    }
+    const Quat turn = Quat::fromAxisAngle({0, 1, 0}, 1.0f);  // pelvis turns left by 1 rad
+    joints[0] = turn.x;
+    joints[1] = turn.y;
+    joints[2] = turn.z;
+    joints[3] = turn.w;
+    const SubjectPose p = mapper->pose(decode(payloads::motionFrame(0).floats("joints", joints)));
+    EXPECT_NEAR(2.0f * std::atan2(p.rotations[0].z, p.rotations[0].w), -1.0f, 1e-5f);  // about Unreal Z, negative
+}
+
+TEST(SubjectMapper, RefusesTheOtherPipelinesFrames) {
+    const auto face = SubjectMapper::create(rigOf(payloads::openFace(1, "00112233445566ff")));
+    const auto body = SubjectMapper::create(rigOf(payloads::openMotion(1, "ffeeddccbbaa0099")));
+    EXPECT_THROW(face->pose(decode(payloads::motionFrame(0))), ProtocolError);
+    EXPECT_THROW(body->pose(decode(payloads::faceFrame(0))), ProtocolError);
+}

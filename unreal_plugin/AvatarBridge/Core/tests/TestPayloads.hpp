@@ -1,0 +1,56 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+// Builds bridge-side messages with msgpack-cxx, the way the Python bridge packs them, so the decoder is
+// tested against independently encoded bytes. Each value is packed when added; a map is the
+// concatenation of its packed entries (msgpack is concatenative).
+class Payload {
+public:
+    Payload& str(const std::string& key, const std::string& value);
+    Payload& uint(const std::string& key, std::uint64_t value);
+    Payload& sint(const std::string& key, std::int64_t value);
+    Payload& f64(const std::string& key, double value);
+    Payload& boolean(const std::string& key, bool value);
+    Payload& nil(const std::string& key);
+    Payload& bin(const std::string& key, const std::string& bytes);
+    Payload& floats(const std::string& key, const std::vector<float>& values);
+    Payload& strs(const std::string& key, const std::vector<std::string>& values);
+    Payload& ints(const std::string& key, const std::vector<int>& values);
+    Payload& map(const std::string& key, const Payload& value);
+    Payload& maps(const std::string& key, const std::vector<Payload>& values);
+    Payload& erase(const std::string& key);
+
+    std::string bytes() const;
+
+private:
+    Payload& put(const std::string& key, std::string packed);
+    std::vector<std::pair<std::string, std::string>> entries_;
+};
+
+// Well-formed messages as docs/protocol.md describes them; tests break them one field at a time.
+namespace payloads {
+
+std::vector<std::string> expressionNames();
+std::vector<std::string> smplJoints();
+std::vector<int> smplParents();
+std::vector<std::string> arkitNames();
+
+Payload faceRig(bool blendshapes = true);
+Payload bodyRig();
+// `pattern` fills arrays with recognisable values (i * 0.01 + pattern).
+Payload faceFrame(std::uint64_t seq, bool blendshapes = true, float pattern = 0.0f);
+Payload motionFrame(std::uint64_t seq, float pattern = 0.0f);
+Payload reply(const std::string& op, std::uint64_t id);
+Payload hello(std::uint64_t id);
+Payload list(std::uint64_t id);
+Payload openFace(std::uint64_t id, const std::string& session);
+Payload openMotion(std::uint64_t id, const std::string& session);
+Payload error(std::uint64_t id, int code, const std::string& name, const std::string& session = "");
+Payload openedEvent(const std::string& session);
+Payload closedEvent(const std::string& session, const std::string& reason);
+
+}  // namespace payloads
