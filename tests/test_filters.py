@@ -132,6 +132,13 @@ def test_joint_limits_clamp_and_count() -> None:
     assert flat.shape == (2, 72)
     np.testing.assert_array_equal(counts, [2, 0])
     np.testing.assert_array_equal(flat[0], clamped.reshape(72))
+    # In place, on the first 72 values of a 75-value AIST++ frame, as the motion pipeline does.
+    frame = np.concatenate([pose.reshape(72), [0.1, 0.9, 0.2]]).astype(np.float32)
+    _, n = clamp_joint_limits(frame[:72], out=frame[:72])
+    assert int(n) == 2
+    np.testing.assert_array_equal(frame[:72], clamped.reshape(72))
+    nan_pose = np.full((24, 3), np.nan, np.float32)
+    assert int(clamp_joint_limits(nan_pose)[1]) == 0
 
 
 def test_range_guard_holds_last_good_and_clamps() -> None:

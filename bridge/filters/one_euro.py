@@ -54,6 +54,7 @@ class OneEuroFilter:
         self._out = np.zeros(shape, np.float32)
         self._tmp = np.zeros(shape, np.float32)
         self._alpha = np.zeros(shape, np.float32)
+        self._den = np.zeros(shape, np.float32)
         self._t = 0.0
         self._started = False
 
@@ -83,7 +84,9 @@ class OneEuroFilter:
         np.subtract(xa, self._x, out=self._tmp)
         self._tmp *= 1.0 / dt
         self._smoothing(self._d_cutoff, dt)
-        self._dx += self._alpha * (self._tmp - self._dx)
+        self._tmp -= self._dx
+        self._tmp *= self._alpha
+        self._dx += self._tmp
         # Speed-adaptive cutoff, then the value itself.
         np.abs(self._dx, out=self._tmp)
         self._tmp *= self._beta
@@ -98,7 +101,8 @@ class OneEuroFilter:
     def _smoothing(self, cutoff: F32, dt: float) -> None:
         # alpha = 2π fc dt / (1 + 2π fc dt), written into self._alpha without temporaries.
         np.multiply(cutoff, 2.0 * math.pi * dt, out=self._alpha)
-        np.divide(self._alpha, self._alpha + 1.0, out=self._alpha)
+        np.add(self._alpha, 1.0, out=self._den)
+        self._alpha /= self._den
 
 
 def flame_one_euro(d_cutoff: float = D_CUTOFF_DEFAULT) -> OneEuroFilter:
