@@ -120,7 +120,7 @@ class HaarCascade:
             for weak in stage.iterfind("weakClassifiers/_"):
                 internal = (weak.findtext("internalNodes") or "").split()
                 leaves = (weak.findtext("leafValues") or "").split()
-                if len(internal) != 4 or len(leaves) != 2:
+                if len(internal) != 4 or internal[:2] != ["0", "-1"] or len(leaves) != 2:
                     raise ValueError(f"{path}: only stump (depth-1) cascades are supported")
                 nodes.append((int(internal[2]), float(internal[3]), float(leaves[0]), float(leaves[1])))
             k = max(len(features[n[0]]) for n in nodes)
