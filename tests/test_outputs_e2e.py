@@ -1,0 +1,168 @@
+"""End to end through `avatar-bridge serve` in its own process: a DEALER opens sessions and feeds
+inputs (protocol section 4.5); VMC and Live Link Face packets arrive over UDP."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import zmq
+
+from bridge.cli.main import build_parser
+from bridge.outputs.router import OutputRouter
+from bridge.outputs.vmc import VmcOutput
+from bridge.protocol import pack, unpack_map
+
+from .test_outputs_helpers import OscCapture, wait_for
+
+REPO = Path(__file__).resolve().parents[1]
+FEATURES = np.random.default_rng(0).standard_normal((1, 35)).astype("<f4")
+
+
+def serve(tmp_path: Path, *extra: str) -> tuple[subprocess.Popen[bytes], dict[str, int]]:
+    ports_file = tmp_path / "ports.json"
+    argv = ["serve", "--request-port", "0", "--frames-port", "0", "--ports-file", str(ports_file), *extra]
+    proc = subprocess.Popen([sys.executable, "-m", "bridge.cli.main", *argv], cwd=REPO)
+    deadline = time.monotonic() + 20
+    while not ports_file.exists():
+        assert proc.poll() is None, "serve exited"
+        assert time.monotonic() < deadline, "serve did not start"
+        time.sleep(0.05)
+    return proc, json.loads(ports_file.read_text())
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+class Dealer:
+    def __init__(self, port: int) -> None:
+        self.context = zmq.Context()
+        self.sock = self.context.socket(zmq.DEALER)
+        self.sock.setsockopt(zmq.LINGER, 0)
+        self.sock.connect(f"tcp://127.0.0.1:{port}")
+
+    def request(self, **message: Any) -> dict[str, Any]:
+        self.sock.send(pack(message))
+        assert self.sock.poll(5000), f"no reply to {message['op']}"
+        reply = unpack_map(self.sock.recv())
+        assert reply["ok"], reply
+        return reply
+
+    def features(self, session: str, seq: int) -> None:
+        data = FEATURES.tobytes()
+        self.sock.send(
+            pack(
+                {
+                    "op": "input",
+                    "session": session,
+                    "kind": "features",
+                    "seq": seq,
+                    "t_capture_ns": time.time_ns(),
+                    "rows": 1,
+                    "cols": 35,
+                    "data": data,
+                }
+            )
+        )
+
+    def image(self, session: str, seq: int, rgb: np.ndarray) -> None:
+        h, w = rgb.shape[:2]
+        message = {
+            "op": "input",
+            "session": session,
+            "kind": "image",
+            "seq": seq,
+            "t_capture_ns": time.time_ns(),
+        }
+        self.sock.send(pack({**message, "width": w, "height": h, "data": rgb.tobytes()}))
+
+    def close(self) -> None:
+        self.sock.close(linger=0)
+        self.context.term()
+
+
+@pytest.fixture
+def osc() -> Iterator[OscCapture]:
+    capture = OscCapture()
+    yield capture
+    capture.close()
+
+
+def bone_messages(osc: OscCapture) -> list[list[Any]]:
+    return [args for address, args in osc.messages if address == "/VMC/Ext/Bone/Pos"]
+
+
+def test_router_on_a_served_bridge_sends_vmc(tmp_path: Path, osc: OscCapture) -> None:
+    proc, ports = serve(tmp_path)
+    dealer = Dealer(ports["request_port"])
+    router = OutputRouter([VmcOutput("127.0.0.1", osc.port)], f"tcp://127.0.0.1:{ports['frames_port']}")
+    try:
+        router.start()
+        time.sleep(0.2)  # let the subscription reach the bridge before the session opens
+        session = dealer.request(op="open", id=1, pipeline="motion")["session"]
+        for seq in range(10):
+            dealer.features(session, seq)
+            time.sleep(0.02)  # about real time; a burst would collapse to the newest frame (latest wins)
+        wait_for(lambda: router.received == 11, timeout_s=10)  # the opened event and 10 frames
+        wait_for(lambda: len(bone_messages(osc)) >= 22 * 5, timeout_s=10)
+        dealer.request(op="close", id=2, session=session)
+    finally:
+        router.stop()
+        dealer.close()
+        stop(proc)
+    bones = bone_messages(osc)
+    assert {b[0] for b in bones} >= {"Hips", "Spine", "Head", "LeftUpperArm", "RightLowerLeg"}
+    quats = np.array([b[4:8] for b in bones], dtype=np.float64)
+    assert np.allclose(np.linalg.norm(quats, axis=1), 1.0, atol=1e-4)
+    assert [a for a, _ in osc.messages].count("/VMC/Ext/Root/Pos") >= 5
+
+
+def serve_has_outputs() -> bool:
+    try:
+        build_parser().parse_args(["serve", "--osc", "vmc://127.0.0.1:1"])
+    except SystemExit:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not serve_has_outputs(), reason="`serve` does not take --osc yet (bridge/cli/main.py)")
+def test_serve_feeds_vmc_and_live_link_face_at_once(tmp_path: Path, osc: OscCapture) -> None:
+    from bridge.media.face_video import FaceVideo
+
+    llf = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    llf.bind(("127.0.0.1", 0))
+    llf.settimeout(10)
+    extra = ["--osc", f"vmc://127.0.0.1:{osc.port}", "--livelink-face", f"127.0.0.1:{llf.getsockname()[1]}"]
+    proc, ports = serve(tmp_path, *extra)
+    dealer = Dealer(ports["request_port"])
+    try:
+        time.sleep(0.5)  # the serve process's router subscribes to its own frames socket
+        motion = dealer.request(op="open", id=1, pipeline="motion")["session"]
+        face = dealer.request(op="open", id=2, pipeline="face")["session"]
+        video = FaceVideo()
+        for seq in range(5):
+            dealer.features(motion, seq)
+            dealer.image(face, seq, video.frame(seq))
+            time.sleep(0.02)
+        packet = llf.recv(2048)
+        wait_for(lambda: len(bone_messages(osc)) >= 22, timeout_s=10)
+        wait_for(lambda: any(a == "/VMC/Ext/Blend/Apply" for a, _ in osc.messages), timeout_s=10)
+    finally:
+        dealer.close()
+        stop(proc)
+        llf.close()
+    assert packet[0] == 6 and len(packet) > 250
