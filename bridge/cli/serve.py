@@ -10,9 +10,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import zmq
+
 from bridge.cli.paths import default_engines_dir
 from bridge.outputs.cli import add_output_arguments, build_router
 from bridge.serving.server import Bridge, ServeConfig
+from bridge.transport.curve import load_public_keys, load_secret_key
 from bridge.transport.zmq_sockets import TransportConfig
 
 if sys.version_info >= (3, 11):
@@ -26,18 +29,45 @@ log = logging.getLogger("avatar-bridge")
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", type=Path, help="TOML file with the keys below under [serve]")
     parser.add_argument("--host", help="address to bind (default 127.0.0.1)")
-    parser.add_argument("--request-port", type=int, help="ROUTER port for requests and inputs (default 5570; 0: any)")
-    parser.add_argument("--frames-port", type=int, help="PUB port for frames and events (default 5571; 0: any)")
+    parser.add_argument(
+        "--request-port", type=int, help="ROUTER port for requests and inputs (default 5570; 0: any)"
+    )
+    parser.add_argument(
+        "--frames-port", type=int, help="PUB port for frames and events (default 5571; 0: any)"
+    )
     parser.add_argument("--engines", type=Path, help="folder of models with manifests (default: engines/)")
     parser.add_argument("--backend", help="onnxruntime (default), tensorrt or torch")
     parser.add_argument("--face-model", help="default model of the face pipeline")
     parser.add_argument("--motion-model", help="default model of the motion pipeline")
-    parser.add_argument("--idle-timeout", type=float, help="seconds without input before a session is reaped (10)")
+    parser.add_argument(
+        "--idle-timeout", type=float, help="seconds without input before a session is reaped (10)"
+    )
     parser.add_argument("--max-sessions", type=int, help="session limit (256)")
     parser.add_argument("--max-queue-delay-us", type=int, help="wait this long to grow a batch (0)")
-    parser.add_argument("--frames-hwm", type=int, help="frames queued per subscriber before old ones drop (64)")
-    parser.add_argument("--insecure-remote", action="store_true", default=None, help="allow a non-loopback --host")
+    parser.add_argument(
+        "--frames-hwm", type=int, help="frames queued per subscriber before old ones drop (64)"
+    )
+    parser.add_argument(
+        "--insecure-remote",
+        action="store_true",
+        default=None,
+        help="allow a non-loopback --host without CURVE",
+    )
+    parser.add_argument(
+        "--curve-secret-key",
+        type=Path,
+        help="CURVE: the bridge's .key_secret file (from `avatar-bridge keys`); encrypts and authenticates",
+    )
+    parser.add_argument(
+        "--curve-client-keys",
+        type=Path,
+        help="CURVE: folder of client public .key files to admit (default: any client with the bridge key)",
+    )
     parser.add_argument("--ports-file", type=Path, help="write the bound ports as JSON here once ready")
+    parser.add_argument(
+        "--metrics-port", type=int, help="serve /metrics, /healthz, /readyz on this port (0: any)"
+    )
+    parser.add_argument("--metrics-host", help="address of the metrics endpoint (default 127.0.0.1)")
     add_output_arguments(parser)
 
 
@@ -58,6 +88,12 @@ def config_from_args(args: argparse.Namespace) -> ServeConfig:
         "frames_hwm": pick("frames_hwm"),
         "insecure_remote": pick("insecure_remote"),
     }
+    secret_file = pick("curve_secret_key")
+    if secret_file is not None:
+        transport_values["curve_secret_key"] = load_secret_key(Path(secret_file))[1]
+    clients_dir = pick("curve_client_keys")
+    if clients_dir is not None:
+        transport_values["curve_client_keys"] = load_public_keys(Path(clients_dir))
     transport = replace(transport, **{k: v for k, v in transport_values.items() if v is not None})
     config = ServeConfig(transport=transport, engines_dir=Path(pick("engines") or default_engines_dir()))
     models = {k: v for k, v in (("face", pick("face_model")), ("motion", pick("motion_model"))) if v}
@@ -67,19 +103,21 @@ def config_from_args(args: argparse.Namespace) -> ServeConfig:
         "max_sessions": pick("max_sessions"),
         "max_queue_delay_us": pick("max_queue_delay_us"),
         "ports_file": pick("ports_file"),
+        "metrics_port": pick("metrics_port"),
+        "metrics_host": pick("metrics_host"),
         "models": models or None,
     }
     return replace(config, **{k: v for k, v in values.items() if v is not None})
 
 
 def run(args: argparse.Namespace) -> int:
-    config = config_from_args(args)
     try:
+        config = config_from_args(args)
         bridge = Bridge(config)
-    except (OSError, ValueError) as exc:
+        bridge.start()
+    except (OSError, ValueError, ImportError, zmq.ZMQError) as exc:
         log.error("cannot start: %s", exc)
         return 2
-    bridge.start()
     # Outputs (VMC, Live Link Face) read the bridge's own frame stream, so they can never slow it.
     router = build_router(args, bridge.sockets.frames_endpoint)
     if router is not None:

@@ -1,6 +1,8 @@
 """A minimal bridge client built on the wire contract alone (bridge.protocol, pyzmq).
 
-It is what the harness, the demo and the benchmarks use, and a reference for plugin authors.
+It is what the harness, the demo and the benchmarks use, and a reference for plugin authors. It
+speaks CURVE when given the bridge's public key, and survives a bridge restart: `reconnect()` makes
+fresh sockets, says hello again and reopens every session it had open (docs/protocol.md section 7).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import numpy as np
 import zmq
 
 from bridge.protocol.codec import ProtocolError, pack, unpack_map
+from bridge.protocol.errors import ErrorCode
 from bridge.protocol.frames import Frame, decode_frame
 from bridge.protocol.versions import DEFAULT_REQUEST_PORT, EVENT_TOPIC_PREFIX, FRAME_TOPIC_PREFIX
 
@@ -40,19 +43,37 @@ class BridgeClient:
     request_port: int = DEFAULT_REQUEST_PORT
     timeout_s: float = 5.0
     context: zmq.Context[zmq.Socket[bytes]] = field(default_factory=zmq.Context.instance)
+    # CURVE: the bridge's public key (Z85) turns it on; the client's own pair is generated if not given.
+    server_key: bytes | None = None
+    client_keys: tuple[bytes, bytes] | None = None  # (public, secret), Z85
 
     def __post_init__(self) -> None:
-        self.dealer = self.context.socket(zmq.DEALER)
-        self.dealer.setsockopt(zmq.LINGER, 0)
-        self.dealer.connect(f"tcp://{self.host}:{self.request_port}")
-        self.sub = self.context.socket(zmq.SUB)
-        self.sub.setsockopt(zmq.LINGER, 0)
-        self.sub.setsockopt(zmq.RCVHWM, 100000)
+        if self.server_key is not None and self.client_keys is None:
+            self.client_keys = zmq.curve_keypair()
         self._ids = itertools.count(1)
         self.errors: list[dict[str, Any]] = []  # error replies to fire-and-forget inputs
         self.events: list[dict[str, Any]] = []
         self.invalid_frames: list[str] = []  # frames that broke the contract, with the reason
         self.hello_reply: dict[str, Any] = {}
+        self.opened: dict[str, tuple[str, dict[str, Any]]] = {}  # open sessions: id -> (pipeline, options)
+        self._subscriptions: list[bytes] = []
+        self._client_name = "avatar-bridge harness"
+        self._connect()
+
+    def _connect(self) -> None:
+        self.dealer = self._socket(zmq.DEALER)
+        self.dealer.connect(f"tcp://{self.host}:{self.request_port}")
+        self.sub = self._socket(zmq.SUB)
+        self.sub.setsockopt(zmq.RCVHWM, 100000)
+
+    def _socket(self, kind: int) -> zmq.Socket[bytes]:
+        sock = self.context.socket(kind)
+        sock.setsockopt(zmq.LINGER, 0)
+        if self.server_key is not None and self.client_keys is not None:
+            sock.setsockopt(zmq.CURVE_SERVERKEY, self.server_key)
+            sock.setsockopt(zmq.CURVE_PUBLICKEY, self.client_keys[0])
+            sock.setsockopt(zmq.CURVE_SECRETKEY, self.client_keys[1])
+        return sock
 
     # ------------------------------------------------------------ requests
     def request(self, op: str, **fields: Any) -> dict[str, Any]:
@@ -72,32 +93,88 @@ class BridgeClient:
             self._keep(message)
 
     def hello(self, client: str = "avatar-bridge harness") -> dict[str, Any]:
+        self._client_name = client
         self.hello_reply = self.request("hello", v=1, client=client)
         self.sub.connect(f"tcp://{self.host}:{self.hello_reply['frames_port']}")
         return self.hello_reply
 
     def subscribe(self, prefix: bytes = FRAME_TOPIC_PREFIX) -> None:
         self.sub.setsockopt(zmq.SUBSCRIBE, prefix)
+        self._subscriptions.append(prefix)
 
     def open(self, pipeline: str, **options: Any) -> dict[str, Any]:
-        return self.request("open", pipeline=pipeline, options=options)
+        opened = self.request("open", pipeline=pipeline, options=options)
+        self.opened[opened["session"]] = (pipeline, options)
+        return opened
 
     def close_session(self, session: str) -> dict[str, Any]:
+        self.opened.pop(session, None)
         return self.request("close", session=session)
+
+    # ------------------------------------------------------------ bridge restarts
+    def lost_sessions(self) -> set[str]:
+        """Sessions of ours the bridge no longer knows (UNKNOWN_SESSION replies, or closed by shutdown)."""
+        self.poll_replies()
+        gone = {e.get("session") for e in self.errors if e.get("code") == ErrorCode.UNKNOWN_SESSION}
+        gone |= {e.get("session") for e in self.events if e.get("event") == "closed"}
+        return {sid for sid in self.opened if sid in gone}
+
+    def reconnect(self, timeout_s: float = 30.0) -> dict[str, str]:
+        """After a bridge restart: fresh sockets, hello, subscriptions, and every session reopened.
+
+        Returns old session id -> new session id. Fresh sockets drop the inputs queued for the old
+        bridge (they name sessions that no longer exist). Retries until the bridge answers or
+        `timeout_s` passes (then TimeoutError).
+        """
+        self.dealer.close(0)
+        self.sub.close(0)
+        self._connect()
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                self.hello(self._client_name)
+                break
+            except TimeoutError:
+                if time.monotonic() > deadline:
+                    raise
+                self.dealer.close(0)  # a request that timed out may still be queued: start clean
+                self.dealer = self._socket(zmq.DEALER)
+                self.dealer.connect(f"tcp://{self.host}:{self.request_port}")
+        for prefix in self._subscriptions:
+            self.sub.setsockopt(zmq.SUBSCRIBE, prefix)
+        previous, self.opened = self.opened, {}
+        mapping = {
+            sid: self.open(pipeline, **options)["session"] for sid, (pipeline, options) in previous.items()
+        }
+        self.errors = [e for e in self.errors if e.get("session") not in mapping]
+        self.events = [e for e in self.events if e.get("session") not in mapping]
+        return mapping
 
     # ------------------------------------------------------------ inputs
     def send_image(self, session: str, seq: int, rgb: np.ndarray, t_capture_ns: int | None = None) -> None:
         h, w = rgb.shape[:2]
         self._send_input(session, seq, t_capture_ns, kind="image", width=w, height=h, data=rgb.tobytes())
 
-    def send_audio(self, session: str, seq: int, pcm: np.ndarray, rate: int, t_capture_ns: int | None = None) -> None:
+    def send_audio(
+        self, session: str, seq: int, pcm: np.ndarray, rate: int, t_capture_ns: int | None = None
+    ) -> None:
         s16 = (np.clip(pcm, -1.0, 1.0) * 32767).astype("<i2")
-        self._send_input(session, seq, t_capture_ns, kind="audio", rate=rate, format="s16le", data=s16.tobytes())
+        self._send_input(
+            session, seq, t_capture_ns, kind="audio", rate=rate, format="s16le", data=s16.tobytes()
+        )
 
-    def send_features(self, session: str, seq: int, rows: np.ndarray, t_capture_ns: int | None = None) -> None:
+    def send_features(
+        self, session: str, seq: int, rows: np.ndarray, t_capture_ns: int | None = None
+    ) -> None:
         rows = np.ascontiguousarray(rows, dtype="<f4")
         self._send_input(
-            session, seq, t_capture_ns, kind="features", rows=rows.shape[0], cols=rows.shape[1], data=rows.tobytes()
+            session,
+            seq,
+            t_capture_ns,
+            kind="features",
+            rows=rows.shape[0],
+            cols=rows.shape[1],
+            data=rows.tobytes(),
         )
 
     def _send_input(self, session: str, seq: int, t_capture_ns: int | None, **fields: Any) -> None:

@@ -2,7 +2,11 @@
 
 Threads: one I/O thread (this module's `serve_forever`) owns the ROUTER socket, decodes and validates
 every message and answers requests; one scheduler thread per pipeline runs the engines and publishes
-frames. A bad message costs one error reply and never reaches a scheduler.
+frames; optionally an HTTP thread serves metrics, health and readiness (bridge.serving.metrics). A bad
+message costs one error reply and never reaches a scheduler.
+
+An engine that fails to load (truncated or corrupt file, mismatched manifest) is refused with an
+error naming it and the bridge starts with the others; with none left it does not start.
 """
 
 from __future__ import annotations
@@ -14,22 +18,22 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import zmq
 
 from bridge import __version__
 from bridge.pipelines.base import Pipeline
 from bridge.pipelines.registry import PIPELINES
-from bridge.protocol.codec import ProtocolError
+from bridge.protocol.codec import ProtocolError, pack, unpack_map
 from bridge.protocol.errors import ErrorCode
 from bridge.protocol.replies import error_reply, reply
 from bridge.protocol.requests import (
     AudioInput,
     CloseSession,
     FeaturesInput,
-    ImageInput,
     Hello,
+    ImageInput,
     Input,
     ListModels,
     OpenSession,
@@ -38,14 +42,16 @@ from bridge.protocol.requests import (
     decode_request,
     request_id_of,
 )
-from bridge.protocol.codec import pack, unpack_map
-from bridge.protocol.versions import EVENT_TOPIC_PREFIX, PROTOCOL_VERSION
+from bridge.protocol.versions import EVENT_TOPIC_PREFIX, FRAME_TOPIC_PREFIX, PROTOCOL_VERSION
 from bridge.runtime.engine import Engine
-from bridge.runtime.manifest import find_manifests
+from bridge.runtime.manifest import ManifestError, find_manifests
 from bridge.serving.scheduler import Scheduler
 from bridge.serving.sessions import Session, SessionTable
 from bridge.serving.stats import BridgeStats
 from bridge.transport.zmq_sockets import BridgeSockets, TransportConfig
+
+if TYPE_CHECKING:
+    from bridge.serving.metrics import MetricsServer
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +71,18 @@ class ServeConfig:
     max_pending: int = 64
     max_queue_delay_us: int = 0
     ports_file: Path | None = None
+    metrics_port: int | None = None  # HTTP /metrics, /healthz, /readyz; 0 picks a free port
+    metrics_host: str = "127.0.0.1"
+
+
+@dataclass(frozen=True)
+class EngineLoad:
+    """One engine load attempt at start, for the log, readiness and the engine_loads metric."""
+
+    model: str
+    path: Path
+    seconds: float
+    error: str | None = None
 
 
 class Bridge:
@@ -74,14 +92,18 @@ class Bridge:
         self.sessions = SessionTable(config.max_sessions)
         self.pipelines: dict[str, dict[str, Pipeline[Any, Any]]] = {}  # pipeline name -> model -> pipeline
         self.defaults: dict[str, str] = {}
+        self.engine_loads: list[EngineLoad] = []
+        self.ready = False  # engines loaded and schedulers running
+        self.heartbeat = time.monotonic()  # last turn of the I/O loop, for /healthz
+        self.metrics: MetricsServer | None = None
         self._load_engines()
         self.sockets = BridgeSockets(config.transport)
         self.schedulers: dict[tuple[str, str], Scheduler] = {
             (name, model): Scheduler(
                 p,
-                self.sockets.publish,
+                self._publish_frame,
                 self._report_error,
-                self.stats,
+                self.stats.child(model),
                 max_pending=config.max_pending,
                 max_queue_delay_us=config.max_queue_delay_us,
             )
@@ -102,20 +124,53 @@ class Bridge:
                 log.warning("skipping %s: no pipeline for task %r", manifest.name, manifest.task)
                 continue
             t0 = time.perf_counter()
-            engine = Engine.load(manifest, backend=self.config.backend, **self.config.backend_options)
-            log.info("loaded %s (%s) in %.0f ms", manifest.name, self.config.backend, (time.perf_counter() - t0) * 1e3)
+            try:
+                engine = Engine.load(manifest, backend=self.config.backend, **self.config.backend_options)
+            except Exception as exc:  # a corrupt file raises whatever its parser raises
+                load = EngineLoad(
+                    manifest.name, manifest.onnx_path, time.perf_counter() - t0, _load_error(exc)
+                )
+                self.engine_loads.append(load)
+                log.error(
+                    "refusing engine %s (%s): %s; the bridge starts without it",
+                    manifest.name,
+                    manifest.onnx_path,
+                    load.error,
+                )
+                continue
+            self.engine_loads.append(EngineLoad(manifest.name, manifest.onnx_path, time.perf_counter() - t0))
+            log.info(
+                "loaded %s (%s) in %.0f ms",
+                manifest.name,
+                self.config.backend,
+                (time.perf_counter() - t0) * 1e3,
+            )
             self.pipelines.setdefault(factory.name, {})[manifest.name] = factory(engine)
+        if not self.pipelines:
+            failed = "; ".join(f"{x.model}: {x.error}" for x in self.engine_loads if x.error)
+            raise ValueError(
+                f"no engine could be loaded from {self.config.engines_dir} ({failed or 'no pipelines'})"
+            )
         for name, models in self.pipelines.items():
             wanted = self.config.models.get(name)
             if wanted is not None and wanted not in models:
-                raise ValueError(f"default model {wanted!r} for {name} not found in {self.config.engines_dir}")
+                raise ValueError(
+                    f"default model {wanted!r} for {name} not found in {self.config.engines_dir}"
+                )
             self.defaults[name] = wanted or sorted(models)[0]
 
     def start(self) -> None:
         for scheduler in self.schedulers.values():
             scheduler.start()
+        if self.config.metrics_port is not None:
+            from bridge.serving.metrics import MetricsServer  # prometheus-client is an optional extra
+
+            self.metrics = MetricsServer(self, self.config.metrics_host, self.config.metrics_port)
+        self.ready = True
         if self.config.ports_file is not None:
             ports = {"request_port": self.sockets.request_port, "frames_port": self.sockets.frames_port}
+            if self.metrics is not None:
+                ports["metrics_port"] = self.metrics.port
             tmp = self.config.ports_file.with_suffix(".tmp")
             tmp.write_text(json.dumps(ports))
             tmp.replace(self.config.ports_file)  # atomic: readers never see a partial file
@@ -124,6 +179,9 @@ class Bridge:
         self._stop.set()
 
     def close(self) -> None:
+        self.ready = False
+        if self.metrics is not None:
+            self.metrics.close()
         for session in self.sessions.all():
             self._end_session(session, "shutdown")
         for scheduler in self.schedulers.values():
@@ -139,6 +197,7 @@ class Bridge:
         poller.register(self.sockets.router, zmq.POLLIN)
         next_reap = time.monotonic() + REAP_INTERVAL_S
         while not self._stop.is_set():
+            self.heartbeat = time.monotonic()
             if poller.poll(POLL_MS):
                 # Drain what is queued so a burst costs one poll, but bound it so the reaper still runs.
                 for _ in range(1000):
@@ -203,7 +262,10 @@ class Bridge:
         elif isinstance(request, CloseSession):
             session = self._session(request.session)
             self._end_session(session, "client")
-            self._send(envelope, reply("close", request.id, session=session.id, frames_published=session.frames_published))
+            self._send(
+                envelope,
+                reply("close", request.id, session=session.id, frames_published=session.frames_published),
+            )
         elif isinstance(request, Ping):
             if request.session is not None:
                 self._session(request.session).last_seen = time.monotonic()
@@ -214,21 +276,30 @@ class Bridge:
         if models is None:
             raise ProtocolError(
                 ErrorCode.UNKNOWN_PIPELINE,
-                f"unknown pipeline '{request.pipeline}' (this bridge serves: {', '.join(sorted(self.pipelines))})",
+                f"unknown pipeline '{request.pipeline}' "
+                f"(this bridge serves: {', '.join(sorted(self.pipelines))})",
             )
         model = request.model or self.defaults[request.pipeline]
         pipeline = models.get(model)
         if pipeline is None:
             raise ProtocolError(
-                ErrorCode.UNKNOWN_MODEL, f"no {request.pipeline} model '{model}' (have: {', '.join(sorted(models))})"
+                ErrorCode.UNKNOWN_MODEL,
+                f"no {request.pipeline} model '{model}' (have: {', '.join(sorted(models))})",
             )
         if len(self.sessions) >= self.sessions.max_sessions:
-            raise ProtocolError(ErrorCode.SESSION_LIMIT, f"session limit of {self.sessions.max_sessions} reached")
+            raise ProtocolError(
+                ErrorCode.SESSION_LIMIT, f"session limit of {self.sessions.max_sessions} reached"
+            )
         state = pipeline.open_session(request.options)
         session = Session(self.sessions.new_id(), pipeline, state, envelope)
         self.sessions.add(session)
         self.stats.sessions_opened += 1
-        description = {"pipeline": pipeline.name, "model": model, "fps": pipeline.fps, "rig": pipeline.rig(state)}
+        description = {
+            "pipeline": pipeline.name,
+            "model": model,
+            "fps": pipeline.fps,
+            "rig": pipeline.rig(state),
+        }
         self._event(session, "opened", **description)
         extra: dict[str, Any] = {"feature_cols": 35} if "features" in pipeline.accepts else {}
         self._send(
@@ -257,7 +328,8 @@ class Bridge:
         if not self.schedulers[(session.pipeline.name, session.pipeline.model_name)].submit(session, item):
             self.stats.inputs_dropped += 1
             raise ProtocolError(
-                ErrorCode.OVERLOADED, f"session {session.id} has {self.config.max_pending} inputs pending; input dropped"
+                ErrorCode.OVERLOADED,
+                f"session {session.id} has {self.config.max_pending} inputs pending; input dropped",
             )
         if item.ack:
             self._send(envelope, reply("ack", item.id, session=session.id, seq=item.seq))
@@ -266,7 +338,9 @@ class Bridge:
     def _session(self, sid: str) -> Session:
         session = self.sessions.get(sid)
         if session is None:
-            raise ProtocolError(ErrorCode.UNKNOWN_SESSION, f"no open session '{sid}' (never opened, closed, or reaped)")
+            raise ProtocolError(
+                ErrorCode.UNKNOWN_SESSION, f"no open session '{sid}' (never opened, closed, or reaped)"
+            )
         return session
 
     def _end_session(self, session: Session, reason: str) -> None:
@@ -296,7 +370,16 @@ class Bridge:
         try:
             self.sockets.router.send_multipart((*envelope, payload), flags=zmq.NOBLOCK)
         except zmq.Again:
-            self.stats.count_error("reply_dropped")
+            self.stats.replies_dropped += 1
+
+    def _publish_frame(self, topic: bytes, payload: bytes) -> bool:
+        """Publish for a scheduler, counting a frame libzmq could not queue against its session."""
+        if self.sockets.publish(topic, payload):
+            return True
+        session = self.sessions.get(topic[len(FRAME_TOPIC_PREFIX) :].decode())
+        if session is not None:
+            session.frames_dropped += 1
+        return False
 
     def _error(
         self,
@@ -313,6 +396,13 @@ class Bridge:
         """Called from scheduler threads: queue the reply for the I/O thread, which owns the ROUTER."""
         self.stats.count_error(code.name)
         self._pending_errors.append((session.envelope, error_reply(code, message, 0, session.id)))
+
+
+def _load_error(exc: Exception) -> str:
+    """What went wrong loading an engine, in words an operator can act on."""
+    if isinstance(exc, (ManifestError, FileNotFoundError)):
+        return str(exc)
+    return f"cannot read the model file, it may be truncated or corrupt ({type(exc).__name__}: {exc})"
 
 
 def _request_id(payload: bytes, code: ErrorCode) -> int:

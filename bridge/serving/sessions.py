@@ -24,6 +24,7 @@ class Session:
     last_seen: float = field(default_factory=time.monotonic)
     out_seq: int = 0  # next frame number
     frames_published: int = 0
+    frames_dropped: int = 0  # frames libzmq could not queue for publishing
     inputs_dropped: int = 0
     closed: bool = False
     # Decoded inputs waiting for pre-processing and engine steps waiting for the engine; both are

@@ -97,6 +97,10 @@ class BridgeStats:
             else:
                 self.frames_dropped += 1
 
+    def error_counts(self) -> dict[str, int]:
+        with self._lock:
+            return dict(self.errors)
+
     def histograms(self) -> tuple[dict[str, Histogram], Histogram]:
         """Consistent copies of the stage histograms and the batch-size histogram (for scrapes)."""
         with self._lock:
@@ -116,8 +120,7 @@ class BridgeStats:
                 stage_n[name] += h.count
             batches += batch.count
             rows += batch.total
-            with s._lock:
-                errors.update(s.errors)
+            errors.update(s.error_counts())
         return {
             "frames_published": sum(s.frames_published for s in every),
             "frames_dropped": sum(s.frames_dropped for s in every),

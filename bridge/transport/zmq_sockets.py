@@ -3,6 +3,10 @@
 ROUTER (requests, inputs, replies) is used only by the I/O thread. PUB (frames, events) is shared by
 the scheduler threads and the I/O thread behind a lock, and never blocks: at its high-water mark
 libzmq drops messages for the slow subscriber only, which is the "latest wins" rule of the protocol.
+
+Security: loopback only, unless the operator passes `insecure_remote` or gives the bridge a CURVE
+secret key; with a key both sockets are CURVE servers (authenticated, encrypted), and with a list of
+client public keys only those clients are admitted.
 """
 
 from __future__ import annotations
@@ -14,6 +18,10 @@ from dataclasses import dataclass
 import zmq
 
 from bridge.protocol.versions import DEFAULT_FRAMES_PORT, DEFAULT_REQUEST_PORT
+from bridge.transport.curve import start_authenticator
+
+# The PUB socket receives only subscriptions (a topic prefix); anything longer is not a subscription.
+MAX_SUBSCRIPTION_BYTES = 1024
 
 
 @dataclass(frozen=True)
@@ -25,6 +33,8 @@ class TransportConfig:
     request_hwm: int = 1000
     max_message_bytes: int = 8 * 1024 * 1024
     insecure_remote: bool = False
+    curve_secret_key: bytes | None = None  # Z85; enables CURVE on both sockets
+    curve_client_keys: frozenset[bytes] | None = None  # Z85 public keys admitted; None: any keyed client
 
 
 def is_loopback(host: str) -> bool:
@@ -37,14 +47,26 @@ def is_loopback(host: str) -> bool:
 
 
 class BridgeSockets:
-    def __init__(self, config: TransportConfig, context: zmq.Context[zmq.Socket[bytes]] | None = None) -> None:
-        if not is_loopback(config.host) and not config.insecure_remote:
+    def __init__(
+        self, config: TransportConfig, context: zmq.Context[zmq.Socket[bytes]] | None = None
+    ) -> None:
+        if not is_loopback(config.host) and not config.insecure_remote and config.curve_secret_key is None:
             raise ValueError(
-                f"refusing to bind to non-loopback host {config.host!r}: pass --insecure-remote to expose the "
-                "bridge unauthenticated on the network"
+                f"refusing to bind to non-loopback host {config.host!r}: give the bridge a CURVE key "
+                "(--curve-secret-key, see `avatar-bridge keys`) or pass --insecure-remote to expose it "
+                "unauthenticated"
             )
+        if config.curve_client_keys is not None and config.curve_secret_key is None:
+            raise ValueError("client keys need a CURVE secret key for the bridge")
         self.config = config
-        self.context = context or zmq.Context.instance()
+        # libzmq runs one ZAP handler per context, so a bridge that checks client keys gets its own.
+        self._own_context = context is None and config.curve_client_keys is not None
+        self.context = zmq.Context() if self._own_context else (context or zmq.Context.instance())
+        self._auth = (
+            start_authenticator(self.context, config.curve_client_keys)
+            if config.curve_client_keys is not None
+            else None
+        )
         self.router = self.context.socket(zmq.ROUTER)
         self.router.setsockopt(zmq.LINGER, 0)
         self.router.setsockopt(zmq.RCVHWM, config.request_hwm)
@@ -57,6 +79,11 @@ class BridgeSockets:
         self.pub = self.context.socket(zmq.PUB)
         self.pub.setsockopt(zmq.LINGER, 0)
         self.pub.setsockopt(zmq.SNDHWM, config.frames_hwm)
+        self.pub.setsockopt(zmq.MAXMSGSIZE, MAX_SUBSCRIPTION_BYTES)
+        if config.curve_secret_key is not None:
+            for sock in (self.router, self.pub):
+                sock.setsockopt(zmq.CURVE_SERVER, 1)
+                sock.setsockopt(zmq.CURVE_SECRETKEY, config.curve_secret_key)
         self._pub_lock = threading.Lock()
         self.request_port = _bind(self.router, config.host, config.request_port)
         self.frames_port = _bind(self.pub, config.host, config.frames_port)
@@ -79,6 +106,10 @@ class BridgeSockets:
         self.router.close(0)
         with self._pub_lock:
             self.pub.close(0)
+        if self._auth is not None:
+            self._auth.stop()
+        if self._own_context:
+            self.context.term()
 
 
 def _bind(socket: zmq.Socket[bytes], host: str, port: int) -> int:
