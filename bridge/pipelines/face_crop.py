@@ -271,13 +271,14 @@ class FaceDetector:
 
     ``detect_width``: for a full-frame search the frame is shrunk to this width (never enlarged);
     ``min_face``: smallest face, in pixels of that shrunk copy. ``detect(..., near=box)`` searches
-    only around a known face and only at 0.7-1.5x its size, on a copy scaled so that face is ~40 px
-    wide, accepting weaker clusters (the known face is the prior): what a tracker needs, at about a
-    tenth of the cost. One detector can be shared by many
-    sessions: it holds no per-frame state.
+    only within 0.75 face sizes of a known face and only at 0.75-1.35x its size, on a copy scaled
+    so that face is ~40 px wide, accepting weaker clusters (the known face is the prior): what a
+    tracker needs, at about a tenth of the cost. One detector can be shared by many sessions: it
+    holds no per-frame state.
     """
 
     _NEAR_FACE_PX = 40.0
+    _NEAR_MARGIN = 0.75  # search this many face sizes beyond each side of the known box
     _NEAR_MIN_NEIGHBORS = 1
 
     def __init__(
@@ -312,15 +313,16 @@ class FaceDetector:
             k = min(1.0, self.detect_width / w)
             lo, hi = float(self.min_face), None
         else:
-            # Search a 3x box around the known face, scaled so that face is ~40 px wide.
+            # Search a 2.5x box around the known face, scaled so that face is ~40 px wide.
             side = 0.5 * (near.w + near.h)
-            x0, y0 = max(0, int(near.x - side)), max(0, int(near.y - side))
-            x1, y1 = min(w, int(near.x + near.w + side)), min(h, int(near.y + near.h + side))
+            pad = self._NEAR_MARGIN * side
+            x0, y0 = max(0, int(near.x - pad)), max(0, int(near.y - pad))
+            x1, y1 = min(w, int(near.x + near.w + pad)), min(h, int(near.y + near.h + pad))
             if x1 - x0 < 8 or y1 - y0 < 8:
                 return []
             rgb = rgb[y0:y1, x0:x1]
             k = min(1.0, self._NEAR_FACE_PX / side)
-            lo, hi = 0.7 * side * k, 1.5 * side * k
+            lo, hi = 0.75 * side * k, 1.35 * side * k
             neighbors = min(neighbors, self._NEAR_MIN_NEIGHBORS)
             h, w = rgb.shape[:2]
         if k < 1.0:
