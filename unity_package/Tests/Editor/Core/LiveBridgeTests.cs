@@ -1,0 +1,350 @@
+using System;
+using System.Collections.Generic;
+using System.Diagnostics;
+using System.Linq;
+using AvatarBridge.Core.Client;
+using AvatarBridge.Core.MsgPack;
+using AvatarBridge.Core.Protocol;
+using AvatarBridge.Core.Rig;
+using AvatarBridge.Core.Zmtp;
+using NUnit.Framework;
+
+namespace AvatarBridge.Tests.Core
+{
+    /// <summary>
+    /// Sessions against the real `avatar-bridge serve` started by scripts/test_csharp.sh. The bundled
+    /// reference models are untrained, so these check structure, counts, sequence numbers, timing
+    /// fields and value ranges, never particular animation values.
+    /// </summary>
+    public class LiveBridgeTests
+    {
+        [Test]
+        public void HelloAndList()
+        {
+            int requestPort, framesPort;
+            TestEnvironment.BridgePorts(out requestPort, out framesPort);
+            using (var client = Live.Client())
+            {
+                var hello = client.Hello;
+                StringAssert.StartsWith("avatar-bridge", hello.Server);
+                Assert.AreEqual(framesPort, hello.FramesPort);
+                Assert.GreaterOrEqual(hello.MaxMessageBytes, 1 << 20);
+                CollectionAssert.IsSubsetOf(new[] { "face", "motion" }, hello.Pipelines);
+                Assert.Greater(hello.IdleTimeoutSeconds, 0);
+
+                var models = client.ListModels();
+                foreach (var pipeline in new[] { "face", "motion" })
+                {
+                    var ofPipeline = models.Where(m => m.Pipeline == pipeline).ToArray();
+                    Assert.IsNotEmpty(ofPipeline, pipeline + " models");
+                    Assert.AreEqual(1, ofPipeline.Count(m => m.IsDefault), "one default " + pipeline + " model");
+                    foreach (var m in ofPipeline)
+                    {
+                        Assert.Greater(m.Fps, 0);
+                        Assert.IsNotEmpty(m.Backend);
+                        if (pipeline == "motion") Assert.IsNotEmpty(m.Styles, m.Name + " styles");
+                    }
+                }
+                Assert.Greater(client.RoundTripMs, 0);
+                Assert.Less(Math.Abs(client.ClockOffsetNs), 50000000L, "same machine: clocks agree within 50 ms");
+            }
+        }
+
+        [Test]
+        public void MotionSessionStreamsOneFramePerFeatureRow()
+        {
+            int requestPort, framesPort;
+            TestEnvironment.BridgePorts(out requestPort, out framesPort);
+            using (var recorder = new FrameRecorder(framesPort))
+            using (var client = Live.Client())
+            {
+                var session = client.AddSession(new SessionRequest(Pipeline.Motion));
+                Live.WaitOpen(session);
+                var info = session.Info;
+                Assert.AreEqual(Pipeline.Motion, info.Pipeline);
+                Assert.AreEqual("frame/" + info.Session, info.Topic);
+                Assert.AreEqual(16, info.Session.Length);
+                Assert.AreEqual(35, info.FeatureColumns);
+                CollectionAssert.AreEquivalent(new[] { "audio", "features" }, info.Accepts);
+                Assert.Greater(info.Fps, 0);
+                Assert.AreEqual(SmplHumanoidMap.JointNames, info.BodyRig.Joints);
+                Assert.AreEqual(SmplHumanoidMap.BoneNames, info.BodyRig.Humanoid);
+
+                // 4 inputs of 15 rows: frames seq 0..59, input_seq k for the rows of input k.
+                var captures = new long[4];
+                for (int k = 0; k < 4; k++)
+                {
+                    captures[k] = WallClock.NowNs();
+                    Assert.IsTrue(client.SendFeatures(session, 15, Live.Features(15, 35, k * 15), captures[k]));
+                }
+                var pose = new SkeletonPose(info.BodyRig.Parents);
+                ulong lastTaken = 0;
+                bool any = false;
+                Assert.IsTrue(Live.Eventually(() =>
+                {
+                    Frame frame;
+                    if (session.Frames.TryGetNewest(out frame))
+                    {
+                        // What the main thread sees: the newest frame, whole and in order.
+                        Assert.AreEqual(info.Session, frame.Session);
+                        if (any) Assert.Greater(frame.Seq, lastTaken);
+                        lastTaken = frame.Seq;
+                        any = true;
+                        pose.Update(frame.Joints, frame.Root);
+                    }
+                    return session.Stats.Snapshot().Received == 60;
+                }, 20000), "60 frames; got " + session.Stats.Snapshot().Received);
+
+                var stats = session.Stats.Snapshot();
+                Assert.AreEqual(0, stats.Lost);
+                Assert.AreEqual(59UL, stats.LastSeq);
+                Assert.Greater(stats.LatencyMs, 0);
+                Assert.Less(stats.LatencyMs, 10000);
+                for (int j = 0; j < 24; j++)
+                {
+                    var g = pose.Global(j);
+                    Assert.AreEqual(1.0, Math.Sqrt(g.X * g.X + g.Y * g.Y + g.Z * g.Z + g.W * g.W), 1e-3, "global rotation " + j);
+                }
+
+                Assert.IsTrue(Live.Eventually(() => recorder.Of(info.Session).Count == 60, 5000));
+                var frames = recorder.Of(info.Session);
+                for (int i = 0; i < frames.Count; i++)
+                {
+                    var f = frames[i];
+                    Assert.AreEqual((ulong)i, f.Seq, "seq continuity");
+                    Assert.AreEqual((ulong)(i / 15), f.InputSeq, "input_seq of frame " + i);
+                    Assert.AreEqual(captures[i / 15], f.CaptureNs, "t_capture_ns copied from the input");
+                    Assert.AreEqual(info.Topic, f.Topic);
+                    Assert.AreEqual(Pipeline.Motion, f.Pipeline);
+                    Assert.GreaterOrEqual(f.PublishNs, f.CaptureNs);
+                    Assert.GreaterOrEqual(f.EngineUs, 0);
+                    Assert.GreaterOrEqual(f.Batch, 1);
+                    Live.AssertUnitQuaternions(f.Joints, "joints");
+                    Assert.AreEqual(96, f.Joints.Length);
+                    Assert.AreEqual(3, f.Root.Length);
+                    Live.AssertFinite(f.Root, "root");
+                    Live.AssertInRange(f.Root, -100, 100, "root (metres)");
+                }
+            }
+        }
+
+        [Test]
+        public void FaceSessionStreamsFramesForImages()
+        {
+            int requestPort, framesPort;
+            TestEnvironment.BridgePorts(out requestPort, out framesPort);
+            using (var recorder = new FrameRecorder(framesPort))
+            using (var client = Live.Client())
+            {
+                var session = client.AddSession(new SessionRequest(Pipeline.Face));
+                Live.WaitOpen(session);
+                var info = session.Info;
+                Assert.AreEqual(Pipeline.Face, info.Pipeline);
+                CollectionAssert.AreEqual(new[] { "image" }, info.Accepts);
+                Assert.AreEqual(52, info.FaceRig.Blendshapes.Length);
+                Assert.AreEqual(50, info.FaceRig.Expression.Length);
+                CollectionAssert.Contains(info.FaceRig.Blendshapes, "JawOpen");
+
+                // Paced like a camera; the bridge may still drop queued images (latest wins), so
+                // frames ≤ images, and every frame names an input that was sent.
+                var sent = new Dictionary<ulong, long>();
+                for (int k = 0; k < 8; k++)
+                {
+                    long capture = WallClock.NowNs();
+                    sent[(ulong)k] = capture;
+                    Assert.IsTrue(client.SendImage(session, 320, 240, Live.Image(320, 240, k * 10), capture));
+                    System.Threading.Thread.Sleep(40);
+                }
+                Assert.IsTrue(Live.Eventually(() => recorder.Of(info.Session).Any(f => f.InputSeq == 7), 20000), "the last image produced a frame");
+                var frames = recorder.Of(info.Session);
+                Assert.LessOrEqual(frames.Count, 8);
+                ulong previousInput = 0;
+                for (int i = 0; i < frames.Count; i++)
+                {
+                    var f = frames[i];
+                    Assert.AreEqual((ulong)i, f.Seq, "seq continuity");
+                    Assert.IsTrue(sent.ContainsKey(f.InputSeq), "input_seq " + f.InputSeq + " was sent");
+                    if (i > 0) Assert.Greater(f.InputSeq, previousInput, "inputs are answered in order");
+                    previousInput = f.InputSeq;
+                    Assert.AreEqual(sent[f.InputSeq], f.CaptureNs);
+                    Assert.GreaterOrEqual(f.PublishNs, f.CaptureNs);
+                    Assert.AreEqual(50, f.Expression.Length);
+                    Live.AssertFinite(f.Expression, "expression");
+                    Assert.AreEqual(2, f.Eyelids.Length);
+                    Live.AssertInRange(f.Eyelids, 0, 1, "eyelids");
+                    Live.AssertUnitQuaternions(f.Jaw, "jaw");
+                    Live.AssertUnitQuaternions(f.Head, "head");
+                    Assert.AreEqual(52, f.Blendshapes.Length);
+                    Live.AssertInRange(f.Blendshapes, 0, 1, "blendshapes");
+                }
+
+                // The client's handoff gets the same newest frame.
+                Frame newest = null;
+                Assert.IsTrue(Live.Eventually(() => session.Frames.TryGetNewest(out newest) || newest != null, 5000));
+                Assert.AreEqual(frames[frames.Count - 1].Seq, newest.Seq);
+                Assert.AreEqual(frames.Count, session.Stats.Snapshot().Received);
+                Assert.AreEqual(0, session.Stats.Snapshot().Lost);
+
+                // Rig mapping onto a mesh with Apple-style names binds all 52 ARKit weights.
+                var mesh = info.FaceRig.Blendshapes.Select(n => "blendShape1." + char.ToLowerInvariant(n[0]) + n.Substring(1)).ToArray();
+                Assert.AreEqual(52, BlendshapeBinder.Bind(info.FaceRig.Blendshapes, mesh, null, true).Length);
+            }
+        }
+
+        [Test]
+        public void FaceSessionWithoutBlendshapesSendsEmptyWeights()
+        {
+            using (var client = Live.Client())
+            {
+                var session = client.AddSession(new SessionRequest(Pipeline.Face, null, new Dictionary<string, object> { { "blendshapes", false } }));
+                Live.WaitOpen(session);
+                Assert.AreEqual(0, session.Info.FaceRig.Blendshapes.Length);
+                Assert.IsTrue(client.SendImage(session, 64, 48, Live.Image(64, 48, 0), WallClock.NowNs()));
+                Frame frame = null;
+                Assert.IsTrue(Live.Eventually(() => session.Frames.TryGetNewest(out frame), 20000));
+                Assert.AreEqual(0, frame.Blendshapes.Length);
+                Assert.AreEqual(50, frame.Expression.Length);
+            }
+        }
+
+        [Test]
+        public void BadRequestsGetTheirDocumentedErrorCodes()
+        {
+            using (var client = Live.Client())
+            {
+                var motion = client.AddSession(new SessionRequest(Pipeline.Motion));
+                Live.WaitOpen(motion);
+                string id = motion.Info.Session;
+
+                ExpectError(client, ErrorCode.BadValue, (w, rid) => RequestEncoder.Features(w, rid, id, 0, 1, 1, 34, new float[34], false));
+                ExpectError(client, ErrorCode.BadSize, (w, rid) => Raw(w, rid, "input", "session", id, "kind", "features", "seq", 0, "t_capture_ns", 1,
+                    "rows", 2, "cols", 35, "data", new byte[35 * 4]));
+                ExpectError(client, ErrorCode.WrongInputKind, (w, rid) => RequestEncoder.Image(w, rid, id, 0, 1, 2, 2, new byte[12], false));
+                ExpectError(client, ErrorCode.UnknownSession, (w, rid) => RequestEncoder.Close(w, rid, "ffffffffffffffff"));
+                ExpectError(client, ErrorCode.UnknownPipeline, (w, rid) => Raw(w, rid, "open", "pipeline", "hands"));
+                ExpectError(client, ErrorCode.UnknownModel, (w, rid) => Raw(w, rid, "open", "pipeline", "motion", "model", "no_such_model"));
+                ExpectError(client, ErrorCode.BadValue, (w, rid) => Raw(w, rid, "open", "pipeline", "motion", "options", new Dictionary<string, object> { { "bogus", 1 } }));
+                ExpectError(client, ErrorCode.UnknownOp, (w, rid) => Raw(w, rid, "dance"));
+                ExpectError(client, ErrorCode.MissingField, (w, rid) => Raw(w, rid, "close"));
+                ExpectError(client, ErrorCode.BadType, (w, rid) => Raw(w, rid, "close", "session", 12));
+                ExpectError(client, ErrorCode.UnsupportedVersion, (w, rid) =>
+                {
+                    w.Reset();
+                    w.WriteObject(new Dictionary<string, object> { { "op", "hello" }, { "id", rid }, { "v", 2 } });
+                });
+
+                // An input error nobody waits for is counted, with its code and session.
+                long before = client.InputErrors;
+                Assert.IsTrue(client.SendImage(motion, 2, 2, new byte[12], WallClock.NowNs()));
+                Assert.IsTrue(Live.Eventually(() => client.InputErrors > before, 5000));
+                Assert.AreEqual(ErrorCode.WrongInputKind, client.LastInputError.ErrorCode);
+                Assert.AreEqual(id, client.LastInputError.Session);
+
+                // The bridge keeps serving: the session still streams.
+                Assert.IsTrue(client.SendFeatures(motion, 1, Live.Features(1, 35, 0), WallClock.NowNs()));
+                Frame frame = null;
+                Assert.IsTrue(Live.Eventually(() => motion.Frames.TryGetNewest(out frame), 10000));
+                Assert.AreEqual(0UL, frame.Seq);
+            }
+        }
+
+        [Test]
+        public void GarbageAndBadFramingAreMalformed()
+        {
+            int requestPort, framesPort;
+            TestEnvironment.BridgePorts(out requestPort, out framesPort);
+            using (var dealer = ZmtpConnection.Connect("127.0.0.1", requestPort, ZmtpSocketType.Dealer, 5000))
+            {
+                var garbage = new byte[] { 0xc1, 0xff, 0x00 };
+                dealer.Send(garbage, 0, garbage.Length);
+                AssertMalformed(dealer);
+
+                var w = new MsgPackWriter();
+                RequestEncoder.Hello(w, 1, null);
+                dealer.Send(w.Buffer, 0, w.Length, true);
+                dealer.Send(w.Buffer, 0, w.Length);
+                AssertMalformed(dealer);
+
+                // Still serving this connection.
+                dealer.Send(w.Buffer, 0, w.Length);
+                Assert.AreEqual("hello", ReceiveReply(dealer).Op);
+            }
+        }
+
+        [Test]
+        public void ClosingPublishesEventsAndDisposeIsQuick()
+        {
+            using (var observer = Live.Client())
+            {
+                var events = new List<BridgeEvent>();
+                observer.EventReceived += e => { lock (events) events.Add(e); };
+                var client = Live.Client();
+                var session = client.AddSession(new SessionRequest(Pipeline.Motion));
+                Live.WaitOpen(session);
+                string id = session.Info.Session;
+                Assert.IsTrue(client.SendFeatures(session, 10, Live.Features(10, 35, 0), WallClock.NowNs()));
+                Assert.IsTrue(Live.Eventually(() => session.Stats.Snapshot().Received == 10, 10000));
+
+                var watch = Stopwatch.StartNew();
+                client.Dispose();
+                Assert.Less(watch.ElapsedMilliseconds, 1500, "Dispose is bounded");
+                Assert.AreEqual(ConnectionState.Stopped, client.State);
+                Assert.IsFalse(session.IsOpen);
+
+                Assert.IsTrue(Live.Eventually(() => { lock (events) return events.Any(e => e.Session == id && e.Name == "closed"); }, 5000), "closed event");
+                lock (events)
+                {
+                    var opened = events.FirstOrDefault(e => e.Session == id && e.Name == "opened");
+                    Assert.IsNotNull(opened, "opened event");
+                    Assert.AreEqual(24, opened.Opened.BodyRig.Joints.Length);
+                    var closed = events.First(e => e.Session == id && e.Name == "closed");
+                    Assert.AreEqual("client", closed.Reason);
+                    Assert.AreEqual(10, closed.FramesPublished);
+                }
+                // Requests after the session is gone: UNKNOWN_SESSION.
+                var error = Assert.Throws<BridgeErrorException>(() => observer.Request((w, rid) => RequestEncoder.Ping(w, rid, id)));
+                Assert.AreEqual(ErrorCode.UnknownSession, error.ErrorCode);
+            }
+        }
+
+        static void ExpectError(SessionClient client, ErrorCode code, Action<MsgPackWriter, ulong> encode)
+        {
+            var e = Assert.Throws<BridgeErrorException>(() => client.Request(encode));
+            Assert.AreEqual(code, e.ErrorCode, e.Message);
+            Assert.AreEqual((int)code, e.Code);
+            Assert.IsNotEmpty(e.Name);
+        }
+
+        /// <summary>A request map from op, id and key/value pairs, for requests the encoder refuses to write.</summary>
+        static void Raw(MsgPackWriter w, ulong id, string op, params object[] pairs)
+        {
+            var map = new Dictionary<string, object> { { "op", op }, { "id", id }, { "v", 1 } };
+            for (int i = 0; i < pairs.Length; i += 2) map[(string)pairs[i]] = pairs[i + 1];
+            w.Reset();
+            w.WriteObject(map);
+        }
+
+        static void AssertMalformed(ZmtpConnection dealer)
+        {
+            // The error is the last frame. (The bridge currently routes a multi-frame message's error
+            // back with the extra frames as envelope, so the first of them comes back in front; the
+            // client, like this helper, keeps the last frame.)
+            var buffer = new byte[256];
+            int length;
+            while (dealer.ReceiveFrame(ref buffer, 0, out length))
+            {
+            }
+            var reply = Reply.Parse(buffer, 0, length);
+            Assert.IsTrue(reply.IsError);
+            Assert.AreEqual(ErrorCode.Malformed, reply.ToException().ErrorCode);
+        }
+
+        static Reply ReceiveReply(ZmtpConnection dealer)
+        {
+            var buffer = new byte[256];
+            int length;
+            Assert.IsFalse(dealer.ReceiveFrame(ref buffer, 0, out length));
+            return Reply.Parse(buffer, 0, length);
+        }
+    }
+}
