@@ -49,6 +49,8 @@ EXTRA_CURVES = (
 )
 CURVES: tuple[str, ...] = (*ARKIT_NAMES, *EXTRA_CURVES)  # EARFaceBlendShape, 61 entries
 DEFAULT_FPS = 60.0  # frame rate stamped on packets when the session's opened event was not seen
+# UE reads a packet into a fixed buffer sized for names of up to 256 characters and drops longer ones.
+MAX_SUBJECT_BYTES = 200
 _NS_PER_DAY = 86_400 * 10**9
 # Device ids are UUID strings like the app's; derived from the session so each session is stable.
 _DEVICE_NAMESPACE = uuid.UUID("6f3a0c52-8a55-4d55-9b5e-0a7a5b1d2c01")
@@ -100,6 +102,8 @@ class LiveLinkFaceOutput(Output):
         subject: str = DEFAULT_SUBJECT,
         max_rate_hz: float | None = None,
     ) -> None:
+        if not 0 < len(subject.encode()) <= MAX_SUBJECT_BYTES:
+            raise ValueError(f"subject name must be 1..{MAX_SUBJECT_BYTES} UTF-8 bytes")
         self.name = f"livelink-face://{host}:{port}"
         self.max_rate_hz = max_rate_hz
         self.subject = subject
