@@ -22,14 +22,6 @@ from bridge.pipelines.face_crop import (
 
 ASTRONAUT: np.ndarray = data.astronaut()  # type: ignore[no-untyped-call]
 
-try:
-    find_cascade()
-    HAVE_CASCADE = True
-except FileNotFoundError:
-    HAVE_CASCADE = False
-needs_cascade = pytest.mark.skipif(
-    not HAVE_CASCADE, reason="no haarcascade_frontalface_default.xml: apt-get install opencv-data"
-)
 
 # The astronaut's face in skimage.ASTRONAUT (512×512), by eye: centre and width in pixels.
 FACE_CENTRE = np.array([222.0, 112.0])
@@ -48,7 +40,6 @@ def _vga(rgb: np.ndarray) -> np.ndarray:
     return frame
 
 
-@needs_cascade
 def test_detects_the_astronaut_face(detector: FaceDetector) -> None:
     faces = detector.detect(ASTRONAUT)
     assert faces, "no face found"
@@ -58,13 +49,11 @@ def test_detects_the_astronaut_face(detector: FaceDetector) -> None:
     assert 0.7 * FACE_WIDTH < f.w < 1.4 * FACE_WIDTH
 
 
-@needs_cascade
 def test_blank_and_flat_images_have_no_face(detector: FaceDetector) -> None:
     assert detector.detect(np.zeros((480, 640, 3), np.uint8)) == []
     assert detector.detect(np.full((480, 640, 3), 200, np.uint8)) == []
 
 
-@needs_cascade
 def test_crop_is_centred_on_the_face(detector: FaceDetector) -> None:
     photo = ASTRONAUT
     box = detector.detect(photo)[0]
@@ -101,7 +90,6 @@ def test_crop_geometry_follows_the_deca_rule() -> None:
     assert crop_face(img, box, out=out) is out
 
 
-@needs_cascade
 def test_tracker_holds_the_box_through_misses(detector: FaceDetector) -> None:
     frame = _vga(ASTRONAUT)
     blank = np.zeros_like(frame)
@@ -118,7 +106,6 @@ def test_tracker_holds_the_box_through_misses(detector: FaceDetector) -> None:
     assert tracker.update(frame) is not None  # re-acquired by a full search
 
 
-@needs_cascade
 def test_detection_cost_on_vga(detector: FaceDetector) -> None:
     frame = _vga(ASTRONAUT)
     box = detector.detect(frame)[0]
@@ -136,7 +123,12 @@ def test_detection_cost_on_vga(detector: FaceDetector) -> None:
         crop_face(frame, box)
     crop_ms = (time.perf_counter() - t0) / runs * 1e3
     print(
-        f"\n[face_crop] backend={detector.backend} 640x480: full search {full_ms:.1f} ms, "
+        f"\n[face_crop] 640x480: full search {full_ms:.1f} ms, "
         f"near-box re-detect {near_ms:.1f} ms, crop {crop_ms:.2f} ms"
     )
     assert near_ms < full_ms
+
+
+def test_missing_cascade_says_how_to_fix(tmp_path: object) -> None:
+    with pytest.raises(FileNotFoundError, match="opencv-python-headless<5"):
+        find_cascade("/nonexistent/cascade.xml")
