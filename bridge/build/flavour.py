@@ -156,6 +156,21 @@ class Flavour:
         reasons = [name.lower().replace("_", " ") for name, v in flags if int(mask) & int(v)]
         return reasons or [f"engine validity {validity.name}"]
 
+    def create_context(self, engine: trt.ICudaEngine, *, builtin_graphs: bool) -> trt.IExecutionContext:
+        """A context whose scratch memory the caller supplies (so a slot's tier contexts share one buffer).
+
+        RTX goes through a runtime config, which is also where its built-in CUDA graphs are switched on.
+        """
+        t = self.trt
+        user_managed = t.ExecutionContextAllocationStrategy.USER_MANAGED
+        if not self.is_rtx:
+            return engine.create_execution_context(user_managed)
+        config = engine.create_runtime_config()
+        config.set_execution_context_allocation_strategy(user_managed)
+        strategy = t.CudaGraphStrategy.WHOLE_GRAPH_CAPTURE if builtin_graphs else t.CudaGraphStrategy.DISABLED
+        config.cuda_graph_strategy = strategy
+        return engine.create_execution_context(config)
+
 
 def _import(name: FlavourName) -> Flavour:
     try:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bridge.build.flavour import installed_flavours
 from bridge.build.host import HostSnapshot
 from bridge.runtime.backend import Backend
 from bridge.runtime.manifest import ModelManifest
@@ -16,6 +17,10 @@ from bridge.runtime.tensorrt.slot import ExecutionSlot
 from bridge.runtime.tensorrt.tiers import select_tier
 
 __all__ = ["TensorRTBackend"]
+
+if not installed_flavours():
+    # The backend registry turns this into BackendUnavailable ("install the extra").
+    raise ImportError("neither tensorrt nor tensorrt_rtx is installed")
 
 
 class TensorRTBackend(Backend):
