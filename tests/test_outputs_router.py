@@ -45,14 +45,17 @@ class Collect(Output):
         self.delay_s = delay_s
         self.frames: list[tuple[Frame, SessionInfo, float]] = []
         self.events: list[SessionEvent] = []
+        self.sequence: list[str] = []  # frames and events in delivery order
         self.closed = False
 
     def on_frame(self, frame: Frame, session: SessionInfo, received: Received) -> None:
         time.sleep(self.delay_s)
         self.frames.append((frame, session, time.monotonic()))
+        self.sequence.append(f"frame {frame.header.seq}")
 
     def on_event(self, event: SessionEvent, received: Received) -> None:
         self.events.append(event)
+        self.sequence.append(event.event)
 
     def close(self) -> None:
         self.closed = True
@@ -130,6 +133,20 @@ def test_rate_limit_holds_back_to_the_newest_frame() -> None:
     times = [t for _, _, t in limited.frames]
     assert min(np.diff(times)) >= 0.09  # never faster than 10 Hz
     assert len(free.frames) >= 40  # the other output was not limited
+
+
+def test_last_frame_goes_out_before_closed_despite_the_rate_limit() -> None:
+    out = Collect(max_rate_hz=1.0)
+    router = OutputRouter([out])
+    router.start()
+    router.feed(f"event/{SESSION}".encode(), opened_event(SESSION, "motion", motion_rig()))
+    for seq in range(3):
+        router.feed(f"frame/{SESSION}".encode(), motion_frame(seq))
+        time.sleep(0.05)
+    router.feed(f"event/{SESSION}".encode(), closed_event(SESSION, 3))
+    wait_for(lambda: "closed" in out.sequence, timeout_s=2.0)
+    router.stop()
+    assert out.sequence == ["opened", "frame 0", "frame 2", "closed"]
 
 
 def test_slow_and_failing_outputs_never_slow_the_router(caplog: pytest.LogCaptureFixture) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import sys
 import threading
 import time
@@ -158,8 +159,11 @@ def run_record(args: argparse.Namespace) -> int:
         print(f"record: {exc}", file=sys.stderr)
         return 1
     log.info("recording %s to %s%s", endpoint, args.out, f" for {args.seconds} s" if args.seconds else "")
+    done = threading.Event()
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, lambda *_: done.set())  # finish the log as on Ctrl-C
     try:
-        threading.Event().wait(args.seconds)  # interrupted by Ctrl-C when there is no time limit
+        done.wait(args.seconds)
     except KeyboardInterrupt:
         pass
     finally:

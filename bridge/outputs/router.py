@@ -89,7 +89,15 @@ class _Worker:
         with self._cond:
             if item.frame is not None and not self.output.keep_all:
                 self._latest[item.frame.header.session] = item
-            elif len(self._ordered) < self._queue_limit:
+                self._cond.notify()
+                return
+            if item.event is not None and item.event.event == "closed":
+                # The session's last frame goes out before its closed event, whatever the rate limit.
+                last = self._latest.pop(item.event.session, None)
+                if last is not None:
+                    self._ordered.append(last)
+                self._last_sent.pop(item.event.session, None)
+            if len(self._ordered) < self._queue_limit:
                 self._ordered.append(item)
             else:
                 self.dropped += 1

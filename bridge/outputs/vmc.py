@@ -24,7 +24,7 @@ from pythonosc.osc_message import OscMessage
 from pythonosc.osc_message_builder import OscMessageBuilder
 
 from bridge.outputs.router import Output, Received
-from bridge.outputs.session import BodyRig, FaceRig, SessionEvent, SessionInfo
+from bridge.outputs.session import BodyRig, FaceRig, SessionInfo
 from bridge.outputs.udp import UdpDestination
 from bridge.protocol import FaceFrame, Frame, MotionFrame
 from bridge.rig.rotations import quat_multiply, quat_rotate
@@ -144,16 +144,12 @@ class VmcOutput(Output):
         self.max_datagram = max_datagram
         self.destination = UdpDestination(host, port, self.name)
         self._t0 = time.monotonic()
-        self._bones: dict[str, list[_Bone]] = {}
+        self._bones: dict[tuple[tuple[str, ...], tuple[int, ...]], list[_Bone]] = {}  # by (humanoid, parents)
         self._warned: set[str] = set()
 
     def on_frame(self, frame: Frame, session: SessionInfo, received: Received) -> None:
         messages = self.messages(frame, session)
         self.destination.send(pack_datagrams(messages, self.bundle, self.max_datagram))
-
-    def on_event(self, event: SessionEvent, received: Received) -> None:
-        if event.event == "closed":
-            self._bones.pop(event.session, None)
 
     def close(self) -> None:
         self.destination.close()
@@ -166,15 +162,16 @@ class VmcOutput(Output):
             message("/VMC/Ext/T", time.monotonic() - self._t0),
         ]
         if isinstance(frame, MotionFrame) and isinstance(session.rig, BodyRig):
-            out += self._body(frame, session.session, session.rig)
+            out += self._body(frame, session.rig)
         elif isinstance(frame, FaceFrame) and isinstance(session.rig, FaceRig):
             out += self._face(frame, session.session, session.rig)
         return out
 
-    def _body(self, frame: MotionFrame, session: str, rig: BodyRig) -> list[OscMessage]:
-        bones = self._bones.get(session)
+    def _body(self, frame: MotionFrame, rig: BodyRig) -> list[OscMessage]:
+        key = (rig.humanoid, rig.parents)
+        bones = self._bones.get(key)
         if bones is None:
-            bones = self._bones[session] = humanoid_bones(rig)
+            bones = self._bones[key] = humanoid_bones(rig)
         root = to_unity_position(frame.root)
         # The root carries the translation only; the body's orientation is the Hips rotation, as
         # in SMPL, where the pelvis rotation is the global orientation.
