@@ -39,8 +39,20 @@ SESSION_COUNTS = (1, 4, 16)
 def start_bridge() -> tuple[subprocess.Popen[bytes], int]:
     ports = Path(tempfile.mkdtemp()) / "ports.json"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "bridge.cli.main", "serve", "--request-port", "0", "--frames-port", "0",
-         "--ports-file", str(ports), "--idle-timeout", "60"],
+        [
+            sys.executable,
+            "-m",
+            "bridge.cli.main",
+            "serve",
+            "--request-port",
+            "0",
+            "--frames-port",
+            "0",
+            "--ports-file",
+            str(ports),
+            "--idle-timeout",
+            "60",
+        ],
         stdout=subprocess.DEVNULL,
     )
     deadline = time.monotonic() + 60
@@ -109,7 +121,9 @@ def bench_codec(count: int = 20000) -> dict[str, float]:
     root = np.zeros(3, np.float32)
     t0 = time.perf_counter()
     for i in range(count):
-        payload = encode_motion_frame("0123456789abcdef", i, i, 0, joints=joints, root=root, engine_us=0, batch=1)
+        payload = encode_motion_frame(
+            "0123456789abcdef", i, i, 0, joints=joints, root=root, engine_us=0, batch=1
+        )
     encode = (time.perf_counter() - t0) / count * 1e6
     t0 = time.perf_counter()
     for _ in range(count):
@@ -150,8 +164,32 @@ def bench_batching(sessions: int = 16, repeats: int = 300) -> dict[str, float]:
     }
 
 
+COLUMNS = (
+    ("input", "input", "{}"),
+    ("sessions", "sessions", "{}"),
+    ("fps/session", "fps_per_session", "{:.1f}"),
+    ("lost", "frames_lost", "{}"),
+    ("e2e p50 ms", "latency_ms_p50", "{:.2f}"),
+    ("e2e p99 ms", "latency_ms_p99", "{:.2f}"),
+    ("engine p50 ms", "engine_ms_p50", "{:.2f}"),
+    ("overhead p50 ms", "overhead_ms_p50", "{:.2f}"),
+    ("overhead p99 ms", "overhead_ms_p99", "{:.2f}"),
+    ("in-bridge p50 ms", "bridge_overhead_ms_p50", "{:.2f}"),
+    ("in-bridge p99 ms", "bridge_overhead_ms_p99", "{:.2f}"),
+    ("mean batch", "mean_batch", "{:.1f}"),
+)
+
+
+def markdown_table(scenarios: list[dict[str, object]]) -> str:
+    lines = ["| " + " | ".join(h for h, _, _ in COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    lines += ["| " + " | ".join(f.format(s[k]) for _, k, f in COLUMNS) + " |" for s in scenarios]
+    return "\n".join(lines)
+
+
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "core-cpu.json")
     args = parser.parse_args()
@@ -177,18 +215,18 @@ def main() -> int:
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2))
-    print(f"{'input':>8} {'sessions':>8} {'fps/sess':>8} {'lost':>5} {'e2e p50':>8} {'e2e p99':>8} {'engine p50':>10} "
-          f"{'overhead p50':>12} {'overhead p99':>12} {'bridge p50':>10} {'bridge p99':>10} {'batch':>6}")
-    for s in scenarios:
-        print(f"{s['input']:>8} {s['sessions']:>8} {s['fps_per_session']:>8.1f} {s['frames_lost']:>5} {s['latency_ms_p50']:>8.2f} "
-              f"{s['latency_ms_p99']:>8.2f} {s['engine_ms_p50']:>10.2f} {s['overhead_ms_p50']:>12.2f} "
-              f"{s['overhead_ms_p99']:>12.2f} {s['bridge_overhead_ms_p50']:>10.2f} {s['bridge_overhead_ms_p99']:>10.2f} "
-              f"{s['mean_batch']:>6.1f}")
-    print(f"session open: p50 {opening['open_ms_p50']:.2f} ms, p99 {opening['open_ms_p99']:.2f} ms (round trip)")
-    print(f"frame codec: {codec['frame_bytes']} bytes, encode {codec['encode_us']:.1f} us, "
-          f"decode {codec['decode_us']:.1f} us")
-    print(f"batching: {batching['sessions']} sessions, one call per session {batching['baseline_ms_per_tick']:.2f} ms"
-          f"/tick vs one batched call {batching['batched_ms_per_tick']:.2f} ms/tick -> {batching['speedup']:.1f}x")
+    print(markdown_table(scenarios))
+    print(
+        f"\nsession open (round trip): p50 {opening['open_ms_p50']:.2f} ms, "
+        f"p99 {opening['open_ms_p99']:.2f} ms"
+    )
+    print(f"frame codec: {codec['frame_bytes']} bytes, encode {codec['encode_us']:.1f} us, ", end="")
+    print(f"decode {codec['decode_us']:.1f} us")
+    print(
+        f"batching baseline: {batching['sessions']} sessions, one engine call each "
+        f"{batching['baseline_ms_per_tick']:.2f} ms/tick vs one batched call "
+        f"{batching['batched_ms_per_tick']:.2f} ms/tick = {batching['speedup']:.1f}x"
+    )
     print(f"wrote {args.out}")
     return 0
 

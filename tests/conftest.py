@@ -18,7 +18,8 @@ ENGINES = Path(__file__).resolve().parents[1] / "engines"
 
 def start_bridge(**overrides: object) -> tuple[Bridge, threading.Thread]:
     config = replace(
-        ServeConfig(transport=TransportConfig(request_port=0, frames_port=0), engines_dir=ENGINES), **overrides
+        ServeConfig(transport=TransportConfig(request_port=0, frames_port=0), engines_dir=ENGINES),
+        **overrides,
     )
     bridge = Bridge(config)
     bridge.start()

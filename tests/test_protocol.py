@@ -32,8 +32,16 @@ def code_of(payload: bytes, max_bytes: int | None = None) -> ErrorCode:
 def test_image_input_is_a_zero_copy_view() -> None:
     pixels = np.arange(4 * 2 * 3, dtype=np.uint8)
     payload = pack(
-        {"op": "input", "session": "s", "kind": "image", "seq": 7, "t_capture_ns": 5, "width": 2, "height": 4,
-         "data": pixels.tobytes()}
+        {
+            "op": "input",
+            "session": "s",
+            "kind": "image",
+            "seq": 7,
+            "t_capture_ns": 5,
+            "width": 2,
+            "height": 4,
+            "data": pixels.tobytes(),
+        }
     )
     request = decode_request(payload)
     assert isinstance(request, ImageInput)
@@ -43,12 +51,36 @@ def test_image_input_is_a_zero_copy_view() -> None:
 
 def test_audio_and_features_inputs() -> None:
     s16 = np.array([0, 1000, -1000], "<i2")
-    audio = decode_request(pack({"op": "input", "session": "s", "kind": "audio", "seq": 0, "t_capture_ns": 0,
-                                 "rate": 48000, "format": "s16le", "data": s16.tobytes()}))
+    audio = decode_request(
+        pack(
+            {
+                "op": "input",
+                "session": "s",
+                "kind": "audio",
+                "seq": 0,
+                "t_capture_ns": 0,
+                "rate": 48000,
+                "format": "s16le",
+                "data": s16.tobytes(),
+            }
+        )
+    )
     assert isinstance(audio, AudioInput) and audio.samples.dtype == np.dtype("<i2") and audio.rate == 48000
     rows = np.ones((2, 35), "<f4")
-    feats = decode_request(pack({"op": "input", "session": "s", "kind": "features", "seq": 0, "t_capture_ns": 0,
-                                 "rows": 2, "cols": 35, "data": rows.tobytes()}))
+    feats = decode_request(
+        pack(
+            {
+                "op": "input",
+                "session": "s",
+                "kind": "features",
+                "seq": 0,
+                "t_capture_ns": 0,
+                "rows": 2,
+                "cols": 35,
+                "data": rows.tobytes(),
+            }
+        )
+    )
     assert isinstance(feats, FeaturesInput) and feats.rows.shape == (2, 35)
 
 
@@ -76,19 +108,45 @@ BASE = {"op": "input", "session": "s", "seq": 0, "t_capture_ns": 0}
         (pack({**BASE, "kind": "smell", "data": b""}), ErrorCode.BAD_VALUE),
         (pack({**BASE, "kind": "image", "width": 2, "height": 2, "data": b"x" * 11}), ErrorCode.BAD_SIZE),
         (pack({**BASE, "kind": "image", "width": 0, "height": 2, "data": b""}), ErrorCode.BAD_VALUE),
-        (pack({**BASE, "kind": "image", "width": 1, "height": 1, "format": "bgr8", "data": b"xyz"}),
-         ErrorCode.BAD_VALUE),
+        (
+            pack({**BASE, "kind": "image", "width": 1, "height": 1, "format": "bgr8", "data": b"xyz"}),
+            ErrorCode.BAD_VALUE,
+        ),
         (pack({**BASE, "kind": "image", "width": "2", "height": 2, "data": b""}), ErrorCode.BAD_TYPE),
-        (pack({**BASE, "kind": "audio", "rate": 100, "format": "s16le", "data": b"\0\0"}), ErrorCode.BAD_VALUE),
-        (pack({**BASE, "kind": "audio", "rate": 48000, "format": "mp3", "data": b"\0\0"}), ErrorCode.BAD_VALUE),
-        (pack({**BASE, "kind": "audio", "rate": 48000, "format": "s16le", "data": b"\0"}), ErrorCode.BAD_SIZE),
-        (pack({**BASE, "kind": "audio", "rate": 48000, "format": "f32le",
-               "data": np.array([np.nan], "<f4").tobytes()}), ErrorCode.BAD_VALUE),
+        (
+            pack({**BASE, "kind": "audio", "rate": 100, "format": "s16le", "data": b"\0\0"}),
+            ErrorCode.BAD_VALUE,
+        ),
+        (
+            pack({**BASE, "kind": "audio", "rate": 48000, "format": "mp3", "data": b"\0\0"}),
+            ErrorCode.BAD_VALUE,
+        ),
+        (
+            pack({**BASE, "kind": "audio", "rate": 48000, "format": "s16le", "data": b"\0"}),
+            ErrorCode.BAD_SIZE,
+        ),
+        (
+            pack(
+                {
+                    **BASE,
+                    "kind": "audio",
+                    "rate": 48000,
+                    "format": "f32le",
+                    "data": np.array([np.nan], "<f4").tobytes(),
+                }
+            ),
+            ErrorCode.BAD_VALUE,
+        ),
         (pack({**BASE, "kind": "features", "rows": 1, "cols": 35, "data": b"\0" * 4}), ErrorCode.BAD_SIZE),
         (pack({**BASE, "kind": "features", "rows": 1, "cols": 35, "data": "text"}), ErrorCode.BAD_TYPE),
-        (pack({**BASE, "seq": -1, "kind": "features", "rows": 1, "cols": 1, "data": b"\0" * 4}),
-         ErrorCode.BAD_VALUE),
-        (pack({**BASE, "ack": 1, "kind": "features", "rows": 1, "cols": 1, "data": b"\0" * 4}), ErrorCode.BAD_TYPE),
+        (
+            pack({**BASE, "seq": -1, "kind": "features", "rows": 1, "cols": 1, "data": b"\0" * 4}),
+            ErrorCode.BAD_VALUE,
+        ),
+        (
+            pack({**BASE, "ack": 1, "kind": "features", "rows": 1, "cols": 1, "data": b"\0" * 4}),
+            ErrorCode.BAD_TYPE,
+        ),
         (pack({"op": "input", "kind": "image"}), ErrorCode.MISSING_FIELD),
     ],
 )
@@ -102,28 +160,62 @@ def test_oversize_is_refused_before_decoding() -> None:
 
 def test_frames_round_trip() -> None:
     face = decode_frame(
-        encode_face_frame("abc", 3, 9, 100, face_found=True, expression=np.arange(50), eyelids=np.ones(2),
-                          jaw=np.array([0, 0, 0, 1]), head=np.array([0, 0, 0, 1]), blendshapes=np.zeros(52),
-                          engine_us=12.5, batch=2)
+        encode_face_frame(
+            "abc",
+            3,
+            9,
+            100,
+            face_found=True,
+            expression=np.arange(50),
+            eyelids=np.ones(2),
+            jaw=np.array([0, 0, 0, 1]),
+            head=np.array([0, 0, 0, 1]),
+            blendshapes=np.zeros(52),
+            engine_us=12.5,
+            batch=2,
+        )
     )
     assert isinstance(face, FaceFrame)
     assert face.header.seq == 3 and face.header.input_seq == 9 and face.header.batch == 2
     assert face.expression[49] == 49 and face.blendshapes.shape == (52,)
     assert face.header.t_publish_ns >= face.header.t_capture_ns
-    motion = decode_frame(encode_motion_frame("abc", 0, 0, 1, joints=np.tile([0, 0, 0, 1], (24, 1)),
-                                              root=np.array([0, 0.9, 0]), engine_us=1, batch=1))
+    motion = decode_frame(
+        encode_motion_frame(
+            "abc",
+            0,
+            0,
+            1,
+            joints=np.tile([0, 0, 0, 1], (24, 1)),
+            root=np.array([0, 0.9, 0]),
+            engine_us=1,
+            batch=1,
+        )
+    )
     assert isinstance(motion, MotionFrame)
     assert motion.joints.shape == (24, 4) and motion.root[1] == pytest.approx(0.9)
     no_blend = decode_frame(
-        encode_face_frame("abc", 0, 0, 0, face_found=False, expression=np.zeros(50), eyelids=np.zeros(2),
-                          jaw=np.zeros(4), head=np.zeros(4), blendshapes=None, engine_us=0, batch=1)
+        encode_face_frame(
+            "abc",
+            0,
+            0,
+            0,
+            face_found=False,
+            expression=np.zeros(50),
+            eyelids=np.zeros(2),
+            jaw=np.zeros(4),
+            head=np.zeros(4),
+            blendshapes=None,
+            engine_us=0,
+            batch=1,
+        )
     )
     assert isinstance(no_blend, FaceFrame) and no_blend.blendshapes.shape == (0,)
 
 
 def test_frame_with_wrong_array_size_is_rejected() -> None:
-    good = msgpack.unpackb(encode_motion_frame("a", 0, 0, 0, joints=np.zeros((24, 4)), root=np.zeros(3),
-                                               engine_us=0, batch=1))
+    good = msgpack.unpackb(
+        encode_motion_frame("a", 0, 0, 0, joints=np.zeros((24, 4)), root=np.zeros(3), engine_us=0, batch=1)
+    )
     good["joints"] = good["joints"][:-4]
     with pytest.raises(ProtocolError) as info:
         decode_frame(msgpack.packb(good))

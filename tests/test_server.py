@@ -90,13 +90,20 @@ def test_every_bad_input_gets_its_code_while_others_are_served(bridge: Bridge, c
         ([pack({"op": "hello"}), pack({"op": "hello"})], ErrorCode.MALFORMED),  # two frames
         ([pack({"op": "explode"})], ErrorCode.UNKNOWN_OP),
         ([pack({"op": "hello", "v": 99})], ErrorCode.UNSUPPORTED_VERSION),
-        ([pack({**base, "session": good, "kind": "features", "rows": 1, "cols": 35})], ErrorCode.MISSING_FIELD),
+        (
+            [pack({**base, "session": good, "kind": "features", "rows": 1, "cols": 35})],
+            ErrorCode.MISSING_FIELD,
+        ),
         ([pack({**base, "session": good, **feats, "rows": "1"})], ErrorCode.BAD_TYPE),
-        ([pack({**base, "session": good, **feats, "cols": 34, "data": FEATURES[:, :34].tobytes()})],
-         ErrorCode.BAD_VALUE),  # wrong shape for this model
+        (
+            [pack({**base, "session": good, **feats, "cols": 34, "data": FEATURES[:, :34].tobytes()})],
+            ErrorCode.BAD_VALUE,
+        ),  # wrong shape for this model
         ([pack({**base, "session": good, **feats, "data": FEATURES.tobytes()[:-4]})], ErrorCode.BAD_SIZE),
-        ([pack({**base, "session": good, "kind": "audio", "rate": 48000, "format": "u8", "data": b"\0"})],
-         ErrorCode.BAD_VALUE),  # wrong dtype
+        (
+            [pack({**base, "session": good, "kind": "audio", "rate": 48000, "format": "u8", "data": b"\0"})],
+            ErrorCode.BAD_VALUE,
+        ),  # wrong dtype
         ([pack({**base, "session": "0" * 16, **feats})], ErrorCode.UNKNOWN_SESSION),
         ([pack({**base, "session": closed, **feats})], ErrorCode.UNKNOWN_SESSION),
         ([pack({"op": "close", "session": closed})], ErrorCode.UNKNOWN_SESSION),
@@ -106,8 +113,21 @@ def test_every_bad_input_gets_its_code_while_others_are_served(bridge: Bridge, c
         ([pack({"op": "open", "pipeline": "motion", "options": {"style": "polka"}})], ErrorCode.BAD_VALUE),
         ([pack({"op": "open", "pipeline": "face", "options": {"colour": 1}})], ErrorCode.BAD_VALUE),
         ([pack({"op": "open", "pipeline": "face", "options": {"smoothing": 3}})], ErrorCode.BAD_TYPE),
-        ([pack({**base, "session": good, "kind": "image", "width": 4096, "height": 4096, "data": b"\0" * (9 << 20)})],
-         ErrorCode.TOO_LARGE),
+        (
+            [
+                pack(
+                    {
+                        **base,
+                        "session": good,
+                        "kind": "image",
+                        "width": 4096,
+                        "height": 4096,
+                        "data": b"\0" * (9 << 20),
+                    }
+                )
+            ],
+            ErrorCode.TOO_LARGE,
+        ),
     ]
     for i, (frames, code) in enumerate(cases):
         reply = raw_error(raw, *frames)

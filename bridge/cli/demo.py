@@ -26,22 +26,29 @@ from bridge.transport.zmq_sockets import TransportConfig
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", type=Path, default=Path("demo-out"), help="folder for dance.bvh, demo.png, summary.json")
+    parser.add_argument(
+        "--out", type=Path, default=Path("demo-out"), help="folder for dance.bvh, demo.png, summary.json"
+    )
     parser.add_argument("--seconds", type=float, default=8.0)
     parser.add_argument("--style", default="house", help="dance style of the motion session")
-    parser.add_argument("--engines", type=Path, default=None, help="models folder (default: bundled engines/)")
+    parser.add_argument(
+        "--engines", type=Path, default=None, help="models folder (default: bundled engines/)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     config = ServeConfig(
-        transport=TransportConfig(request_port=0, frames_port=0), engines_dir=args.engines or default_engines_dir()
+        transport=TransportConfig(request_port=0, frames_port=0),
+        engines_dir=args.engines or default_engines_dir(),
     )
     bridge = Bridge(config)
     bridge.start()
     server = threading.Thread(target=bridge.serve_forever, name="bridge", daemon=True)
     server.start()
-    print(f"bridge up on 127.0.0.1:{bridge.sockets.request_port}; models: {', '.join(bridge.defaults.values())}")
+    print(
+        f"bridge up on 127.0.0.1:{bridge.sockets.request_port}; models: {', '.join(bridge.defaults.values())}"
+    )
     reports: dict[str, HarnessReport] = {}
     progress = tqdm(total=2 * int(args.seconds * 60), unit="frame", desc="streaming face + motion")
     lock = threading.Lock()
@@ -78,7 +85,9 @@ def run(args: argparse.Namespace) -> int:
         return 1
     face, motion = reports["face"].tracks[0], reports["motion"].tracks[0]
     rig = motion.opened["rig"]
-    info = SessionInfo(motion.session, "motion", parse_rig(rig), fps=motion.opened["fps"], model=motion.opened["model"])
+    info = SessionInfo(
+        motion.session, "motion", parse_rig(rig), fps=motion.opened["fps"], model=motion.opened["model"]
+    )
     bvh = args.out / "dance.bvh"
     write_bvh(Recording(info, [r.frame for r in motion.frames]), bvh)
     png = plot_run(face, motion, rig, args.out / "demo.png")

@@ -19,7 +19,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--sessions", type=int, default=1, help="concurrent sessions to open")
     parser.add_argument("--fps", type=float, default=60.0, help="input rate per session")
-    parser.add_argument("--input", type=Path, help="face: video or image file; motion: 16-bit WAV (default: generated)")
+    parser.add_argument(
+        "--input", type=Path, help="face: video or image file; motion: 16-bit WAV (default: generated)"
+    )
     parser.add_argument("--style", help="motion style (see `list`)")
     parser.add_argument("--json", type=Path, help="write the report here")
 

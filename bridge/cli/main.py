@@ -19,9 +19,13 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     serve.add_arguments(p := sub.add_parser("serve", help="run the bridge"))
     p.set_defaults(func=serve.run)
-    harness.add_arguments(p := sub.add_parser("harness", help="drive a running bridge and report frames, loss, latency"))
+    harness.add_arguments(
+        p := sub.add_parser("harness", help="drive a running bridge and report frames, loss, latency")
+    )
     p.set_defaults(func=harness.run)
-    demo.add_arguments(p := sub.add_parser("demo", help="serve, drive a face and a dance session, write BVH + PNG"))
+    demo.add_arguments(
+        p := sub.add_parser("demo", help="serve, drive a face and a dance session, write BVH + PNG")
+    )
     p.set_defaults(func=demo.run)
     keys.add_arguments(p := sub.add_parser("keys", help="generate a CURVE key pair"))
     p.set_defaults(func=keys.run)
@@ -33,7 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     return int(args.func(args))
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -13,7 +14,7 @@ from bridge.rig.forward_kinematics import forward_kinematics_quat
 SKELETON_POSES = 8
 
 
-def plot_run(face: SessionTrack | None, motion: SessionTrack | None, rig: dict[str, object], out: Path) -> Path:
+def plot_run(face: SessionTrack | None, motion: SessionTrack | None, rig: dict[str, Any], out: Path) -> Path:
     """Write a PNG with latency, channels and skeleton snapshots; matplotlib is imported only here."""
     import matplotlib
 
@@ -50,15 +51,17 @@ def plot_run(face: SessionTrack | None, motion: SessionTrack | None, rig: dict[s
     ax_face.set(xlabel="frame", title="face channels (untrained reference model)")
 
     ax_body = fig.add_subplot(grid[1, SKELETON_POSES // 2 :])
-    motion_frames = [] if motion is None else [r.frame for r in motion.frames if isinstance(r.frame, MotionFrame)]
+    motion_frames = (
+        [] if motion is None else [r.frame for r in motion.frames if isinstance(r.frame, MotionFrame)]
+    )
     positions = np.zeros((0, 24, 3))
     if motion_frames:
         joints = np.stack([f.joints for f in motion_frames])
         roots = np.stack([f.root for f in motion_frames])
-        offsets = np.frombuffer(rig["rest_offsets"], "<f4").reshape(-1, 3)  # type: ignore[arg-type]
-        parents = tuple(rig["parents"])  # type: ignore[arg-type]
+        offsets = np.frombuffer(rig["rest_offsets"], "<f4").reshape(-1, 3)
+        parents = tuple(rig["parents"])
         positions, _ = forward_kinematics_quat(joints, roots, offsets, parents)
-        names = list(rig["joints"])  # type: ignore[call-overload]
+        names = list(rig["joints"])
         for name in ("left_wrist", "right_wrist", "left_ankle", "head"):
             if name in names:
                 ax_body.plot(positions[:, names.index(name), 1], lw=1, label=f"{name} height")
@@ -66,7 +69,7 @@ def plot_run(face: SessionTrack | None, motion: SessionTrack | None, rig: dict[s
     ax_body.set(xlabel="frame", ylabel="m", title="dance: joint heights (untrained reference model)")
 
     if len(positions):
-        parents = tuple(rig["parents"])  # type: ignore[arg-type]
+        parents = tuple(rig["parents"])
         picks = np.linspace(0, len(positions) - 1, SKELETON_POSES).astype(int)
         for k, i in enumerate(picks):
             ax = fig.add_subplot(grid[2, k])

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -79,7 +79,9 @@ class HarnessReport:
 
     @property
     def ok(self) -> bool:
-        return self.frames_received > 0 and self.frames_lost == 0 and not self.invalid_frames and not self.errors
+        return (
+            self.frames_received > 0 and self.frames_lost == 0 and not self.invalid_frames and not self.errors
+        )
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -151,7 +153,12 @@ def run_harness(
 
 
 def _sender(
-    client: BridgeClient, pipeline: str, seconds: float, fps: float, path: Path | None, rows: np.ndarray | None
+    client: BridgeClient,
+    pipeline: str,
+    seconds: float,
+    fps: float,
+    path: Path | None,
+    rows: np.ndarray | None,
 ) -> tuple[Callable[[str, int], None], int]:
     if pipeline == "face":
         frames = list(face_frames(seconds, fps, path))

@@ -24,7 +24,7 @@ def load_face_photo() -> np.ndarray:
 
 
 class FaceVideo:
-    """Frame `i` of a synthetic webcam clip: the face sways, nods and zooms a little, like a person talking."""
+    """Frame `i` of a synthetic webcam clip: the face sways, nods and zooms a little."""
 
     def __init__(self, width: int = 320, height: int = 240, fps: float = 60.0) -> None:
         self.width, self.height, self.fps = width, height, fps

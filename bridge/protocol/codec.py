@@ -61,12 +61,15 @@ def require(message: dict[str, Any], key: str, kind: type | tuple[type, ...], wh
     # bool is an int subclass in Python; msgpack keeps them apart, so do we.
     if not isinstance(value, kind) or (isinstance(value, bool) and bool not in _as_tuple(kind)):
         raise ProtocolError(
-            ErrorCode.BAD_TYPE, f"{what}: field '{key}' must be {_type_names(kind)}, got {type(value).__name__}"
+            ErrorCode.BAD_TYPE,
+            f"{what}: field '{key}' must be {_type_names(kind)}, got {type(value).__name__}",
         )
     return value
 
 
-def optional(message: dict[str, Any], key: str, kind: type | tuple[type, ...], default: Any, what: str) -> Any:
+def optional(
+    message: dict[str, Any], key: str, kind: type | tuple[type, ...], default: Any, what: str
+) -> Any:
     if key not in message or message[key] is None:
         return default
     return require(message, key, kind, what)

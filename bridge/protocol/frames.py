@@ -58,7 +58,9 @@ class MotionFrame:
 Frame = FaceFrame | MotionFrame
 
 
-def _header(session: str, seq: int, input_seq: int, t_capture_ns: int, engine_us: float, batch: int) -> dict[str, Any]:
+def _header(
+    session: str, seq: int, input_seq: int, t_capture_ns: int, engine_us: float, batch: int
+) -> dict[str, Any]:
     return {
         "op": "frame",
         "v": PROTOCOL_VERSION,
@@ -148,7 +150,9 @@ def decode_frame(payload: bytes) -> Frame:
     elif pipeline == "motion":
         frame = MotionFrame(
             header,
-            joints=f32_view(require(m, "joints", bytes, what), SMPL_JOINTS * 4, "joints").reshape(SMPL_JOINTS, 4),
+            joints=f32_view(require(m, "joints", bytes, what), SMPL_JOINTS * 4, "joints").reshape(
+                SMPL_JOINTS, 4
+            ),
             root=f32_view(require(m, "root", bytes, what), 3, "root"),
         )
     else:

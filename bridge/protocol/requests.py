@@ -7,6 +7,7 @@ knowing the bridge's state (sessions, pipelines); the server checks the rest.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -99,12 +100,15 @@ def decode_request(payload: bytes, max_bytes: int | None = None) -> Request:
     version = message.get("v", PROTOCOL_VERSION)
     if version != PROTOCOL_VERSION:
         raise ProtocolError(
-            ErrorCode.UNSUPPORTED_VERSION, f"protocol version {version!r} not supported (bridge speaks {PROTOCOL_VERSION})"
+            ErrorCode.UNSUPPORTED_VERSION,
+            f"protocol version {version!r} not supported (bridge speaks {PROTOCOL_VERSION})",
         )
     op = require(message, "op", str, "request")
     decoder = _DECODERS.get(op)
     if decoder is None:
-        raise ProtocolError(ErrorCode.UNKNOWN_OP, f"unknown op '{op}' (known: {', '.join(sorted(_DECODERS))})")
+        raise ProtocolError(
+            ErrorCode.UNKNOWN_OP, f"unknown op '{op}' (known: {', '.join(sorted(_DECODERS))})"
+        )
     return decoder(message, request_id)
 
 
@@ -151,10 +155,13 @@ def _input(m: dict[str, Any], rid: int) -> Input:
         height = _positive(m, "height", MAX_IMAGE_SIDE, "image input")
         fmt = optional(m, "format", str, "rgb8", "image input")
         if fmt != "rgb8":
-            raise ProtocolError(ErrorCode.BAD_VALUE, f"image input: format '{fmt}' not supported (use 'rgb8')")
+            raise ProtocolError(
+                ErrorCode.BAD_VALUE, f"image input: format '{fmt}' not supported (use 'rgb8')"
+            )
         if len(data) != width * height * 3:
             raise ProtocolError(
-                ErrorCode.BAD_SIZE, f"image input: {width}x{height} rgb8 needs {width * height * 3} bytes, got {len(data)}"
+                ErrorCode.BAD_SIZE,
+                f"image input: {width}x{height} rgb8 needs {width * height * 3} bytes, got {len(data)}",
             )
         pixels = np.frombuffer(data, dtype=np.uint8).reshape(height, width, 3)
         return ImageInput(rid, session, seq, t_capture_ns, ack, pixels)
@@ -162,12 +169,15 @@ def _input(m: dict[str, Any], rid: int) -> Input:
         rate = require(m, "rate", int, "audio input")
         if not MIN_AUDIO_RATE <= rate <= MAX_AUDIO_RATE:
             raise ProtocolError(
-                ErrorCode.BAD_VALUE, f"audio input: rate {rate} outside [{MIN_AUDIO_RATE}, {MAX_AUDIO_RATE}] Hz"
+                ErrorCode.BAD_VALUE,
+                f"audio input: rate {rate} outside [{MIN_AUDIO_RATE}, {MAX_AUDIO_RATE}] Hz",
             )
         fmt = require(m, "format", str, "audio input")
         dtype = _AUDIO_FORMATS.get(fmt)
         if dtype is None:
-            raise ProtocolError(ErrorCode.BAD_VALUE, f"audio input: format '{fmt}' not supported (s16le or f32le)")
+            raise ProtocolError(
+                ErrorCode.BAD_VALUE, f"audio input: format '{fmt}' not supported (s16le or f32le)"
+            )
         if len(data) % dtype.itemsize:
             raise ProtocolError(
                 ErrorCode.BAD_SIZE, f"audio input: {len(data)} bytes is not a whole number of {fmt} samples"
@@ -181,7 +191,8 @@ def _input(m: dict[str, Any], rid: int) -> Input:
         cols = _positive(m, "cols", 4096, "features input")
         if len(data) != rows * cols * 4:
             raise ProtocolError(
-                ErrorCode.BAD_SIZE, f"features input: {rows}x{cols} f32le needs {rows * cols * 4} bytes, got {len(data)}"
+                ErrorCode.BAD_SIZE,
+                f"features input: {rows}x{cols} f32le needs {rows * cols * 4} bytes, got {len(data)}",
             )
         values = np.frombuffer(data, dtype=F32LE).reshape(rows, cols)
         if not np.isfinite(values).all():
@@ -204,9 +215,9 @@ def _positive(m: dict[str, Any], key: str, limit: int, what: str) -> int:
     return value
 
 
-_AUDIO_FORMATS = {"s16le": np.dtype("<i2"), "f32le": F32LE}
+_AUDIO_FORMATS: dict[str, np.dtype[Any]] = {"s16le": np.dtype("<i2"), "f32le": F32LE}
 
-_DECODERS = {
+_DECODERS: dict[str, Callable[[dict[str, Any], int], Request]] = {
     "hello": _hello,
     "list": _list,
     "open": _open,
