@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import csv
 import threading
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ from bridge.outputs.cli import add_output_arguments, build_router, register_comm
 from bridge.outputs.livelink_face import LiveLinkFaceOutput
 from bridge.outputs.recorder import Recorder
 from bridge.outputs.router import Received
+from bridge.outputs.udp import parse_host_port
 from bridge.outputs.vmc import VmcOutput
 from bridge.rig import arkit, smpl
 
@@ -247,6 +249,26 @@ def test_output_arguments_and_build_router() -> None:
     for bad in (["--osc", "127.0.0.1:9000"], ["--osc", "vmc://host:99999"], ["--output-rate", "0"]):
         with pytest.raises(SystemExit):
             p.parse_args(bad)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("127.0.0.1:9000", ("127.0.0.1", 9000)),
+        ("studio-pc", ("studio-pc", 11111)),
+        ("[::1]:9000", ("::1", 9000)),
+        ("[::1]", ("::1", 11111)),
+        ("fe80::1", ("fe80::1", 11111)),
+    ],
+)
+def test_destinations_parse(text: str, expected: tuple[str, int]) -> None:
+    assert parse_host_port(text, 11111) == expected
+
+
+@pytest.mark.parametrize("text", ["host:port", "host:70000", ":9000", "[::1]9000", "[::1"])
+def test_bad_destinations_are_refused(text: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(text)):
+        parse_host_port(text, 11111)
 
 
 def test_record_command_then_replay_command_into_vmc(tmp_path: Path) -> None:

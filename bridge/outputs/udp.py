@@ -21,15 +21,23 @@ RECOVERED_AFTER_S = 5.0
 
 
 def parse_host_port(text: str, default_port: int | None = None) -> tuple[str, int]:
-    """`HOST:PORT`, `[v6addr]:PORT` or (with a default port) `HOST` -> (host, port)."""
-    host, sep, port_text = text.rpartition(":")
-    if not sep or (host.count(":") and not host.startswith("[")):  # bare host or bare IPv6
-        if default_port is None:
-            raise ValueError(f"'{text}': expected HOST:PORT")
-        host, port_text = text, str(default_port)
-    host = host.strip("[]")
+    """`HOST:PORT`, `[IPv6]:PORT`, or with a default port also `HOST`, `[IPv6]`, bare IPv6 -> (host, port)."""
+    port_text: str | None = None
+    if text.startswith("["):
+        host, closed, rest = text[1:].partition("]")
+        if not closed or (rest and not rest.startswith(":")):
+            raise ValueError(f"'{text}': expected [IPv6]:PORT")
+        port_text = rest[1:] if rest else None
+    elif text.count(":") == 1:
+        host, port_text = text.split(":")
+    else:  # no colon, or several: a bare host name or IPv6 address
+        host = text
     if not host:
         raise ValueError(f"'{text}': missing host")
+    if port_text is None:
+        if default_port is None:
+            raise ValueError(f"'{text}': expected HOST:PORT")
+        return host, default_port
     try:
         port = int(port_text)
     except ValueError:
