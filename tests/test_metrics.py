@@ -1,0 +1,137 @@
+"""The metrics endpoint, scraped after real sessions: every metric of issue 8 with sensible values."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from bridge.harness.client import BridgeClient
+from bridge.media.face_video import FaceVideo
+from bridge.protocol import FaceFrame, MotionFrame
+from bridge.serving.server import Bridge
+
+from .conftest import start_bridge, stop_bridge
+
+STAGES = ("pre", "queue", "engine", "post", "publish")
+MOTION_FRAMES = 40
+
+
+@pytest.fixture(scope="module")
+def metered() -> Iterator[Bridge]:
+    server, thread = start_bridge(metrics_port=0)
+    yield server
+    stop_bridge(server, thread)
+
+
+def get(bridge: Bridge, path: str) -> tuple[int, str]:
+    assert bridge.metrics is not None
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{bridge.metrics.port}{path}", timeout=10) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def scrape(bridge: Bridge) -> dict[str, list[tuple[dict[str, str], float]]]:
+    """Samples by sample name (histograms give _bucket, _sum, _count; counters _total)."""
+    status, text = get(bridge, "/metrics")
+    assert status == 200
+    samples: dict[str, list[tuple[dict[str, str], float]]] = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            samples.setdefault(s.name, []).append((s.labels, s.value))
+    return samples
+
+
+def value(samples: dict[str, list[tuple[dict[str, str], float]]], metric: str, **labels: str) -> float:
+    matches = [v for lab, v in samples[metric] if all(lab.get(k) == want for k, want in labels.items())]
+    assert len(matches) == 1, (metric, labels, samples.get(metric))
+    return matches[0]
+
+
+def test_metrics_after_a_real_face_and_motion_session(metered: Bridge) -> None:
+    client = BridgeClient("127.0.0.1", metered.sockets.request_port, timeout_s=10)
+    try:
+        client.hello()
+        client.subscribe()
+        time.sleep(0.05)
+        motion = client.open("motion")
+        face = client.open("face")
+        video = FaceVideo()
+        rows = np.random.default_rng(0).standard_normal((MOTION_FRAMES, 35)).astype(np.float32)
+        for i in range(MOTION_FRAMES):
+            client.send_features(motion["session"], i, rows[i : i + 1])
+            if i % 8 == 0:
+                client.send_image(face["session"], i, video.frame(i))
+            time.sleep(0.005)
+        client.dealer.send(b"\xc1 not msgpack")  # one counted error
+        got: dict[str, int] = {motion["session"]: 0, face["session"]: 0}
+        deadline = time.monotonic() + 30
+        while got[motion["session"]] < MOTION_FRAMES or not got[face["session"]]:
+            assert time.monotonic() < deadline, got
+            for r in client.recv_frames(50):
+                assert isinstance(r.frame, (FaceFrame, MotionFrame))
+                got[r.frame.header.session] = got.get(r.frame.header.session, 0) + 1
+        m = scrape(metered)
+    finally:
+        client.close()
+    motion_model, face_model = motion["model"], face["model"]
+
+    # Latency histograms per stage and end to end, per model; decode runs on the I/O thread.
+    assert value(m, "avatar_bridge_stage_seconds_count", stage="decode", model="") >= MOTION_FRAMES
+    for model, frames in ((motion_model, MOTION_FRAMES), (face_model, 1)):
+        for stage in STAGES:
+            assert value(m, "avatar_bridge_stage_seconds_count", stage=stage, model=model) >= frames, stage
+            assert 0 < value(m, "avatar_bridge_stage_seconds_sum", stage=stage, model=model) < 60 * frames
+        assert value(m, "avatar_bridge_end_to_end_seconds_count", model=model) >= frames
+        inf = value(m, "avatar_bridge_end_to_end_seconds_bucket", model=model, le="+Inf")
+        assert inf == value(m, "avatar_bridge_end_to_end_seconds_count", model=model)
+        assert value(m, "avatar_bridge_batch_size_count", model=model) >= 1
+        assert value(m, "avatar_bridge_batch_size_sum", model=model) >= value(
+            m, "avatar_bridge_batch_size_count", model=model
+        )
+        assert value(m, "avatar_bridge_queue_depth", model=model) >= 0
+        assert value(m, "avatar_bridge_engine_loads_total", model=model, result="ok") == 1
+        assert 0 < value(m, "avatar_bridge_engine_load_seconds", model=model) < 120
+    # Frames published and dropped, per session and per model.
+    sid = motion["session"]
+    assert value(m, "avatar_bridge_session_frames_published_total", session=sid) == MOTION_FRAMES
+    assert value(m, "avatar_bridge_session_frames_dropped_total", session=sid) == 0
+    assert value(m, "avatar_bridge_session_frames_published_total", session=face["session"]) >= 1
+    assert value(m, "avatar_bridge_session_inputs_dropped_total", session=face["session"]) >= 0
+    assert value(m, "avatar_bridge_frames_published_total", model=motion_model) >= MOTION_FRAMES
+    assert value(m, "avatar_bridge_frames_dropped_total", model=motion_model) == 0
+    # Errors by code (every code present, zero or not), sessions, guard, readiness.
+    assert value(m, "avatar_bridge_errors_total", name="MALFORMED", code="100") >= 1
+    assert value(m, "avatar_bridge_errors_total", name="INTERNAL", code="500") == 0
+    assert value(m, "avatar_bridge_sessions_open", pipeline="motion", model=motion_model) >= 1
+    assert value(m, "avatar_bridge_sessions_open", pipeline="face", model=face_model) >= 1
+    assert value(m, "avatar_bridge_sessions_opened_total") >= 2
+    assert value(m, "avatar_bridge_guard_outputs_total", model=motion_model, verdict="held") == 0
+    assert value(m, "avatar_bridge_session_restarts_total", model=motion_model) == 0
+    assert value(m, "avatar_bridge_ready") == 1
+    assert value(m, "process_resident_memory_bytes") > 10e6
+    # GPU memory appears exactly where a GPU does.
+    assert ("avatar_bridge_gpu_memory_used_bytes" in m) == (shutil.which("nvidia-smi") is not None)
+
+
+def test_health_and_readiness(metered: Bridge) -> None:
+    assert get(metered, "/healthz") == (200, "ok\n")
+    status, body = get(metered, "/readyz")
+    assert status == 200
+    ready = json.loads(body)
+    assert ready["ready"] is True and set(ready["engines"].values()) == {"loaded"}
+    assert get(metered, "/nope")[0] == 404
+
+
+def test_metrics_bind_to_loopback_by_default(metered: Bridge) -> None:
+    assert metered.config.metrics_host == "127.0.0.1"
+    assert metered.metrics is not None and metered.metrics.port > 0
