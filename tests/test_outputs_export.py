@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import re
 import csv
+import re
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
