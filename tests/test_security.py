@@ -134,5 +134,5 @@ def test_key_files_are_checked(keys: Path, tmp_path: Path) -> None:
     with pytest.raises(KeyFileError, match="not a folder"):
         load_public_keys(tmp_path / "missing")
     (tmp_path / "empty").mkdir()
-    with pytest.raises(KeyFileError, match="client public keys) in it"):
+    with pytest.raises(KeyFileError, match="key files"):
         load_public_keys(tmp_path / "empty")
