@@ -11,6 +11,8 @@ namespace {
 // Subscriptions reach the bridge asynchronously; give one this long before the first input can be sent,
 // so the session's first frames are not published to nobody (docs/protocol.md §1, last point).
 constexpr std::chrono::milliseconds kSubscriptionSettle{30};
+// Inputs remembered for matching error replies; errors come back within milliseconds.
+constexpr std::size_t kRememberedInputs = 512;
 
 std::string endpoint(const std::string& host, int port) { return "tcp://" + host + ":" + std::to_string(port); }
 
@@ -266,19 +268,25 @@ void AvatarLink::routeFrame(DecodedFrame&& frame, std::int64_t arrivalNs) {
 
 void AvatarLink::routeReply(const Reply& reply) {
     const auto* error = std::get_if<ErrorReply>(&reply);
-    if (error == nullptr || error->session.empty()) {
+    if (error == nullptr) {
         return;
     }
     std::shared_ptr<SubjectFeed> feed;
     {
         const std::lock_guard<std::mutex> lock(mutex_);
-        const auto it = bySession_.find(error->session);
-        if (it == bySession_.end()) {
-            return;
+        if (const auto it = bySession_.find(error->session); it != bySession_.end()) {
+            feed = it->second;
+        } else if (const auto sender = inputSenders_.find(error->id); sender != inputSenders_.end()) {
+            for (const auto& [session, f] : bySession_) {
+                if (f->name() == sender->second) {
+                    feed = f;
+                }
+            }
         }
-        feed = it->second;
     }
-    feed->recordInputError(*error);
+    if (feed) {
+        feed->recordInputError(*error);
+    }
 }
 
 void AvatarLink::bind(const std::string& session, const std::shared_ptr<SubjectFeed>& feed) {
@@ -309,9 +317,16 @@ void AvatarLink::waitFor(std::chrono::milliseconds duration) {
     wake_.wait_for(lock, duration, [this] { return stopping_ || !events_.empty(); });
 }
 
-RequestEncoder::InputHeader AvatarLink::inputHeader(SubjectFeed& feed, std::int64_t tCaptureNs) const {
+RequestEncoder::InputHeader AvatarLink::inputHeader(SubjectFeed& feed, std::int64_t tCaptureNs) {
     RequestEncoder::InputHeader h;
     h.id = client_->nextId();
+    {
+        const std::lock_guard<std::mutex> lock(mutex_);
+        inputSenders_[h.id] = feed.name();
+        while (inputSenders_.size() > kRememberedInputs) {
+            inputSenders_.erase(inputSenders_.begin());
+        }
+    }
     h.seq = feed.nextInputSeq();
     h.tCaptureNs = tCaptureNs != 0 ? tCaptureNs : WallClock::nowNs();
     return h;

@@ -83,4 +83,13 @@ std::optional<SubjectPose> SubjectFeed::sample(std::int64_t nowNs) {
     return jitter_->sample(nowNs);
 }
 
+void SubjectFeed::takeAll(std::vector<SubjectPose>& out) {
+    scratch_.clear();
+    if (mailbox_.tryTake(scratch_)) {
+        for (auto& entry : scratch_) {
+            out.push_back(std::move(entry.pose));
+        }
+    }
+}
+
 }  // namespace avatar_bridge

@@ -22,6 +22,8 @@ using namespace std::chrono_literals;
 
 namespace {
 
+constexpr double kPi = 3.14159265358979323846;
+
 std::unique_ptr<BridgeProcess> gBridge;
 
 class BridgeEnvironment : public ::testing::Environment {
@@ -360,23 +362,30 @@ TEST(Live, MotionSessionFromFeaturesAndAudio) {
         EXPECT_EQ(f.header.inputSeq, 0u);
     }
 
-    // Then s16le audio in 1/fps chunks: one frame per chunk once a chunk completes.
+    // Then s16le audio in 1/fps chunks. In steady state each chunk completes one frame, but the bridge's
+    // streaming analysis window is centred on the frame time, so the first frames trail the audio by
+    // about two frames plus the resampler's delay: 12 chunks give at least 9 frames, never more than 12.
     const int rate = 48000;
     const auto chunk = static_cast<std::size_t>(std::lround(rate / open.fps));
+    constexpr int kChunks = 12;
     std::vector<std::int16_t> samples(chunk);
-    for (int k = 1; k <= 6; ++k) {
+    for (int k = 1; k <= kChunks; ++k) {
         for (std::size_t n = 0; n < chunk; ++n) {
-            samples[n] = static_cast<std::int16_t>(8000.0 * std::sin(2.0 * M_PI * 220.0 * ((k - 1) * chunk + n) / rate));
+            samples[n] = static_cast<std::int16_t>(8000.0 * std::sin(2.0 * kPi * 220.0 * ((k - 1) * chunk + n) / rate));
         }
         c.client.send(RequestEncoder::audio(c.input(open.session, static_cast<std::uint64_t>(k)), rate, "s16le",
                                             samples.data(), samples.size() * sizeof(std::int16_t)));
     }
-    frames = c.collector.framesOf(open.session, 14, 20s);
-    ASSERT_EQ(frames.size(), 14u);
+    frames = c.collector.framesOf(open.session, 8 + kChunks - 3, 20s);
+    std::this_thread::sleep_for(200ms);
+    frames = c.collector.framesOf(open.session, 8 + kChunks - 3, 1s);
+    ASSERT_GE(frames.size(), 8u + kChunks - 3);
+    ASSERT_LE(frames.size(), 8u + kChunks);
     expectContinuousAndTimely(frames);
     for (std::size_t i = 8; i < frames.size(); ++i) {
         EXPECT_GE(frames[i].header.inputSeq, 1u);
-        EXPECT_LE(frames[i].header.inputSeq, 6u);
+        EXPECT_LE(frames[i].header.inputSeq, static_cast<std::uint64_t>(kChunks));
+        EXPECT_GE(frames[i].header.inputSeq, frames[i - 1].header.inputSeq);
     }
     for (const auto& f : frames) {
         EXPECT_EQ(f.pipeline, "motion");
@@ -398,7 +407,10 @@ TEST(Live, BadInputsGetTheDocumentedErrorCodes) {
     EXPECT_EQ(e.code, 107);
     EXPECT_EQ(e.name, "BAD_SIZE");
     EXPECT_EQ(e.id, h.id);
-    EXPECT_EQ(e.session, face.session);
+    // `session` is optional ("when known"); this bridge omits it for errors found while decoding.
+    if (!e.session.empty()) {
+        EXPECT_EQ(e.session, face.session);
+    }
 
     h = c.input(face.session, 1);
     const std::int16_t silence[800] = {};
@@ -456,6 +468,9 @@ TEST(Live, CloseEndsTheSession) {
     const auto rows = randomFeatures(3, 3);
     c.client.send(RequestEncoder::features(c.input(open.session, 0), 3, 35, rows.data(), rows.size() * 4));
     ASSERT_EQ(c.collector.framesOf(open.session, 3, 20s).size(), 3u);
+    // The bridge counts a frame as published just after handing it to the socket, so a subscriber can see
+    // it a moment before the count does; let the count catch up before asking for it.
+    std::this_thread::sleep_for(100ms);
 
     const auto closed = std::get<CloseReply>(c.call([&](std::uint64_t id) { return RequestEncoder::close(id, open.session); }));
     EXPECT_EQ(closed.session, open.session);

@@ -87,7 +87,7 @@ private:
     void addFeed(std::shared_ptr<SubjectFeed> feed);
     void removeFeed(const std::shared_ptr<SubjectFeed>& feed);
     void waitFor(std::chrono::milliseconds duration);
-    RequestEncoder::InputHeader inputHeader(SubjectFeed& feed, std::int64_t tCaptureNs) const;
+    RequestEncoder::InputHeader inputHeader(SubjectFeed& feed, std::int64_t tCaptureNs);
 
     const Config config_;
     std::unique_ptr<BridgeClient> client_;
@@ -100,6 +100,9 @@ private:
     mutable std::mutex mutex_;  // guards everything below
     std::map<std::string, std::shared_ptr<SubjectFeed>> bySession_;
     std::deque<Event> events_;
+    // Which subject sent each recent input: the bridge leaves `session` out of errors it finds while
+    // decoding an input, so those are matched by request id. Bounded; ids only grow.
+    std::map<std::uint64_t, std::string> inputSenders_;
     std::optional<HelloReply> hello_;
     std::string status_ = "connecting";
     bool stopping_ = false;

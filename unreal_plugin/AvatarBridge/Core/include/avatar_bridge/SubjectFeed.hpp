@@ -54,6 +54,9 @@ public:
     // Game thread: the pose to show at `nowNs` (wall clock), interpolated by the jitter buffer.
     std::optional<SubjectPose> sample(std::int64_t nowNs);
     std::int64_t playoutDelayNs() const { return jitter_ ? jitter_->delayNs() : 0; }
+    // Game thread, instead of sample(): every pose received since the last call, oldest first, stamped
+    // with its frame time, for engines that buffer and interpolate themselves. Never waits.
+    void takeAll(std::vector<SubjectPose>& out);
 
     // Called by AvatarLink.
     void attach(const std::string& session, const std::string& pipeline, double fps, const Rig& rig);
