@@ -50,9 +50,15 @@ mapfile -t STUB < <(find "$PKG/Tests/UnityStub~" -name '*.cs' | sort)
 mapfile -t COMPONENTS < <(find "$PKG/Runtime" -name '*.cs' -not -path '*/Core/*' | sort)
 "${MCS[@]}" -target:library -out:"$WORK/AvatarBridge.Runtime.dll" -r:"$WORK/AvatarBridge.Core.dll" -r:"$WORK/UnityEngine.dll" \
     "${COMPONENTS[@]}"
-mapfile -t EDITOR < <(find "$PKG/Editor" "$PKG/Samples~" -name '*.cs' | sort)
+mapfile -t EDITOR < <(find "$PKG/Editor" -name '*.cs' | sort)
 "${MCS[@]}" -target:library -out:"$WORK/AvatarBridge.Editor.dll" -r:"$WORK/AvatarBridge.Core.dll" -r:"$WORK/UnityEngine.dll" \
     -r:"$WORK/AvatarBridge.Runtime.dll" "${EDITOR[@]}"
+mapfile -t SAMPLES < <(find "$PKG/Samples~" -name '*.cs' | sort)
+"${MCS[@]}" -target:library -out:"$WORK/Samples.dll" -r:"$WORK/AvatarBridge.Core.dll" -r:"$WORK/UnityEngine.dll" \
+    -r:"$WORK/AvatarBridge.Runtime.dll" "${SAMPLES[@]}"
+mapfile -t RUNTIME_TESTS < <(find "$PKG/Tests/Runtime" -name '*.cs' | sort)
+"${MCS[@]}" -target:library -out:"$WORK/AvatarBridge.Runtime.Tests.dll" -r:"$WORK/AvatarBridge.Core.dll" -r:"$WORK/UnityEngine.dll" \
+    -r:"$WORK/AvatarBridge.Runtime.dll" -r:"$NUNIT_FRAMEWORK" "${RUNTIME_TESTS[@]}"
 
 echo "== fixtures from the bridge's Python encoder"
 "$PYTHON" "$PKG/Tests/Tools~/make_fixtures.py" "$WORK/fixtures"

@@ -40,10 +40,11 @@ namespace AvatarBridge.Core.Rig
         }
 
         /// <summary>
-        /// output[target] = clamp(sum of source·gain, 0, 1)·scale for every bound target; other entries
-        /// are left alone so a mesh's unbound shapes keep whatever else drives them.
+        /// output[target] = clamp(sum of source·gain, min, max)·scale for every bound target; other
+        /// entries are left alone so a mesh's unbound shapes keep whatever else drives them. ARKit
+        /// weights use [0, 1]; FLAME coefficients are signed and use a wider range.
         /// </summary>
-        public static void Evaluate(BlendshapeBinding[] bindings, ReadOnlySpan<float> source, float scale, Span<float> output)
+        public static void Evaluate(BlendshapeBinding[] bindings, ReadOnlySpan<float> source, float min, float max, float scale, Span<float> output)
         {
             for (int i = 0; i < bindings.Length; i++) output[bindings[i].Target] = 0;
             for (int i = 0; i < bindings.Length; i++)
@@ -57,7 +58,7 @@ namespace AvatarBridge.Core.Rig
                 if (!IsFirstBinding(bindings, i)) continue;
                 int t = bindings[i].Target;
                 float v = output[t];
-                output[t] = (float.IsNaN(v) ? 0f : Math.Min(1f, Math.Max(0f, v))) * scale;
+                output[t] = (float.IsNaN(v) ? 0f : Math.Min(max, Math.Max(min, v))) * scale;
             }
         }
 

@@ -48,12 +48,16 @@ namespace AvatarBridge.Tests.Core
                 new BlendshapeBinding(4, 4, 2f),
             };
             var output = new float[] { 42, -1, -1, -1, -1 };
-            BlendshapeBinder.Evaluate(bindings, new[] { 0.25f, 0.7f, 0.6f, float.NaN, 0.2f }, 100f, output);
+            BlendshapeBinder.Evaluate(bindings, new[] { 0.25f, 0.7f, 0.6f, float.NaN, 0.2f }, 0f, 1f, 100f, output);
             Assert.AreEqual(42f, output[0], "unbound shapes are left alone");
             Assert.AreEqual(25f, output[1], 1e-4);
             Assert.AreEqual(100f, output[2], 1e-4);
             Assert.AreEqual(0f, output[3], "NaN becomes 0, never reaches the mesh");
             Assert.AreEqual(40f, output[4], 1e-4);
+
+            // Signed FLAME coefficients keep their sign within the range given.
+            BlendshapeBinder.Evaluate(new[] { new BlendshapeBinding(0, 0, 1f) }, new[] { -2.5f }, -2f, 2f, 100f, output);
+            Assert.AreEqual(-200f, output[0], 1e-4);
         }
 
         [Test]

@@ -1,0 +1,48 @@
+using UnityEngine;
+
+namespace AvatarBridge
+{
+    /// <summary>
+    /// Feeds the audio passing through this GameObject (an AudioSource playing music, or the
+    /// AudioListener) to the motion session as mono float samples; the bridge computes the music
+    /// features. Runs on Unity's audio thread, where sending a few kilobytes is cheap.
+    /// </summary>
+    [AddComponentMenu("Avatar Bridge/Audio Motion Input")]
+    public sealed class AudioMotionInput : MonoBehaviour
+    {
+        [SerializeField] BridgeClient _client;
+        [SerializeField, Tooltip("Silence the output after capturing it (e.g. when the music only drives the dance).")]
+        bool _mute;
+
+        int _sampleRate;
+        float[] _mono = new float[0];
+
+        public BridgeClient Client { get => _client; set => _client = value; }
+
+        void OnEnable()
+        {
+            // AudioSettings is main-thread only; OnAudioFilterRead runs elsewhere.
+            _sampleRate = AudioSettings.outputSampleRate;
+        }
+
+        void OnAudioFilterRead(float[] data, int channels)
+        {
+            var bridge = _client;
+            var client = bridge != null ? bridge.Client : null;
+            var session = bridge != null ? bridge.MotionSession : null;
+            if (client != null && session != null && session.IsOpen)
+            {
+                int frames = data.Length / channels;
+                if (_mono.Length != frames) _mono = new float[frames];
+                for (int i = 0; i < frames; i++)
+                {
+                    float sum = 0;
+                    for (int c = 0; c < channels; c++) sum += data[i * channels + c];
+                    _mono[i] = sum / channels;
+                }
+                client.SendAudio(session, _sampleRate, _mono, Core.Client.WallClock.NowNs());
+            }
+            if (_mute) System.Array.Clear(data, 0, data.Length);
+        }
+    }
+}

@@ -1,0 +1,159 @@
+using System;
+using AvatarBridge.Core.Protocol;
+using AvatarBridge.Core.Rig;
+using UnityEngine;
+
+namespace AvatarBridge
+{
+    /// <summary>
+    /// Drives SkinnedMeshRenderer blendshapes from the face session: ARKit weights (0..1) or FLAME
+    /// coefficients, scaled to Unity's percent (0..100), optionally smoothed; optionally turns head
+    /// and jaw bones. Bindings are rebuilt whenever the session is (re)opened.
+    /// </summary>
+    [AddComponentMenu("Avatar Bridge/Blendshape Driver")]
+    public sealed class BlendshapeDriver : MonoBehaviour
+    {
+        // FLAME coefficients are signed and roughly within ±3 standard deviations.
+        const float FlameLimit = 3f;
+
+        [SerializeField] BridgeClient _client;
+        [SerializeField, Tooltip("Meshes to drive (face, teeth, eyelashes often are separate meshes).")]
+        SkinnedMeshRenderer[] _renderers = new SkinnedMeshRenderer[0];
+        [SerializeField] FaceSource _source = FaceSource.ArkitBlendshapes;
+        [SerializeField, Tooltip("Optional explicit name mapping; without one, names are matched after normalization.")]
+        BlendshapeMapping _mapping;
+        [SerializeField, Tooltip("Blendshape weight for a bridge weight of 1 (Unity imports use percent).")]
+        float _scale = 100f;
+        [SerializeField, Min(0f), Tooltip("Smoothing time constant in seconds (0 = apply frames as they come).")]
+        float _smoothingTime = 0.03f;
+
+        [Header("Optional bones")]
+        [SerializeField, Tooltip("Turned by the frame's head rotation, relative to its pose when this component was enabled.")]
+        Transform _head;
+        [SerializeField, Tooltip("Turned by the frame's jaw rotation (relative to the head).")]
+        Transform _jaw;
+
+        BlendshapeBinding[][] _bindings = new BlendshapeBinding[0][];
+        float[][] _targets = new float[0][];
+        float[][] _current = new float[0][];
+        float[] _sourceValues = new float[0];
+        int _boundOpenCount = -1;
+        bool _hasFrame;
+        Quaternion _headRest, _jawRest, _headTarget = Quaternion.identity, _jawTarget = Quaternion.identity;
+
+        public BridgeClient Client { get => _client; set => _client = value; }
+        /// <summary>Changes take effect at the next (re)bind, i.e. when the session is next opened or on re-enable.</summary>
+        public SkinnedMeshRenderer[] Renderers { get => _renderers; set => _renderers = value ?? new SkinnedMeshRenderer[0]; }
+        public FaceSource Source { get => _source; set => _source = value; }
+        public BlendshapeMapping Mapping { get => _mapping; set => _mapping = value; }
+        public float SmoothingTime { get => _smoothingTime; set => _smoothingTime = Mathf.Max(0f, value); }
+
+        /// <summary>Bindings made for each renderer (for the inspector and tests).</summary>
+        public int BoundCount
+        {
+            get
+            {
+                int n = 0;
+                foreach (var b in _bindings) n += b.Length;
+                return n;
+            }
+        }
+
+        void OnEnable()
+        {
+            _boundOpenCount = -1;
+            _hasFrame = false;
+            var root = transform;
+            if (_head != null) _headRest = Quaternion.Inverse(root.rotation) * _head.rotation;
+            if (_jaw != null) _jawRest = Quaternion.Inverse(root.rotation) * _jaw.rotation;
+        }
+
+        void LateUpdate()
+        {
+            var session = _client != null ? _client.FaceSession : null;
+            var info = session?.Info;
+            if (info == null) return;
+            if (session.OpenCount != _boundOpenCount) Bind(info.FaceRig, session.OpenCount);
+
+            Frame frame;
+            if (session.Frames.TryGetNewest(out frame)) Take(frame);
+            if (!_hasFrame) return;
+            Apply(Time.deltaTime);
+        }
+
+        /// <summary>Matches the rig's names against each renderer's blendshapes.</summary>
+        internal void Bind(FaceRig rig, int openCount)
+        {
+            string[] sources = SourceNames(rig);
+            _sourceValues = new float[sources.Length];
+            _bindings = new BlendshapeBinding[_renderers.Length][];
+            _targets = new float[_renderers.Length][];
+            _current = new float[_renderers.Length][];
+            for (int r = 0; r < _renderers.Length; r++)
+            {
+                var mesh = _renderers[r] != null ? _renderers[r].sharedMesh : null;
+                var names = new string[mesh != null ? mesh.blendShapeCount : 0];
+                for (int i = 0; i < names.Length; i++) names[i] = mesh.GetBlendShapeName(i);
+                _bindings[r] = BlendshapeBinder.Bind(sources, names, _mapping != null ? _mapping.Pairs() : null,
+                    _mapping == null || _mapping.MatchRemainingByName);
+                _targets[r] = new float[names.Length];
+                _current[r] = new float[names.Length];
+                for (int i = 0; i < names.Length; i++) _current[r][i] = _renderers[r].GetBlendShapeWeight(i);
+            }
+            if (BoundCount == 0)
+                Debug.LogWarning("BlendshapeDriver: no blendshape of " + name + " matches the rig's " + _source + " names; add a BlendshapeMapping.", this);
+            _boundOpenCount = openCount;
+        }
+
+        /// <summary>Copies one frame's weights into the targets (the frame is only valid during this call).</summary>
+        internal void Take(Frame frame)
+        {
+            if (_source == FaceSource.ArkitBlendshapes)
+            {
+                frame.Blendshapes.CopyTo(_sourceValues);
+            }
+            else
+            {
+                frame.Expression.CopyTo(_sourceValues);
+                frame.Eyelids.CopyTo(new Span<float>(_sourceValues, frame.Expression.Length, frame.Eyelids.Length));
+            }
+            float min = _source == FaceSource.ArkitBlendshapes ? 0f : -FlameLimit;
+            float max = _source == FaceSource.ArkitBlendshapes ? 1f : FlameLimit;
+            for (int r = 0; r < _bindings.Length; r++)
+                BlendshapeBinder.Evaluate(_bindings[r], _sourceValues, min, max, _scale, _targets[r]);
+            if (frame.Head.Length == 4) _headTarget = AxisConversion.RotationToUnity(Quat.Read(frame.Head, 0).Normalized).ToUnity();
+            if (frame.Jaw.Length == 4) _jawTarget = AxisConversion.RotationToUnity(Quat.Read(frame.Jaw, 0).Normalized).ToUnity();
+            _hasFrame = true;
+        }
+
+        internal void Apply(float deltaTime)
+        {
+            float alpha = ExponentialSmoothing.Alpha(deltaTime, _smoothingTime);
+            for (int r = 0; r < _bindings.Length; r++)
+            {
+                var renderer = _renderers[r];
+                if (renderer == null) continue;
+                ExponentialSmoothing.Apply(_current[r], _targets[r], alpha);
+                foreach (var b in _bindings[r]) renderer.SetBlendShapeWeight(b.Target, _current[r][b.Target]);
+            }
+            // Head and jaw: rotation relative to the pose at enable, in the avatar root's frame.
+            var root = transform.rotation;
+            if (_head != null) _head.rotation = Quaternion.Slerp(_head.rotation, root * _headTarget * _headRest, alpha);
+            if (_jaw != null) _jaw.rotation = Quaternion.Slerp(_jaw.rotation, root * _headTarget * _jawTarget * _jawRest, alpha);
+        }
+
+        string[] SourceNames(FaceRig rig)
+        {
+            if (_source == FaceSource.ArkitBlendshapes)
+            {
+                if (rig.Blendshapes.Length == 0)
+                    Debug.LogWarning("BlendshapeDriver: the face session sends no ARKit weights; enable Face Blendshapes on the BridgeClient.", this);
+                return rig.Blendshapes;
+            }
+            var names = new string[rig.Expression.Length + rig.Eyelids.Length];
+            rig.Expression.CopyTo(names, 0);
+            rig.Eyelids.CopyTo(names, rig.Expression.Length);
+            return names;
+        }
+    }
+}

@@ -1,0 +1,99 @@
+using System.Collections.Generic;
+using AvatarBridge.Core.Client;
+using AvatarBridge.Core.Protocol;
+using UnityEngine;
+
+namespace AvatarBridge
+{
+    /// <summary>
+    /// Connects to an avatar-bridge and keeps a face and/or motion session open while enabled.
+    /// Everything network-side runs on the core's background threads; drivers read the newest frame
+    /// from FaceSession / MotionSession on the main thread. Reconnects by itself; disabling,
+    /// leaving play mode, a domain reload or quitting shuts it down within about half a second.
+    /// </summary>
+    [AddComponentMenu("Avatar Bridge/Bridge Client")]
+    [DisallowMultipleComponent]
+    [DefaultExecutionOrder(-100)]
+    public sealed class BridgeClient : MonoBehaviour
+    {
+        [Header("Bridge")]
+        [SerializeField, Tooltip("Host of the bridge; it binds 127.0.0.1 unless started for remote use.")]
+        string _host = "127.0.0.1";
+        [SerializeField, Tooltip("The bridge's request (ROUTER) port.")]
+        int _requestPort = ProtocolConstants.DefaultRequestPort;
+        [SerializeField, Tooltip("Frames (PUB) port; 0 = the one the bridge reports in hello.")]
+        int _framesPort;
+
+        [Header("Face session")]
+        [SerializeField] bool _openFace = true;
+        [SerializeField, Tooltip("Empty = the pipeline's default model.")]
+        string _faceModel = "";
+        [SerializeField, Tooltip("Ask for ARKit-52 weights (needed by a BlendshapeDriver in ARKit mode).")]
+        bool _faceBlendshapes = true;
+        [SerializeField, Tooltip("One-Euro filter on the bridge side.")]
+        bool _faceSmoothing = true;
+
+        [Header("Motion session")]
+        [SerializeField] bool _openMotion = true;
+        [SerializeField, Tooltip("Empty = the pipeline's default model.")]
+        string _motionModel = "";
+        [SerializeField, Tooltip("Dance style; empty = the model's default.")]
+        string _motionStyle = "";
+        [SerializeField, Range(0f, 0.99f), Tooltip("Bridge-side low-pass strength on joint rotations (0 = off).")]
+        float _motionSmoothing = 0.5f;
+
+        SessionClient _client;
+
+        /// <summary>The running core client (null while disabled).</summary>
+        public SessionClient Client => _client;
+        /// <summary>The face session, or null when none is configured or the component is disabled.</summary>
+        public BridgeSession FaceSession { get; private set; }
+        public BridgeSession MotionSession { get; private set; }
+        public ConnectionState State => _client == null ? ConnectionState.Idle : _client.State;
+
+        public string Host { get => _host; set => _host = value; }
+        public int RequestPort { get => _requestPort; set => _requestPort = value; }
+
+        [RuntimeInitializeOnLoadMethod(RuntimeInitializeLoadType.SubsystemRegistration)]
+        static void HookQuit()
+        {
+            // Players have no domain reload; quitting is their last chance to close sessions politely.
+            Application.quitting -= ClientRegistry.ShutdownAll;
+            Application.quitting += ClientRegistry.ShutdownAll;
+        }
+
+        void OnEnable()
+        {
+            _client = new SessionClient(new ClientOptions
+            {
+                Host = _host,
+                RequestPort = _requestPort,
+                FramesPort = _framesPort,
+                ClientName = "avatar-bridge-unity " + Application.unityVersion,
+            });
+            if (_openFace)
+            {
+                var options = new Dictionary<string, object> { { "blendshapes", _faceBlendshapes }, { "smoothing", _faceSmoothing } };
+                FaceSession = _client.AddSession(new SessionRequest(Pipeline.Face, _faceModel, options));
+            }
+            if (_openMotion)
+            {
+                var options = new Dictionary<string, object> { { "smoothing", (double)_motionSmoothing } };
+                if (!string.IsNullOrEmpty(_motionStyle)) options["style"] = _motionStyle;
+                MotionSession = _client.AddSession(new SessionRequest(Pipeline.Motion, _motionModel, options));
+            }
+            ClientRegistry.Add(_client);
+            _client.Start();
+        }
+
+        void OnDisable()
+        {
+            if (_client == null) return;
+            ClientRegistry.Remove(_client);
+            _client.Dispose(500);
+            _client = null;
+            FaceSession = null;
+            MotionSession = null;
+        }
+    }
+}

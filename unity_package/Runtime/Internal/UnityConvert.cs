@@ -1,0 +1,13 @@
+using AvatarBridge.Core.Rig;
+using UnityEngine;
+
+namespace AvatarBridge
+{
+    /// <summary>Core math types to Unity's, component for component (the axis conversion happens in the core).</summary>
+    static class UnityConvert
+    {
+        public static Quaternion ToUnity(this Quat q) => new Quaternion(q.X, q.Y, q.Z, q.W);
+
+        public static Vector3 ToUnity(this Vec3 v) => new Vector3(v.X, v.Y, v.Z);
+    }
+}
