@@ -91,9 +91,8 @@ def bvh_text(
             offset, channels = tuple(rig.rest_offsets[j] * scale), f"3 {ROTATION_CHANNELS}"
             lines.append(f"{pad}JOINT {rig.joints[j]}")
         lines.append(f"{pad}{{")
-        lines.append(
-            f"{pad}  OFFSET " + " ".join(f"{v:.4f}" for v in offset)
-        )  # float32 rest offsets: 4 decimals (1 µm) hide their rounding
+        # Rest offsets arrive as float32: 4 decimals (1 µm) hide their rounding (38.600001 -> 38.6000).
+        lines.append(f"{pad}  OFFSET " + " ".join(f"{v:.4f}" for v in offset))
         lines.append(f"{pad}  CHANNELS {channels}")
         for c in children[j]:
             write(c, depth + 1)
