@@ -308,7 +308,13 @@ class OutputRouter:
                         self.bad_messages += 1
                         self._warn_once("framing", f"expected [topic, payload], got {len(parts)} frames")
                         continue
-                    self.feed(parts[0], parts[1], time.time_ns())
+                    try:
+                        self.feed(parts[0], parts[1], time.time_ns())
+                    except Exception:  # a decoder bug must not silence every output
+                        self.bad_messages += 1
+                        if "crash" not in self._warned:
+                            self._warned.add("crash")
+                            log.exception("output router: failed on a message on %r (logged once)", parts[0])
         finally:
             sock.close(linger=0)
             if self._context is None:
