@@ -1,13 +1,14 @@
 """What every pipeline provides: pre-process per session, one engine call per batch, post-process.
 
 Pipelines know nothing of sockets: they turn decoded inputs into engine steps and engine outputs into
-encoded frame payloads. All per-session state lives in the object `open_session` returns.
+encoded frame payloads. All per-session state lives in the object `open_session` returns (recurrent
+engine state may live in rows of a batched store that the state indexes, bridge.serving.slots).
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, TypeVar
 
@@ -30,9 +31,10 @@ class Step(Generic[StepT]):
 
 @dataclass(frozen=True)
 class BatchResult:
-    """What one engine call produced, per row, plus its cost (copied into every frame)."""
+    """What one engine call produced, per row (a list, or an array with a row per session), plus its
+    cost (copied into every frame)."""
 
-    rows: list[Any]
+    rows: Any
     engine_us: float
 
 
@@ -54,8 +56,25 @@ class Pipeline(ABC, Generic[StateT, StepT]):
         return self.engine.manifest.fps
 
     @property
+    def batch_tiers(self) -> tuple[int, ...]:
+        """Batch sizes the engine runs at, ascending: the backend's own tiers where it has them (it pads
+        a batch up to the next), else the manifest profiles' largest batches."""
+        tiers = getattr(self.engine.backend, "batch_tiers", None)
+        if tiers:
+            return tuple(sorted(tiers))
+        return tuple(sorted({p.max_batch for p in self.engine.manifest.profiles})) or (1,)
+
+    @property
     def max_batch(self) -> int:
-        return max((p.max_batch for p in self.engine.manifest.profiles), default=1)
+        return self.batch_tiers[-1]
+
+    def steps_for(self, state: StateT, item: Input) -> int:
+        """How many engine steps `item` will make (I/O thread, for the queue bound; an estimate)."""
+        return 1
+
+    def batch_key(self, state: StateT, step: Step[StepT]) -> Hashable:
+        """Steps with equal keys can share an engine call (e.g. the same time length)."""
+        return None
 
     @abstractmethod
     def open_session(self, options: dict[str, Any]) -> StateT:
@@ -77,7 +96,13 @@ class Pipeline(ABC, Generic[StateT, StepT]):
         """One engine call over one step of each of several sessions; updates their recurrent state."""
 
     @abstractmethod
-    def finish(
-        self, state: StateT, session: str, seq: int, step: Step[StepT], row: Any, result: BatchResult
-    ) -> bytes:
-        """Post-process one row (guard, filters, mapping) and encode the frame payload."""
+    def finish_batch(
+        self,
+        states: Sequence[StateT],
+        sessions: Sequence[str],
+        seqs: Sequence[int],
+        steps: Sequence[Step[StepT]],
+        result: BatchResult,
+    ) -> list[list[bytes]]:
+        """Post-process every row of a batch (guard, filters, mapping) and encode its frames: for each
+        session, its frames in order, numbered from its next frame number `seqs[i]`."""

@@ -1,4 +1,7 @@
-"""Face pipeline: RGB frame -> detect + aligned crop -> expression engine -> FLAME -> guard, filter -> frame."""
+"""Face pipeline: RGB frame -> detect + aligned crop -> expression engine -> FLAME -> guard, filter -> frame.
+
+A model without an eyelid output (the EMOCA-size encoder pair) reports eyelids as 0 (open).
+"""
 
 from __future__ import annotations
 
@@ -22,7 +25,13 @@ from bridge.rig.flame_to_arkit import FlameToArkit
 from bridge.rig.rotations import axis_angle_to_quat
 
 CROP_SIZE = 224
-_ROLES = ("flame.expression", "flame.jaw", "flame.head", "flame.eyelids")
+# Output role -> its place in the bridge.rig.flame parameter vector.
+_ROLES = {
+    "flame.expression": flame.EXPRESSION,
+    "flame.jaw": flame.JAW,
+    "flame.head": flame.HEAD,
+    "flame.eyelids": flame.EYELIDS,
+}
 _COORDINATES = {"handedness": "right", "up": "+y", "forward": "+z", "units": "m"}
 
 
@@ -77,13 +86,37 @@ class FacePipeline(Pipeline[FaceState, np.ndarray | None]):
         t0 = time.perf_counter()
         outputs, _ = self.engine.run({"image": images})
         engine_us = (time.perf_counter() - t0) * 1e6
-        params = np.concatenate([outputs[r] for r in _ROLES], axis=1)  # bridge.rig.flame layout
+        params = np.zeros((len(found), flame.FLAME_DIM), np.float32)
+        for role, place in _ROLES.items():
+            if role in outputs:
+                params[:, place] = outputs[role]
         for row, i in enumerate(found):
             rows[i] = params[row]
         return BatchResult(rows, engine_us)
 
-    def finish(
-        self, state: FaceState, session: str, seq: int, step: Step[np.ndarray | None], row: Any, result: BatchResult
+    def finish_batch(
+        self,
+        states: Sequence[FaceState],
+        sessions: Sequence[str],
+        seqs: Sequence[int],
+        steps: Sequence[Step[np.ndarray | None]],
+        result: BatchResult,
+    ) -> list[list[bytes]]:
+        # Per session: face batches are tens of sessions, and the One-Euro filter and ARKit mapping
+        # are per-session objects.
+        return [
+            [self._finish(state, session, seq, step, row, result)]
+            for state, session, seq, step, row in zip(states, sessions, seqs, steps, result.rows, strict=True)
+        ]
+
+    def _finish(
+        self,
+        state: FaceState,
+        session: str,
+        seq: int,
+        step: Step[np.ndarray | None],
+        row: np.ndarray | None,
+        result: BatchResult,
     ) -> bytes:
         if row is None:
             params = state.last

@@ -1,35 +1,47 @@
-"""Motion pipeline: music (PCM or feature rows) -> autoregressive dance step -> joint limits, low-pass -> frame.
+"""Motion pipeline: music (PCM or features) -> autoregressive dance step -> guard, limits, low-pass -> frame.
 
-Each output frame is one engine step. The recurrent state (h, c) and the previous pose live in the
-session; one engine call steps every ready session at once (their state rows are stacked along the
-manifest's batch axis and split back afterwards).
+Realtime sessions produce one frame per engine step (time length 1). Offline sessions (option
+`mode: "offline"`) send whole sequences: each input is cut into chunks of up to OFFLINE_MAX_STEPS
+rows, and one engine call runs a chunk of every ready offline session at once (time length up to
+128), one frame per row.
+
+A session's recurrent state (h, c) is one row of the engine's batched state store and its guard
+and filter state one row of `MotionPost`, both at the session's slot index: a batch gathers and
+scatters rows by index (bridge.serving.slots), and post-processing and frame encoding run once per
+batch over all of its sessions (bridge.pipelines.motion_post, bridge.pipelines.motion_frames).
 """
 
 from __future__ import annotations
 
+import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
-from bridge.filters.low_pass import QuatLowPass, VectorLowPass
 from bridge.pipelines.base import BatchResult, Pipeline, Step
+from bridge.pipelines.motion_frames import encode_motion_frames
+from bridge.pipelines.motion_post import MotionPost, low_pass_alpha
 from bridge.pipelines.music_features import MusicFeatureStream
 from bridge.pipelines.options import check_options
-from bridge.pipelines.output_guard import MotionOutputGuard, stats_for
+from bridge.pipelines.output_guard import RESTART_AFTER, stats_for
 from bridge.protocol.codec import ProtocolError
 from bridge.protocol.errors import ErrorCode
-from bridge.protocol.frames import encode_motion_frame
 from bridge.protocol.requests import AudioInput, FeaturesInput, Input
 from bridge.rig import smpl
-from bridge.rig.rotations import axis_angle_to_quat
+from bridge.runtime.engine import Engine
+from bridge.serving.slots import SlotLease, SlotPool, create_state_slots
+
+log = logging.getLogger(__name__)
 
 FEATURE_COLS = 35
 POSE_DIM = smpl.NUM_JOINTS * 3 + 3
 DEFAULT_STYLE = "house"
 DEFAULT_SMOOTHING = 0.5
+MODES = ("realtime", "offline")
+OFFLINE_MAX_STEPS = 128  # time length of one offline engine call
 _COORDINATES = {"handedness": "right", "up": "+y", "forward": "+z", "units": "m"}
 _REST_OFFSETS = np.asarray(smpl.REST_OFFSETS, dtype="<f4").tobytes()
 
@@ -37,11 +49,10 @@ _REST_OFFSETS = np.asarray(smpl.REST_OFFSETS, dtype="<f4").tobytes()
 @dataclass
 class MotionState:
     style: int
-    state: dict[str, np.ndarray]  # recurrent tensors of this session, batch of one
-    previous_pose: np.ndarray  # (75,) what the model produced last step, after joint limits
-    joints_filter: QuatLowPass | None
-    root_filter: VectorLowPass | None
-    guard: MotionOutputGuard
+    slot: SlotLease  # row of this session's recurrent state and post-processing state
+    alpha: float  # low-pass factor per frame; 0 disables smoothing
+    offline: bool
+    options: dict[str, Any]  # what it was opened with, to rebuild it on a hot restart
     features: MusicFeatureStream | None = None
 
 
@@ -55,23 +66,35 @@ class MotionPipeline(Pipeline[MotionState, np.ndarray]):
     accepts: ClassVar[tuple[str, ...]] = ("audio", "features")
     droppable: ClassVar[bool] = False  # autoregressive: every step counts
 
+    def __init__(self, engine: Engine) -> None:
+        super().__init__(engine)
+        self.slot_pool = SlotPool()
+        self.state_slots = create_state_slots(engine)
+        self.post = MotionPost(stats_for(self), 1.0 / self.fps)
+
     def open_session(self, options: dict[str, Any]) -> MotionState:
-        check_options(self.name, options, {"style": str, "smoothing": (float, int)})
+        check_options(self.name, options, {"style": str, "smoothing": (float, int), "mode": str})
         styles = self.engine.manifest.styles
         style = options.get("style", DEFAULT_STYLE if DEFAULT_STYLE in styles else styles[0])
         if style not in styles:
-            raise ProtocolError(ErrorCode.BAD_VALUE, f"motion: unknown style '{style}' (known: {', '.join(styles)})")
+            raise ProtocolError(
+                ErrorCode.BAD_VALUE, f"motion: unknown style '{style}' (known: {', '.join(styles)})"
+            )
         smoothing = float(options.get("smoothing", DEFAULT_SMOOTHING))
         if not 0.0 <= smoothing < 1.0:
             raise ProtocolError(ErrorCode.BAD_VALUE, f"motion: smoothing must be in [0, 1), got {smoothing}")
+        mode = options.get("mode", "realtime")
+        if mode not in MODES:
+            raise ProtocolError(
+                ErrorCode.BAD_VALUE, f"motion: mode must be one of {', '.join(MODES)}, got '{mode}'"
+            )
         cutoff = smoothing_cutoff_hz(smoothing, self.fps)
         return MotionState(
             style=styles.index(style),
-            state=self.engine.initial_state(1),
-            previous_pose=np.zeros(POSE_DIM, np.float32),
-            joints_filter=QuatLowPass(smpl.NUM_JOINTS, cutoff) if smoothing > 0 else None,
-            root_filter=VectorLowPass((3,), cutoff) if smoothing > 0 else None,
-            guard=MotionOutputGuard(stats_for(self), lambda: self.open_session(options)),
+            slot=self.slot_pool.acquire(),
+            alpha=low_pass_alpha(cutoff, 1.0 / self.fps) if smoothing > 0 else 0.0,
+            offline=mode == "offline",
+            options=options,
         )
 
     def rig(self, state: MotionState) -> dict[str, Any]:
@@ -100,44 +123,73 @@ class MotionPipeline(Pipeline[MotionState, np.ndarray]):
         else:
             assert isinstance(item, FeaturesInput)
             rows = item.rows
-        return [Step(row, item.seq, item.t_capture_ns) for row in rows]
+        rows = np.asarray(rows, dtype=np.float32)
+        chunk = OFFLINE_MAX_STEPS if state.offline else 1
+        return [Step(rows[i : i + chunk], item.seq, item.t_capture_ns) for i in range(0, len(rows), chunk)]
+
+    def steps_for(self, state: MotionState, item: Input) -> int:
+        rows = item.rows.shape[0] if isinstance(item, FeaturesInput) else 0
+        if isinstance(item, AudioInput):
+            rows = int(len(item.samples) * self.fps / item.rate)
+        chunk = OFFLINE_MAX_STEPS if state.offline else 1
+        return -(-rows // chunk)
+
+    def batch_key(self, state: MotionState, step: Step[np.ndarray]) -> Hashable:
+        return len(step.payload)  # one engine call runs one time length
 
     def run_batch(self, states: Sequence[MotionState], steps: Sequence[Step[np.ndarray]]) -> BatchResult:
+        slots = _slots(states)
+        fresh = self.slot_pool.take_fresh()  # rows of new or restarted sessions start from zeros
+        size = self.slot_pool.size
+        self.post.prepare(size, fresh)
         inputs = {
-            "features": np.stack([s.payload for s in steps])[:, None, :].astype(np.float32, copy=False),
-            "pose.previous": np.stack([s.previous_pose for s in states]),
-            "style": np.array([s.style for s in states], dtype=np.int64),
+            "features": np.stack([s.payload for s in steps]),
+            "pose.previous": self.post.last_good[slots],
+            "style": np.fromiter((s.style for s in states), np.int64, len(states)),
         }
-        axes = {p.input: p.batch_axis for p in self.engine.manifest.state}
-        stacked = {name: np.concatenate([s.state[name] for s in states], axis=axis) for name, axis in axes.items()}
         t0 = time.perf_counter()
-        outputs, new_state = self.engine.run(inputs, stacked)
+        outputs = self.state_slots.step(inputs, slots, size, fresh)
         engine_us = (time.perf_counter() - t0) * 1e6
-        for name, axis in axes.items():
-            for i, part in enumerate(np.split(new_state[name], len(states), axis=axis)):
-                states[i].state[name] = part
-        pose = np.concatenate((outputs["pose.axis_angle"][:, 0], outputs["pose.root_translation"][:, 0]), axis=1)
-        return BatchResult(list(pose), engine_us)
+        pose = np.concatenate((outputs["pose.axis_angle"], outputs["pose.root_translation"]), axis=2)
+        return BatchResult(pose, engine_us)  # rows: (sessions, time, 75)
 
-    def finish(
-        self, state: MotionState, session: str, seq: int, step: Step[np.ndarray], row: Any, result: BatchResult
-    ) -> bytes:
-        pose = state.guard.apply(row, 1.0 / self.fps)
-        state.previous_pose = pose
-        state.guard.restart_if_due(state)
-        joints = axis_angle_to_quat(pose[:72].reshape(smpl.NUM_JOINTS, 3))
-        root = pose[72:]
-        dt = 1.0 / self.fps
-        if state.joints_filter is not None and state.root_filter is not None:
-            joints = state.joints_filter.filter(joints, dt)
-            root = state.root_filter.filter(root, dt)
-        return encode_motion_frame(
-            session,
-            seq,
-            step.input_seq,
-            step.t_capture_ns,
-            joints=joints,
-            root=root,
+    def finish_batch(
+        self,
+        states: Sequence[MotionState],
+        sessions: Sequence[str],
+        seqs: Sequence[int],
+        steps: Sequence[Step[np.ndarray]],
+        result: BatchResult,
+    ) -> list[list[bytes]]:
+        pose: np.ndarray = result.rows
+        n, length = pose.shape[:2]
+        slots = _slots(states)
+        alpha = np.fromiter((s.alpha for s in states), np.float32, n)
+        joints = np.empty((n, length, smpl.NUM_JOINTS, 4), np.float32)
+        root = np.empty((n, length, 3), np.float32)
+        for t in range(length):
+            joints[:, t], root[:, t], _ = self.post.step(slots, pose[:, t], alpha)
+        for i in np.flatnonzero(self.post.bad_run[slots] >= RESTART_AFTER):
+            self._restart(states[int(i)])
+        frames = encode_motion_frames(
+            [sid for sid in sessions for _ in range(length)],
+            (np.asarray(seqs)[:, None] + np.arange(length)).ravel(),
+            np.repeat(np.fromiter((s.input_seq for s in steps), np.int64, n), length),
+            np.repeat(np.fromiter((s.t_capture_ns for s in steps), np.int64, n), length),
+            joints=joints.reshape(n * length, smpl.NUM_JOINTS, 4),
+            root=root.reshape(n * length, 3),
             engine_us=result.engine_us,
-            batch=len(result.rows),
+            batch=n,
         )
+        return [frames[i * length : (i + 1) * length] for i in range(n)]
+
+    def _restart(self, state: MotionState) -> None:
+        """Hot restart: a diverged recurrent state never recovers, so rebuild it (a new, zeroed slot)
+        in place from the open options; the old slot is freed when its lease goes."""
+        vars(state).update(vars(self.open_session(state.options)))
+        self.post.stats.count_restart()
+        log.warning("hot restart of a motion session after %d consecutive bad outputs", RESTART_AFTER)
+
+
+def _slots(states: Sequence[MotionState]) -> np.ndarray:
+    return np.fromiter((s.slot.index for s in states), np.int64, len(states))

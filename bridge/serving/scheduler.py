@@ -1,10 +1,24 @@
 """One scheduler thread per pipeline: pre-process, batch across sessions, run the engine, publish.
 
 Sessions of one engine share every engine call: each call takes the next step of every session that
-has one (up to the engine's largest batch tier), so N sessions cost one call per tick instead of N.
-A session's steps run strictly in order (autoregressive models depend on it); sessions are served
-round-robin so none starves. Queues are bounded: a face session keeps only its newest image (latest
-wins), a motion session refuses inputs beyond `max_pending` (the caller answers OVERLOADED).
+has one, so N sessions cost one call per tick instead of N (docs/scheduling.md).
+
+- Batching window: with `max_queue_delay_us` > 0 a batch waits at most that long for the sessions
+  that sent recently (within 1.5 frame periods) but have not sent for this tick yet. A session alone
+  never waits: realtime is latency first, batch 1 when alone.
+- Tiers: a batch holds at most the engine's largest batch tier; a backend with fixed shapes (CUDA
+  graphs) pads it up to the next tier itself. Steps of different shape (`Pipeline.batch_key`, e.g.
+  offline chunks of another length) go to separate calls.
+- Order: a session contributes at most one step per engine call and its steps run strictly in order
+  (autoregressive models depend on it); sessions are served round-robin so none starves.
+- Queues are bounded: a face session keeps only its newest image (latest wins), a motion session
+  refuses inputs beyond `max_pending` (the caller answers OVERLOADED).
+- Pre-processing may run on `prepare_workers` threads (one session's inputs stay on one task, in
+  order): face detection and cropping release the GIL in OpenCV.
+
+Stage histograms for queue, post, publish and end_to_end are observed once per engine call (the
+oldest step of the call), not per frame: at thousands of sessions per tick the per-frame lock rounds
+would cost more than the work they measure.
 """
 
 from __future__ import annotations
@@ -13,12 +27,14 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from bridge.pipelines.base import Pipeline
 from bridge.protocol.errors import ErrorCode
 from bridge.protocol.requests import Input
+from bridge.protocol.versions import FRAME_TOPIC_PREFIX
 from bridge.serving.sessions import Session
 from bridge.serving.stats import BridgeStats
 
@@ -26,6 +42,8 @@ log = logging.getLogger(__name__)
 
 Publish = Callable[[bytes, bytes], bool]
 ReportError = Callable[[Session, ErrorCode, str], None]
+
+RECENT_FRAMES = 1.5  # a session that sent within this many frame periods is expected in the next batch
 
 
 class Scheduler:
@@ -39,6 +57,7 @@ class Scheduler:
         max_pending: int = 64,
         max_queue_delay_us: int = 0,
         max_batch: int | None = None,
+        prepare_workers: int = 1,
     ) -> None:
         self.pipeline = pipeline
         self._publish = publish
@@ -47,9 +66,13 @@ class Scheduler:
         self.max_pending = max_pending
         self.max_queue_delay_s = max_queue_delay_us / 1e6
         self.max_batch = max_batch or pipeline.max_batch
+        self._recent_s = RECENT_FRAMES / pipeline.fps
         self._active: OrderedDict[str, Session] = OrderedDict()
+        self._senders: dict[str, tuple[float, Session]] = {}  # id -> (last submit, session)
+        self._arrived: set[str] = set()  # sessions that submitted since the current batch began forming
         self._wake = threading.Condition()
         self._running = False
+        self._workers = ThreadPoolExecutor(prepare_workers, "prepare") if prepare_workers > 1 else None
         self._thread = threading.Thread(target=self._loop, name=f"scheduler-{pipeline.name}", daemon=True)
 
     def start(self) -> None:
@@ -61,22 +84,41 @@ class Scheduler:
             self._running = False
             self._wake.notify()
         self._thread.join(timeout=5)
+        if self._workers is not None:
+            self._workers.shutdown(wait=False)
 
     def submit(self, session: Session, item: Input) -> bool:
         """Queue an input (I/O thread). False when the session's queue is full."""
-        with self._wake:
-            if self.pipeline.droppable:
-                dropped = len(session.inbox)
-                session.inbox.clear()
-                session.inputs_dropped += dropped
-                self._stats.inputs_dropped += dropped
-            elif len(session.inbox) + len(session.steps) >= self.max_pending:
-                return False
-            session.inbox.append((time.perf_counter(), item))
-            self._active[session.id] = session
-            self._wake.notify()
-        return True
+        return self.submit_many(((session, item),))[0]
 
+    def submit_many(self, items: Sequence[tuple[Session, Input]]) -> list[bool]:
+        """Queue several inputs under one lock round (a burst drained from the socket)."""
+        accepted = []
+        now = time.perf_counter()
+        with self._wake:
+            for session, item in items:
+                if self.pipeline.droppable:
+                    dropped = len(session.inbox)
+                    session.inbox.clear()
+                    session.inputs_dropped += dropped
+                    self._stats.inputs_dropped += dropped
+                elif self._pending(session) >= self.max_pending:
+                    accepted.append(False)
+                    continue
+                session.inbox.append((now, item))
+                self._active[session.id] = session
+                self._senders[session.id] = (now, session)
+                self._arrived.add(session.id)
+                accepted.append(True)
+            self._wake.notify()
+        return accepted
+
+    def _pending(self, session: Session) -> int:
+        """Steps queued or about to be: inputs not pre-processed yet count as the steps they make."""
+        queued = sum(self.pipeline.steps_for(session.state, item) for _, item in session.inbox)
+        return len(session.steps) + queued
+
+    # ------------------------------------------------------------------------------- loop
     def _loop(self) -> None:
         while True:
             with self._wake:
@@ -84,18 +126,18 @@ class Scheduler:
                     self._wake.wait()
                 if not self._running:
                     return
+                if self.max_queue_delay_s:
+                    self._gather()
+                self._arrived.clear()
                 sessions = list(self._active.values())
             self._prepare(sessions)
-            ready = [s for s in sessions if s.steps and not s.closed]
-            if self.max_queue_delay_s and len(ready) < self.max_batch:
-                # Give sessions that are about to send a moment to join this batch.
-                time.sleep(self.max_queue_delay_s)
-                with self._wake:
-                    sessions = list(self._active.values())
-                self._prepare(sessions)
-                ready = [s for s in sessions if s.steps and not s.closed]
-            for start in range(0, len(ready), self.max_batch):
-                self._run(ready[start : start + self.max_batch])
+            groups: dict[Hashable, list[Session]] = {}
+            for s in sessions:
+                if s.steps and not s.closed:
+                    groups.setdefault(self.pipeline.batch_key(s.state, s.steps[0]), []).append(s)
+            for group in groups.values():
+                for start in range(0, len(group), self.max_batch):
+                    self._run(group[start : start + self.max_batch])
             with self._wake:
                 for s in sessions:
                     # Served sessions go to the back of the line; idle ones leave it.
@@ -104,27 +146,49 @@ class Scheduler:
                     elif s.id in self._active:
                         self._active.move_to_end(s.id)
 
+    def _gather(self) -> None:
+        """Wait (lock held) until every recent sender has something queued, at most the queue delay."""
+        now = time.perf_counter()
+        deadline = now + self.max_queue_delay_s
+        for sid, (seen, s) in list(self._senders.items()):
+            if s.closed or now - seen > self._recent_s:
+                del self._senders[sid]
+        expected = min(len(self._senders), self.max_batch)
+        ready = {s.id for s in self._active.values() if s.steps or s.inbox}
+        while len(ready | self._arrived) < expected and self._running:
+            remaining = deadline - time.perf_counter()
+            if remaining <= 0:
+                return
+            self._wake.wait(remaining)
+
     def _prepare(self, sessions: list[Session]) -> None:
-        for s in sessions:
-            while s.inbox and not s.closed:
-                t_queued, item = s.inbox.popleft()
-                t0 = time.perf_counter()
-                try:
-                    steps = self.pipeline.prepare(s.state, item)
-                    for step in steps:
-                        step.t_queued = t_queued
-                    s.steps.extend(steps)
-                    self._stats.observe("pre", time.perf_counter() - t0)
-                except Exception as exc:
-                    log.exception("pre-processing failed for session %s", s.id)
-                    self._report_error(s, ErrorCode.INTERNAL, f"pre-processing failed: {exc}")
+        waiting = [s for s in sessions if s.inbox and not s.closed]
+        if self._workers is not None and len(waiting) > 1:
+            list(self._workers.map(self._prepare_session, waiting))
+        else:
+            for s in waiting:
+                self._prepare_session(s)
+
+    def _prepare_session(self, s: Session) -> None:
+        while s.inbox and not s.closed:
+            t_queued, item = s.inbox.popleft()
+            t0 = time.perf_counter()
+            try:
+                steps = self.pipeline.prepare(s.state, item)
+                for step in steps:
+                    step.t_queued = t_queued
+                s.steps.extend(steps)
+                self._stats.observe("pre", time.perf_counter() - t0)
+            except Exception as exc:
+                log.exception("pre-processing failed for session %s", s.id)
+                self._report_error(s, ErrorCode.INTERNAL, f"pre-processing failed: {exc}")
 
     def _run(self, batch: list[Session]) -> None:
         steps = [s.steps.popleft() for s in batch]
         states = [s.state for s in batch]
         t_start = time.perf_counter()
-        for step in steps:
-            self._stats.observe("queue", t_start - step.t_queued)
+        oldest = min(step.t_queued for step in steps)
+        self._stats.observe("queue", t_start - oldest)
         try:
             result = self.pipeline.run_batch(states, steps)
         except Exception as exc:
@@ -134,22 +198,33 @@ class Scheduler:
             return
         self._stats.count_batch(len(batch))
         self._stats.observe("engine", result.engine_us / 1e6)
-        for s, step, row in zip(batch, steps, result.rows, strict=True):
-            if s.closed:
-                continue
-            t0 = time.perf_counter()
-            try:
-                payload = self.pipeline.finish(s.state, s.id, s.out_seq, step, row, result)
-            except Exception as exc:
-                log.exception("post-processing failed for session %s", s.id)
+        t0 = time.perf_counter()
+        try:
+            frames = self.pipeline.finish_batch(
+                states, [s.id for s in batch], [s.out_seq for s in batch], steps, result
+            )
+        except Exception as exc:
+            log.exception("post-processing failed for %d sessions", len(batch))
+            for s in batch:
                 self._report_error(s, ErrorCode.INTERNAL, f"post-processing failed: {exc}")
+            return
+        t1 = time.perf_counter()
+        self._stats.observe("post", t1 - t0)
+        published = dropped = 0
+        for s, payloads in zip(batch, frames, strict=True):
+            s.out_seq += len(payloads)
+            if s.closed:  # closed while its step ran: its frames go nowhere, the others' are untouched
                 continue
-            t1 = time.perf_counter()
-            self._stats.observe("post", t1 - t0)
-            s.out_seq += 1
-            published = self._publish(s.topic.encode(), payload)
-            self._stats.observe("publish", time.perf_counter() - t1)
-            self._stats.observe("end_to_end", time.perf_counter() - step.t_queued)  # queued -> published
-            if published:
-                s.frames_published += 1
-            self._stats.count_frame(published)
+            topic = FRAME_TOPIC_PREFIX + s.id.encode()
+            for payload in payloads:
+                if self._publish(topic, payload):
+                    s.frames_published += 1
+                    published += 1
+                else:
+                    dropped += 1
+        t2 = time.perf_counter()
+        self._stats.observe("publish", t2 - t1)
+        self._stats.observe("end_to_end", t2 - oldest)  # queued -> published, the batch's oldest step
+        with self._stats._lock:  # one round per batch (BridgeStats.count_frame is one per frame)
+            self._stats.frames_published += published
+            self._stats.frames_dropped += dropped

@@ -1,0 +1,139 @@
+"""Motion post-processing for a whole batch at once: output guard, joint clamp, axis-angle -> quaternion,
+low-pass. One numpy pass per step over every session in the batch, no Python loop per session.
+
+Per-session filter and guard state lives in rows indexed by the session's state slot (the same
+`SlotPool` index as its recurrent state), so a batch gathers and scatters it by index. Each rule is
+the per-session one applied row-wise: the guard is `output_guard.MotionOutputGuard` (a bad output is
+replaced by the session's last good one; a good one is clamped to the joint limits and a root speed),
+the filters are `low_pass.QuatLowPass` and `low_pass.VectorLowPass` (second order, sign continuity).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import numpy.typing as npt
+
+from bridge.filters.low_pass import _CASCADE_3DB
+from bridge.pipelines.output_guard import (
+    _JOINT_LIMITS,
+    ANGLE_MARGIN_RAD,
+    GROSS_ROOT_SPEED_M_S,
+    MAX_ROOT_SPEED_M_S,
+    GuardStats,
+)
+from bridge.rig import smpl
+from bridge.rig.rotations import axis_angle_to_quat
+
+__all__ = ["MotionPost", "low_pass_alpha"]
+
+F32 = npt.NDArray[np.float32]
+ANGLES = smpl.NUM_JOINTS * 3
+POSE_DIM = ANGLES + 3
+_LO, _HI = _JOINT_LIMITS[:, 0], _JOINT_LIMITS[:, 1]
+
+
+def low_pass_alpha(cutoff_hz: float, dt: float) -> float:
+    """Per-step factor of the second-order low-pass at `cutoff_hz` (as VectorLowPass computes it)."""
+    tau = _CASCADE_3DB / (2.0 * math.pi * cutoff_hz)
+    return 1.0 - math.exp(-dt / tau)
+
+
+class MotionPost:
+    """Rows of guard and filter state, one per slot, and the batched step over them."""
+
+    def __init__(self, stats: GuardStats, dt: float) -> None:
+        self.stats = stats
+        self.dt = dt
+        self.capacity = 0
+        self._alloc(0)
+
+    def _alloc(self, capacity: int) -> None:
+        j = smpl.NUM_JOINTS
+        old = vars(self).copy()
+        self.last_good = np.zeros((capacity, POSE_DIM), np.float32)  # also the model's pose.previous
+        self.has_good = np.zeros(capacity, bool)
+        self.bad_run = np.zeros(capacity, np.int64)  # consecutive bad outputs
+        self.started = np.zeros(capacity, bool)
+        self.q_stages = np.zeros((capacity, 2, j, 4), np.float32)
+        self.q_out = np.zeros((capacity, j, 4), np.float32)
+        self.r_stages = np.zeros((capacity, 2, 3), np.float32)
+        for name in ("last_good", "has_good", "bad_run", "started", "q_stages", "q_out", "r_stages"):
+            if name in old:
+                getattr(self, name)[: self.capacity] = old[name]
+        self.capacity = capacity
+
+    def prepare(self, size: int, fresh: npt.NDArray[np.int64]) -> None:
+        """Grow to `size` rows and clear the rows of new (or restarted) sessions."""
+        if size > self.capacity:
+            self._alloc(max(size, 2 * self.capacity, 16))
+        self.last_good[fresh] = 0.0
+        self.has_good[fresh] = False
+        self.bad_run[fresh] = 0
+        self.started[fresh] = False
+
+    def step(
+        self, slots: npt.NDArray[np.int64], pose: F32, alpha: F32
+    ) -> tuple[F32, F32, npt.NDArray[np.bool_]]:
+        """Post-process one model output per session: `pose` (B, 75) raw, `alpha` (B,) low-pass
+        factors (0: no smoothing). Returns joint quaternions (B, 24, 4), root (B, 3) and which rows
+        were held (bad). Updates the rows of `slots`."""
+        guarded, held = self._guard(slots, pose)
+        joints = axis_angle_to_quat(guarded[:, :ANGLES].reshape(-1, smpl.NUM_JOINTS, 3)).astype(np.float32)
+        root = guarded[:, ANGLES:]
+        smooth = alpha > 0
+        if smooth.any():
+            fj, fr = self._low_pass(slots[smooth], joints[smooth], root[smooth], alpha[smooth])
+            joints[smooth] = fj
+            root = root.copy()
+            root[smooth] = fr
+        return joints, root, held
+
+    def _guard(self, slots: npt.NDArray[np.int64], pose: F32) -> tuple[F32, npt.NDArray[np.bool_]]:
+        x = np.array(pose, dtype=np.float32)
+        angles, root = x[:, :ANGLES], x[:, ANGLES:]
+        with np.errstate(invalid="ignore"):
+            bad = ~np.isfinite(x).all(axis=1)
+            bad |= (angles < _LO - ANGLE_MARGIN_RAD).any(axis=1) | (angles > _HI + ANGLE_MARGIN_RAD).any(
+                axis=1
+            )
+        last = self.last_good[slots]
+        step = root - last[:, ANGLES:]
+        distance = np.where(self.has_good[slots], np.linalg.norm(step, axis=1), 0.0)
+        bad |= distance > GROSS_ROOT_SPEED_M_S * self.dt
+        clamped_angles = np.clip(angles, _LO, _HI)
+        clamped = (clamped_angles != angles).any(axis=1)
+        angles[:] = clamped_angles
+        fast = distance > MAX_ROOT_SPEED_M_S * self.dt
+        scale = MAX_ROOT_SPEED_M_S * self.dt / np.where(fast, distance, 1.0)
+        root[fast] = last[fast, ANGLES:] + step[fast] * scale[fast, None]
+        clamped |= fast
+        x[bad] = last[bad]
+        good = ~bad
+        self.last_good[slots[good]] = x[good]
+        self.has_good[slots[good]] = True
+        self.bad_run[slots] = np.where(bad, self.bad_run[slots] + 1, 0)
+        n_bad = int(bad.sum())
+        with self.stats._lock:  # one update per batch instead of one lock round per session
+            self.stats.outputs += len(x)
+            self.stats.held += n_bad
+            self.stats.clamped += int((clamped & good).sum())
+        return x, bad
+
+    def _low_pass(self, slots: npt.NDArray[np.int64], q: F32, root: F32, alpha: F32) -> tuple[F32, F32]:
+        started = self.started[slots]
+        prev = self.q_out[slots]
+        sign = np.sign(np.einsum("bjk,bjk->bj", q, prev))[..., None]
+        sign[sign == 0.0] = 1.0
+        aligned = np.where(started[:, None, None], q * sign, q)
+        qs, rs = self.q_stages[slots], self.r_stages[slots]
+        a = np.where(started, alpha, 1.0).astype(np.float32)  # a first sample starts both stages at it
+        qs[:, 0] += a[:, None, None] * (aligned - qs[:, 0])
+        qs[:, 1] += a[:, None, None] * (qs[:, 0] - qs[:, 1])
+        rs[:, 0] += a[:, None] * (root - rs[:, 0])
+        rs[:, 1] += a[:, None] * (rs[:, 0] - rs[:, 1])
+        out = qs[:, 1] / np.maximum(np.linalg.norm(qs[:, 1], axis=-1, keepdims=True), 1e-12)
+        self.q_stages[slots], self.r_stages[slots], self.q_out[slots] = qs, rs, out
+        self.started[slots] = True
+        return out, rs[:, 1].copy()
