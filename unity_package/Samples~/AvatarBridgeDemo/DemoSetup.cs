@@ -37,6 +37,9 @@ namespace AvatarBridgeSamples
                 var camera = new GameObject("Camera").AddComponent<Camera>();
                 camera.tag = "MainCamera";
                 camera.transform.position = new Vector3(0, 1, -3.5f);
+                var light = new GameObject("Light").AddComponent<Light>();
+                light.type = LightType.Directional;
+                light.transform.rotation = Quaternion.Euler(50, -30, 0);
             }
             gameObject.SetActive(true);
         }

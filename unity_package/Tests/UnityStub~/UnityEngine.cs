@@ -289,6 +289,16 @@ namespace UnityEngine
         public static Camera main => null;
     }
 
+    public enum LightType
+    {
+        Spot, Directional, Point,
+    }
+
+    public sealed class Light : Behaviour
+    {
+        public LightType type { get; set; }
+    }
+
     public enum PrimitiveType
     {
         Sphere, Capsule, Cylinder, Cube, Plane, Quad,
