@@ -13,6 +13,8 @@ namespace {
 constexpr std::chrono::milliseconds kSubscriptionSettle{30};
 // Inputs remembered for matching error replies; errors come back within milliseconds.
 constexpr std::size_t kRememberedInputs = 512;
+// How long a closing link waits for the bridge to confirm its sessions closed (they are reaped anyway).
+constexpr std::chrono::milliseconds kCloseTimeout{300};
 
 std::string endpoint(const std::string& host, int port) { return "tcp://" + host + ":" + std::to_string(port); }
 
@@ -26,7 +28,7 @@ AvatarLink::AvatarLink(Config config) : config_(std::move(config)) {
     for (const SessionSpec& spec : config_.sessions) {
         owned_.push_back(std::make_shared<SubjectFeed>(subjectNameOf(spec), spec));
     }
-    std::atomic_store(&feeds_, std::make_shared<const std::vector<std::shared_ptr<SubjectFeed>>>(owned_));
+    feeds_.store(std::make_shared<const std::vector<std::shared_ptr<SubjectFeed>>>(owned_));
 
     BridgeClient::Handlers handlers;
     handlers.onFrame = [this](DecodedFrame&& frame, std::int64_t arrivalNs) { routeFrame(std::move(frame), arrivalNs); };
@@ -43,19 +45,28 @@ AvatarLink::AvatarLink(Config config) : config_(std::move(config)) {
 }
 
 AvatarLink::~AvatarLink() {
+    std::vector<std::string> sessions;
+    for (const auto& feed : owned_) {
+        if (const auto att = feed->attachment()) {
+            sessions.push_back(att->session);
+        }
+    }
     {
         const std::lock_guard<std::mutex> lock(mutex_);
         stopping_ = true;
     }
     wake_.notify_all();
+    client_->reset();  // fails the supervisor's in-flight request, if any, so it sees `stopping_` at once
     supervisor_.join();
-    if (state_ == State::Connected) {
-        for (const auto& feed : owned_) {
-            if (const auto att = feed->attachment()) {
-                const std::uint64_t id = client_->nextId();
-                client_->call(id, RequestEncoder::close(id, att->session), std::chrono::milliseconds(300));
-            }
-        }
+    // Close what we opened; send all closes, then give the replies one short shared deadline.
+    std::vector<std::future<Reply>> closing;
+    for (const auto& session : sessions) {
+        const std::uint64_t id = client_->nextId();
+        closing.push_back(client_->request(id, RequestEncoder::close(id, session)));
+    }
+    const auto deadline = std::chrono::steady_clock::now() + kCloseTimeout;
+    for (auto& reply : closing) {
+        reply.wait_until(deadline);
     }
     client_.reset();  // joins the I/O thread, whose handlers point at this object
     state_ = State::Stopped;
@@ -82,23 +93,22 @@ std::shared_ptr<SubjectFeed> AvatarLink::feed(std::string_view subjectName) cons
 
 void AvatarLink::supervise() {
     auto lastHeartbeat = std::chrono::steady_clock::now();
-    for (;;) {
-        {
-            const std::lock_guard<std::mutex> lock(mutex_);
-            if (stopping_) {
-                return;
-            }
-        }
+    while (!stopping()) {
+        bool due = std::chrono::steady_clock::now() - lastHeartbeat >= config_.heartbeat;
         if (state_ != State::Connected) {
             if (!handshake()) {
                 waitFor(config_.retryInterval);
                 continue;
             }
-            lastHeartbeat = std::chrono::steady_clock::now();
+            due = true;
         }
-        for (const auto& feed : owned_) {
-            if (!feed->attachment() && !open(feed)) {
-                break;  // the bridge refused or did not answer; the heartbeat decides which
+        if (due) {
+            // (Re)open what is missing at most once per heartbeat, so a refused open does not spin.
+            lastHeartbeat = std::chrono::steady_clock::now();
+            for (const auto& feed : owned_) {
+                if (!feed->attachment() && !open(feed)) {
+                    break;
+                }
             }
         }
         std::deque<Event> events;
@@ -109,12 +119,9 @@ void AvatarLink::supervise() {
         for (const Event& event : events) {
             handleEvent(event);
         }
-        if (std::chrono::steady_clock::now() - lastHeartbeat >= config_.heartbeat) {
-            lastHeartbeat = std::chrono::steady_clock::now();
-            if (!heartbeat()) {
-                loseConnection();
-                continue;
-            }
+        if (due && !heartbeat() && !stopping()) {
+            loseConnection();
+            continue;
         }
         waitFor(config_.heartbeat / 4);
     }
@@ -303,13 +310,18 @@ void AvatarLink::unbind(const std::string& session) {
 void AvatarLink::addFeed(std::shared_ptr<SubjectFeed> feed) {
     auto next = std::make_shared<std::vector<std::shared_ptr<SubjectFeed>>>(*feeds());
     next->push_back(std::move(feed));
-    std::atomic_store(&feeds_, std::shared_ptr<const std::vector<std::shared_ptr<SubjectFeed>>>(std::move(next)));
+    feeds_.store(std::move(next));
 }
 
 void AvatarLink::removeFeed(const std::shared_ptr<SubjectFeed>& feed) {
     auto next = std::make_shared<std::vector<std::shared_ptr<SubjectFeed>>>(*feeds());
     next->erase(std::remove(next->begin(), next->end(), feed), next->end());
-    std::atomic_store(&feeds_, std::shared_ptr<const std::vector<std::shared_ptr<SubjectFeed>>>(std::move(next)));
+    feeds_.store(std::move(next));
+}
+
+bool AvatarLink::stopping() const {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    return stopping_;
 }
 
 void AvatarLink::waitFor(std::chrono::milliseconds duration) {

@@ -26,7 +26,7 @@ void SubjectFeed::attach(const std::string& session, const std::string& pipeline
         mapper_ = std::move(mapper);
         lastSeq_.reset();
     }
-    std::atomic_store(&attachment_, std::shared_ptr<const Attachment>(std::move(next)));
+    attachment_.store(std::move(next));
 }
 
 void SubjectFeed::detach() {
@@ -34,7 +34,7 @@ void SubjectFeed::detach() {
         const std::lock_guard<std::mutex> lock(mutex_);
         mapper_.reset();
     }
-    std::atomic_store(&attachment_, std::shared_ptr<const Attachment>());
+    attachment_.store(nullptr);
 }
 
 void SubjectFeed::deliver(const DecodedFrame& frame, std::int64_t arrivalNs) {

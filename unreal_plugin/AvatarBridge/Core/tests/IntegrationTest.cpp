@@ -603,3 +603,47 @@ TEST(Live, AvatarLinkReopensSessionsWhenTheBridgeRestarts) {
     EXPECT_TRUE(waitUntil([&] { return body->stats().frames >= framesBefore + 5; }, 20s));
     EXPECT_TRUE(body->sample(WallClock::nowNs()).has_value());
 }
+
+TEST(Live, AvatarLinkPublishesSessionsOfOtherClients) {
+    AvatarLink::Config config;
+    config.requestPort = gBridge->requestPort();
+    config.observeOtherSessions = true;
+    config.heartbeat = 300ms;
+    AvatarLink link(config);
+    ASSERT_TRUE(waitUntil([&] { return link.state() == AvatarLink::State::Connected; }, 15s)) << link.statusText();
+    EXPECT_TRUE(link.feeds()->empty());
+
+    // Another client (say, `avatar-bridge harness` feeding a song) opens and drives a session.
+    Connection other;
+    const OpenReply open = other.open("motion");
+    const std::string name = "motion_" + open.session.substr(0, 8);
+    ASSERT_TRUE(waitUntil([&] { return link.feed(name) != nullptr; }, 10s));
+    const auto feed = link.feed(name);
+    EXPECT_FALSE(feed->spec().has_value());
+    ASSERT_NE(feed->attachment(), nullptr);
+    EXPECT_EQ(feed->attachment()->layout->boneNames.size(), 24u);
+
+    const auto rows = randomFeatures(5, 5);
+    other.client.send(RequestEncoder::features(other.input(open.session, 0), 5, 35, rows.data(), rows.size() * 4));
+    EXPECT_TRUE(waitUntil([&] { return feed->stats().frames >= 5; }, 20s));
+
+    other.call([&](std::uint64_t id) { return RequestEncoder::close(id, open.session); });
+    EXPECT_TRUE(waitUntil([&] { return link.feed(name) == nullptr; }, 10s));
+    EXPECT_TRUE(feed->closed());
+}
+
+TEST(Live, AvatarLinkClosesItsSessionsWhenDestroyed) {
+    Connection observer;
+    std::string session;
+    {
+        AvatarLink::Config config = linkConfig();
+        config.sessions.erase(config.sessions.begin());
+        AvatarLink link(config);
+        const auto body = link.feed("TestBody");
+        ASSERT_TRUE(waitUntil([&] { return body->attachment() != nullptr; }, 15s)) << link.statusText();
+        session = body->attachment()->session;
+    }
+    const auto closed = observer.collector.waitEvent<ClosedEvent>(session, 5s);
+    ASSERT_TRUE(closed.has_value());
+    EXPECT_EQ(closed->reason, "client");
+}

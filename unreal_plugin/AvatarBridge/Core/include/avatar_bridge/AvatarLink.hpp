@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "avatar_bridge/AtomicSharedPtr.hpp"
 #include "avatar_bridge/BridgeClient.hpp"
 #include "avatar_bridge/RequestEncoder.hpp"
 #include "avatar_bridge/SessionSpec.hpp"
@@ -43,7 +44,7 @@ public:
     enum class State { Connecting, Connected, Stopped };
 
     explicit AvatarLink(Config config);
-    // Closes the sessions it opened (briefly waiting for the bridge) and stops.
+    // Stops, closing the sessions it opened (waiting at most ~0.3 s for the bridge to confirm).
     ~AvatarLink();
 
     AvatarLink(const AvatarLink&) = delete;
@@ -56,9 +57,7 @@ public:
     std::uint64_t connections() const { return connections_; }
 
     // Never blocks; a snapshot that stays valid while held.
-    std::shared_ptr<const std::vector<std::shared_ptr<SubjectFeed>>> feeds() const {
-        return std::atomic_load(&feeds_);
-    }
+    std::shared_ptr<const std::vector<std::shared_ptr<SubjectFeed>>> feeds() const { return feeds_.load(); }
     std::shared_ptr<SubjectFeed> feed(std::string_view subjectName) const;
 
     // Inputs to an owned or observed session; false when the subject has no session right now.
@@ -86,6 +85,7 @@ private:
     void unbind(const std::string& session);
     void addFeed(std::shared_ptr<SubjectFeed> feed);
     void removeFeed(const std::shared_ptr<SubjectFeed>& feed);
+    bool stopping() const;
     void waitFor(std::chrono::milliseconds duration);
     RequestEncoder::InputHeader inputHeader(SubjectFeed& feed, std::int64_t tCaptureNs);
 
@@ -94,7 +94,7 @@ private:
     std::atomic<State> state_{State::Connecting};
     std::atomic<std::uint64_t> connections_{0};
 
-    std::shared_ptr<const std::vector<std::shared_ptr<SubjectFeed>>> feeds_;  // atomic_load/store, copy on write
+    AtomicSharedPtr<const std::vector<std::shared_ptr<SubjectFeed>>> feeds_;  // copy on write
     std::vector<std::shared_ptr<SubjectFeed>> owned_;                         // supervisor thread only
 
     mutable std::mutex mutex_;  // guards everything below

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "avatar_bridge/AtomicSharedPtr.hpp"
 #include "avatar_bridge/FrameClock.hpp"
 #include "avatar_bridge/JitterBuffer.hpp"
 #include "avatar_bridge/Messages.hpp"
@@ -47,7 +48,7 @@ public:
     const std::optional<SessionSpec>& spec() const { return spec_; }
 
     // Any thread. Null until the first session is attached, and after detach.
-    std::shared_ptr<const Attachment> attachment() const { return std::atomic_load(&attachment_); }
+    std::shared_ptr<const Attachment> attachment() const { return attachment_.load(); }
     bool closed() const { return closed_; }
     Stats stats() const;
 
@@ -69,7 +70,7 @@ public:
 private:
     const std::string name_;
     const std::optional<SessionSpec> spec_;
-    std::shared_ptr<const Attachment> attachment_;  // accessed with std::atomic_load/store
+    AtomicSharedPtr<const Attachment> attachment_;
     std::atomic<bool> closed_{false};
     std::atomic<std::uint64_t> inputSeq_{0};
     std::uint64_t versions_ = 0;
