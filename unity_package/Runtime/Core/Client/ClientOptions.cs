@@ -11,6 +11,8 @@ namespace AvatarBridge.Core.Client
         public string ClientName = "avatar-bridge-csharp";
         public int ConnectTimeoutMs = 2000;
         public int RequestTimeoutMs = 2000;
+        /// <summary>Longest a send may block (a bridge that stopped reading); then the client reconnects instead of stalling the caller.</summary>
+        public int SendTimeoutMs = 500;
         /// <summary>How often open sessions are pinged (keeps them from being reaped, detects a dead bridge); 0 = a quarter of the bridge's idle timeout.</summary>
         public int PingIntervalMs;
         public int ReconnectMinMs = 250;

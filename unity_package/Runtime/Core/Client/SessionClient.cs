@@ -1,6 +1,5 @@
 using System;
 using System.Collections.Generic;
-using System.Text;
 using System.Threading;
 using AvatarBridge.Core.MsgPack;
 using AvatarBridge.Core.Protocol;
@@ -32,6 +31,8 @@ namespace AvatarBridge.Core.Client
         volatile HelloInfo _hello;
         volatile string _lastError;
         volatile bool _stopping;
+        volatile bool _abort; // Dispose gave up waiting: fail every request at once
+        readonly CancellationTokenSource _stop = new CancellationTokenSource();
         volatile bool _faulted;
         volatile int _state = (int)ConnectionState.Idle;
         Thread _supervisor;
@@ -63,7 +64,6 @@ namespace AvatarBridge.Core.Client
         public BridgeErrorException LastInputError => _lastInputError;
         /// <summary>Successful connections since start (1 + reconnects).</summary>
         public long Connects => Interlocked.Read(ref _connects);
-        public IReadOnlyList<BridgeSession> Sessions => _sessions;
 
         /// <summary>Raised on a background thread for every event the bridge publishes (opened, closed).</summary>
         public event Action<BridgeEvent> EventReceived;
@@ -121,7 +121,15 @@ namespace AvatarBridge.Core.Client
             lock (_pendingGate) _waiting.Add(id);
             try
             {
-                dealer.Send(writer.Buffer, 0, writer.Length);
+                try
+                {
+                    dealer.Send(writer.Buffer, 0, writer.Length);
+                }
+                catch (ZmtpException e)
+                {
+                    Fault(generation, e); // a half-sent frame leaves the stream unusable
+                    throw;
+                }
                 return AwaitReply(id, generation, timeoutMs < 0 ? _options.RequestTimeoutMs : timeoutMs);
             }
             finally
@@ -182,10 +190,16 @@ namespace AvatarBridge.Core.Client
         {
             if (_stopping) return;
             _stopping = true;
+            _stop.Cancel(); // ends a connection attempt in progress
             lock (_signal) Monitor.PulseAll(_signal);
             var supervisor = _supervisor;
             if (supervisor != null && !supervisor.Join(timeoutMs))
-                CloseSockets(); // it is stuck in a blocking call: pull the sockets from under it
+            {
+                // Still closing sessions on a slow bridge: give up on politeness.
+                _abort = true;
+                lock (_pendingGate) Monitor.PulseAll(_pendingGate);
+                CloseSockets();
+            }
             _state = (int)ConnectionState.Stopped;
         }
 
@@ -213,7 +227,7 @@ namespace AvatarBridge.Core.Client
             {
                 while (!_replies.TryGetValue(id, out reply))
                 {
-                    if (generation != Volatile.Read(ref _generation) || _faulted) throw new InvalidOperationException("connection to the bridge was lost");
+                    if (generation != Volatile.Read(ref _generation) || _faulted || _abort) throw new InvalidOperationException("connection to the bridge was lost");
                     long left = deadline - Environment.TickCount;
                     if (left <= 0) throw new TimeoutException("no reply from the bridge within " + timeoutMs + " ms");
                     Monitor.Wait(_pendingGate, (int)Math.Min(left, 100));
@@ -254,14 +268,15 @@ namespace AvatarBridge.Core.Client
         {
             int generation = Interlocked.Increment(ref _generation);
             _faulted = false;
-            var dealer = ZmtpConnection.Connect(_options.Host, _options.RequestPort, ZmtpSocketType.Dealer, _options.ConnectTimeoutMs, _options.MaxFrameBytes);
+            var dealer = ZmtpConnection.Connect(_options.Host, _options.RequestPort, ZmtpSocketType.Dealer, _options.ConnectTimeoutMs, _options.MaxFrameBytes, _stop.Token);
+            dealer.SendTimeoutMs = _options.SendTimeoutMs;
             _dealer = dealer;
             _replyThread = StartThread(() => ReadReplies(dealer, generation), "AvatarBridge replies");
             var hello = HelloInfo.FromReply(Request((w, id) => RequestEncoder.Hello(w, id, _options.ClientName)));
             _hello = hello;
 
             int framesPort = _options.FramesPort > 0 ? _options.FramesPort : hello.FramesPort;
-            var sub = ZmtpConnection.Connect(_options.Host, framesPort, ZmtpSocketType.Sub, _options.ConnectTimeoutMs, _options.MaxFrameBytes);
+            var sub = ZmtpConnection.Connect(_options.Host, framesPort, ZmtpSocketType.Sub, _options.ConnectTimeoutMs, _options.MaxFrameBytes, _stop.Token);
             _sub = sub;
             // All frames and events, filtered here: a session's id is unknown until its open reply, and
             // subscribing before opening is the only way not to miss its first frames (section 1).

@@ -24,7 +24,6 @@ namespace AvatarBridge.Core.MsgPack
 
         public MsgPackReader(byte[] buffer, int offset, int count) => Reset(buffer, offset, count);
 
-        public byte[] Buffer => _buffer;
         public int Position => _position;
         public bool End => _position >= _end;
 

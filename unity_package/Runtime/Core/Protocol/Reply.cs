@@ -45,15 +45,11 @@ namespace AvatarBridge.Core.Protocol
             return new BridgeErrorException((int)GetLong("code"), GetString("name"), GetString("message"), Id, GetOptionalString("session"));
         }
 
-        public bool Has(string key) => _fields.ContainsKey(key);
-
         public string GetString(string key) => ReadMap.String(_fields, key, "reply");
         public string GetOptionalString(string key) => ReadMap.OptionalString(_fields, key, "reply");
         public long GetLong(string key) => ReadMap.Long(_fields, key, "reply");
         public double GetDouble(string key) => ReadMap.Double(_fields, key, "reply");
-        public bool GetBool(string key) => ReadMap.Bool(_fields, key, "reply");
         public string[] GetStringArray(string key) => ReadMap.StringArray(_fields, key, "reply");
-        public Dictionary<string, object> GetMap(string key) => ReadMap.Map(_fields, key, "reply");
         public object[] GetArray(string key) => ReadMap.Array(_fields, key, "reply");
 
         static ulong ToUInt64(object value, string key)

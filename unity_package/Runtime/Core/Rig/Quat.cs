@@ -50,8 +50,6 @@ namespace AvatarBridge.Core.Rig
                 v.Z + q.W * tz + (q.X * ty - q.Y * tx));
         }
 
-        public Quat Conjugate => new Quat(-X, -Y, -Z, W);
-
         /// <summary>Unit length; a zero quaternion (a broken frame) becomes the identity rather than NaN.</summary>
         public Quat Normalized
         {

@@ -3,6 +3,7 @@ using System.Buffers.Binary;
 using System.Net;
 using System.Net.Sockets;
 using System.Text;
+using System.Threading;
 
 namespace AvatarBridge.Core.Zmtp
 {
@@ -45,32 +46,49 @@ namespace AvatarBridge.Core.Zmtp
         /// <summary>Socket-Type the peer announced in its READY command.</summary>
         public string PeerSocketType { get; private set; }
 
-        public ZmtpSocketType SocketType => _type;
-
-        /// <summary>Connects, exchanges greetings and READY commands; throws ZmtpException or SocketException on failure.</summary>
-        public static ZmtpConnection Connect(string host, int port, ZmtpSocketType type, int timeoutMs, int maxFrameBytes = 64 << 20)
+        /// <summary>
+        /// Connects, exchanges greetings and READY commands within timeoutMs; throws ZmtpException or
+        /// SocketException on failure, OperationCanceledException when cancel fires first.
+        /// </summary>
+        public static ZmtpConnection Connect(string host, int port, ZmtpSocketType type, int timeoutMs, int maxFrameBytes = 64 << 20,
+            CancellationToken cancel = default(CancellationToken))
         {
             var address = Resolve(host);
             var socket = new Socket(address.AddressFamily, System.Net.Sockets.SocketType.Stream, ProtocolType.Tcp);
-            try
+            // Closing the socket ends a pending connect or handshake read at once: that is the cancellation.
+            using (cancel.Register(() => socket.Close()))
             {
-                socket.NoDelay = true; // frames are small and latency matters more than packet count
-                var pending = socket.BeginConnect(new IPEndPoint(address, port), null, null);
-                if (!pending.AsyncWaitHandle.WaitOne(timeoutMs))
-                    throw new ZmtpException("connecting to " + host + ":" + port + " timed out");
-                socket.EndConnect(pending);
-                socket.ReceiveTimeout = timeoutMs;
-                socket.SendTimeout = timeoutMs;
-                var connection = new ZmtpConnection(socket, type, maxFrameBytes);
-                connection.Handshake();
-                socket.ReceiveTimeout = 0; // after the handshake a receive waits until data or Dispose
-                return connection;
+                try
+                {
+                    socket.NoDelay = true; // frames are small and latency matters more than packet count
+                    var pending = socket.BeginConnect(new IPEndPoint(address, port), null, null);
+                    if (!pending.AsyncWaitHandle.WaitOne(timeoutMs))
+                        throw new ZmtpException("connecting to " + host + ":" + port + " timed out");
+                    socket.EndConnect(pending);
+                    socket.ReceiveTimeout = timeoutMs;
+                    socket.SendTimeout = timeoutMs;
+                    var connection = new ZmtpConnection(socket, type, maxFrameBytes);
+                    connection.Handshake();
+                    socket.ReceiveTimeout = 0; // after the handshake a receive waits until data or Dispose
+                    return connection;
+                }
+                catch
+                {
+                    socket.Close();
+                    if (cancel.IsCancellationRequested) throw new OperationCanceledException(cancel);
+                    throw;
+                }
             }
-            catch
-            {
-                socket.Close();
-                throw;
-            }
+        }
+
+        /// <summary>
+        /// How long a send may block when the peer stops reading (default: the connect timeout). A
+        /// send that times out leaves the stream unusable: the connection must then be dropped.
+        /// </summary>
+        public int SendTimeoutMs
+        {
+            get => _socket.SendTimeout;
+            set => _socket.SendTimeout = value;
         }
 
         /// <summary>Sends one message frame; set more for all but the last frame of a multipart message.</summary>

@@ -307,6 +307,27 @@ namespace AvatarBridge.Tests.Core
             }
         }
 
+        [Test]
+        public void RemovingASessionClosesItOnTheBridge()
+        {
+            using (var client = Live.Client())
+            {
+                var events = new List<BridgeEvent>();
+                client.EventReceived += e => { lock (events) events.Add(e); };
+                var face = client.AddSession(new SessionRequest(Pipeline.Face));
+                var motion = client.AddSession(new SessionRequest(Pipeline.Motion));
+                Live.WaitOpen(face);
+                Live.WaitOpen(motion);
+                string id = motion.Info.Session;
+                client.RemoveSession(motion);
+                Assert.IsFalse(motion.IsOpen);
+                Assert.IsTrue(Live.Eventually(() => { lock (events) return events.Any(e => e.Session == id && e.Name == "closed" && e.Reason == "client"); }, 5000));
+                Assert.IsTrue(face.IsOpen, "the other session is untouched");
+                System.Threading.Thread.Sleep(300);
+                Assert.IsFalse(motion.IsOpen, "a removed session is not reopened");
+            }
+        }
+
         static void ExpectError(SessionClient client, ErrorCode code, Action<MsgPackWriter, ulong> encode)
         {
             var e = Assert.Throws<BridgeErrorException>(() => client.Request(encode));
