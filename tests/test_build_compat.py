@@ -212,3 +212,29 @@ def test_rebuild_is_not_attempted_when_it_cannot_help(built: BuildResult) -> Non
     with pytest.raises(PlanMismatchError):
         checked_plan(built.plan, gpu_host((9, 0)), rebuild_on_mismatch=True)
     assert built.plan.read_bytes() == before
+
+
+def test_rebuild_of_a_renamed_plan_is_refused(built: BuildResult) -> None:
+    rewrite(built, tensorrt_version="1.5.0.0")
+    renamed = built.plan.with_name("renamed.rtx.plan")
+    built.plan.rename(renamed)
+    plan_manifest_path(built.plan).rename(plan_manifest_path(renamed))
+    with pytest.raises(PlanMismatchError, match="TensorRT version"):
+        checked_plan(renamed, gpu_host(), rebuild_on_mismatch=True)
+
+
+def test_rebuild_that_cannot_cure_is_reported(tmp_path: Path) -> None:
+    """A plan pinned to 8.6 by its command, on an 8.9 GPU: the rebuild repeats the pin, so it still fails."""
+    for suffix in (".onnx", ".manifest.json"):
+        shutil.copy(ENGINES / f"face_expression_small{suffix}", tmp_path / f"face_expression_small{suffix}")
+    [r] = build_engine(
+        BuildRequest(
+            tmp_path / "face_expression_small.onnx",
+            flavour="rtx",
+            tiers=("realtime",),
+            compute_capabilities=((8, 6),),
+            progress=False,
+        )
+    )
+    with pytest.raises(PlanMismatchError, match=r"compute capability: plan built for 8\.6"):
+        checked_plan(r.plan, gpu_host((8, 9)), rebuild_on_mismatch=True)

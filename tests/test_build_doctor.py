@@ -66,3 +66,14 @@ def test_doctor_on_a_described_gpu_machine(engines: Path) -> None:
         {"tensorrt_rtx": version}, "Linux", "x86_64", CudaEnvironment(13000, 13000, "580", gpus[1:])
     )
     assert "does not support" in diagnose(engines, host=only_hopper).backends["tensorrt"]
+
+
+def test_doctor_render_with_gpus_and_no_tensorrt(tmp_path: Path) -> None:
+    from bridge.build.doctor import render
+
+    gpu = DeviceInfo(0, "NVIDIA H200", (9, 0), 141 << 30)
+    host = HostSnapshot({}, "Linux", "x86_64", CudaEnvironment(13000, 13030, "580.159.04", (gpu,)))
+    text = render(diagnose(tmp_path, host=host))
+    assert "0: NVIDIA H200, compute capability 9.0, 141 GiB" in text
+    assert "tensorrt: no: neither tensorrt nor tensorrt_rtx is installed" in text
+    assert "TensorRT:\n  not installed" in text and "Plans:\n  none found" in text

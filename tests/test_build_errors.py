@@ -94,6 +94,8 @@ def test_profile_rank_and_unknown_tensor(tmp_path: Path) -> None:
             BuildRequest(FACE, out_dir=tmp_path, flavour="rtx", profile_flags=("p:image=1x3,lips=1x2",))
         )
     assert "rank 2, the model's input has rank 4" in str(e.value) and "no such input" in str(e.value)
+    with pytest.raises(ProfileError, match="no shape range for dynamic input 'image'"):
+        build_engine(BuildRequest(FACE, out_dir=tmp_path, flavour="rtx", profile_flags=("p:lips=1x2",)))
 
 
 def test_unknown_tier_and_malformed_flags(tmp_path: Path) -> None:

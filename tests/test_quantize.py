@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
 from pathlib import Path
@@ -30,10 +31,9 @@ def face_crops(folder: Path, n: int) -> Path:
     folder.mkdir()
     rng = np.random.default_rng(1)
     for i in range(n):
-        img = cv2.resize(
-            rng.integers(0, 256, (6, 6, 3), dtype=np.uint8), (256, 256), interpolation=cv2.INTER_CUBIC
-        )
-        img[90:110, 40:216] //= 2
+        coarse = rng.integers(0, 256, (6, 6, 3), dtype=np.uint8)
+        img = np.asarray(cv2.resize(coarse, (256, 256), interpolation=cv2.INTER_CUBIC), dtype=np.uint8)
+        img[90:110, 40:216] = img[90:110, 40:216] // 2
         cv2.imwrite(str(folder / f"crop{i:02d}.png"), img)
     return folder
 
@@ -77,6 +77,11 @@ def test_int8_face_from_a_folder_of_crops(tmp_path: Path) -> None:
     m = load_manifest(r.manifest_path)
     assert m.name == "face_expression_small_int8"
     validate_against_onnx(m)
+    if importlib.util.find_spec("tensorrt_rtx"):  # the Q/DQ graph is one TensorRT parses and builds
+        from bridge.build.builder import BuildRequest, build_engine
+
+        [b] = build_engine(BuildRequest(r.manifest_path, out_dir=tmp_path, flavour="rtx", progress=False))
+        assert b.manifest.precision == "int8"
 
 
 def test_int8_dance_keeps_lstm_fp32(tmp_path: Path) -> None:
@@ -170,3 +175,22 @@ def test_single_sequence_holds_out_its_last_quarter(tmp_path: Path) -> None:
     seqs = feature_sequences(tmp_path / "seqs", 1)
     r = quantize(QuantizeRequest(src, "int8", calibration=seqs, calibration_samples=16, holdout_samples=4))
     assert "last quarter held out" in r.report.calibration and r.report.holdout_samples == 4
+
+
+def test_other_inputs(tmp_path: Path) -> None:
+    from bridge.quantize.mixed import convert_mixed
+
+    text = tmp_path / "model.txt"
+    text.write_text("")
+    with pytest.raises(ValueError, match=r"expected an \.onnx file"):
+        quantize(QuantizeRequest(text, "fp16"))
+    with pytest.raises(ValueError, match="mixed precision is fp16 or bf16"):
+        convert_mixed(onnx.load(str(ENGINES / "face_expression_small.onnx")), "int8")
+    src = copy_model("dance_lstm", tmp_path)
+    with pytest.raises(ValueError, match="must be >= 1"):
+        quantize(QuantizeRequest(src, "int8", holdout_samples=0))
+    short = tmp_path / "short"
+    short.mkdir()
+    np.save(short / "s.npy", np.zeros((1, 35), np.float32))
+    with pytest.raises(ValueError, match="sequences too short"):
+        quantize(QuantizeRequest(src, "int8", calibration=short))

@@ -34,8 +34,6 @@ def _describe(err: Any) -> str:
 
 
 def parse_onnx(flavour: Flavour, onnx_path: Path, logger: trt.ILogger) -> ParsedNetwork:
-    if not onnx_path.is_file():
-        raise BuildError(f"ONNX file not found: {onnx_path}")
     t = flavour.trt
     builder = t.Builder(logger)
     network = builder.create_network(flavour.network_flags())

@@ -80,9 +80,6 @@ class PlanManifest:
     def rebuild_command_line(self) -> str:
         return shlex.join(self.rebuild_command)
 
-    def plan_path(self, manifest_path: Path) -> Path:
-        return manifest_path.with_name(self.plan_file)
-
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["targets"] = list(self.targets)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -202,11 +201,9 @@ def load_samples(
         raise ValueError(f"calibration folder not found: {folder}")
     if calibration < 1 or holdout < 1:
         raise ValueError("--samples and --holdout must be >= 1")
-    loaders: dict[str, Any] = {"image": _face_samples, "features": _motion_samples}
-    for role, loader in loaders.items():
-        if manifest.input_for(role) is not None:
-            samples: Samples = loader(manifest, folder, calibration, holdout, seed)
-            if not samples.calibration or not samples.holdout:
-                raise ValueError(f"no usable calibration data in {folder}")
-            return samples
-    raise ValueError(f"{manifest.name}: no 'image' or 'features' input role to calibrate")
+    # A validated manifest has the task's required input role: `image` for face, `features` for motion.
+    loader = _face_samples if manifest.task == "face" else _motion_samples
+    samples = loader(manifest, folder, calibration, holdout, seed)
+    if not samples.calibration or not samples.holdout:
+        raise ValueError(f"no usable calibration data in {folder} (sequences too short?)")
+    return samples

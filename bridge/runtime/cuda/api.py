@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import platform
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -155,7 +156,7 @@ def set_device(index: int) -> None:
 _O = TypeVar("_O", bound="_Owned")
 
 
-class _Owned:
+class _Owned(ABC):
     """One CUDA resource released once by `close()`; usable as a context manager."""
 
     _closed = False
@@ -165,8 +166,8 @@ class _Owned:
             self._closed = True
             self._release()
 
-    def _release(self) -> None:
-        raise NotImplementedError
+    @abstractmethod
+    def _release(self) -> None: ...
 
     def __enter__(self: _O) -> _O:
         return self
