@@ -129,6 +129,63 @@ namespace AvatarBridge.Tests.Core
         }
 
         [Test]
+        public void MotionSessionDancesToFloatAudio()
+        {
+            int requestPort, framesPort;
+            TestEnvironment.BridgePorts(out requestPort, out framesPort);
+            using (var recorder = new FrameRecorder(framesPort))
+            using (var client = Live.Client())
+            {
+                var session = client.AddSession(new SessionRequest(Pipeline.Motion));
+                Live.WaitOpen(session);
+                string id = session.Info.Session;
+                double fps = session.Info.Fps;
+                // One second of a 120 BPM click at 48 kHz in 1/60 s chunks, as AudioMotionInput sends it.
+                const int Rate = 48000, Chunk = Rate / 60;
+                var samples = new float[Chunk];
+                for (int k = 0; k < 60; k++)
+                {
+                    for (int i = 0; i < Chunk; i++)
+                    {
+                        double t = (k * Chunk + i) / (double)Rate;
+                        double inBeat = t % 0.5;
+                        samples[i] = (float)(System.Math.Sin(2 * System.Math.PI * 80 * t) * System.Math.Exp(-inBeat * 20) * 0.8);
+                    }
+                    Assert.IsTrue(client.SendAudio(session, Rate, samples, WallClock.NowNs()));
+                }
+                // One frame per 1/fps s of completed audio: about fps frames for one second.
+                int expected = (int)System.Math.Floor(fps);
+                Assert.IsTrue(Live.Eventually(() => recorder.Of(id).Count >= expected - 2, 20000),
+                    "frames for 1 s of audio: " + recorder.Of(id).Count + ", fps " + fps);
+                System.Threading.Thread.Sleep(200);
+                var frames = recorder.Of(id);
+                Assert.LessOrEqual(frames.Count, expected + 1);
+                for (int i = 0; i < frames.Count; i++)
+                {
+                    Assert.AreEqual((ulong)i, frames[i].Seq);
+                    Assert.Less(frames[i].InputSeq, 60UL);
+                    if (i > 0) Assert.GreaterOrEqual(frames[i].InputSeq, frames[i - 1].InputSeq);
+                    Live.AssertUnitQuaternions(frames[i].Joints, "joints");
+                }
+            }
+        }
+
+        [Test]
+        public void AnInputAskingForAnAckGetsOne()
+        {
+            using (var client = Live.Client())
+            {
+                var session = client.AddSession(new SessionRequest(Pipeline.Motion));
+                Live.WaitOpen(session);
+                string id = session.Info.Session;
+                var reply = client.Request((w, rid) => RequestEncoder.Features(w, rid, id, 41, WallClock.NowNs(), 1, 35, Live.Features(1, 35, 0), true));
+                Assert.AreEqual("ack", reply.Op);
+                Assert.AreEqual(id, reply.GetString("session"));
+                Assert.AreEqual(41L, reply.GetLong("seq"));
+            }
+        }
+
+        [Test]
         public void FaceSessionStreamsFramesForImages()
         {
             int requestPort, framesPort;
