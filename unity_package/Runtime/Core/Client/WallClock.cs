@@ -14,7 +14,7 @@ namespace AvatarBridge.Core.Client
         const long UnixEpochTicks = 621355968000000000L;
         const long ReanchorNs = 60L * 1000 * 1000 * 1000;
         static readonly double NsPerTick = 1e9 / Stopwatch.Frequency;
-        static Anchor _anchor = NewAnchor();
+        static WallClockAnchor _anchor = NewAnchor();
 
         public static long NowNs()
         {
@@ -24,18 +24,6 @@ namespace AvatarBridge.Core.Client
             return anchor.WallNs + elapsed;
         }
 
-        static Anchor NewAnchor() => new Anchor((DateTime.UtcNow.Ticks - UnixEpochTicks) * 100, Stopwatch.GetTimestamp());
-
-        sealed class Anchor
-        {
-            public readonly long WallNs;
-            public readonly long Timestamp;
-
-            public Anchor(long wallNs, long timestamp)
-            {
-                WallNs = wallNs;
-                Timestamp = timestamp;
-            }
-        }
+        static WallClockAnchor NewAnchor() => new WallClockAnchor((DateTime.UtcNow.Ticks - UnixEpochTicks) * 100, Stopwatch.GetTimestamp());
     }
 }

@@ -15,7 +15,7 @@ namespace AvatarBridge.Tests.Core
     {
         readonly ZmtpConnection _sub;
         readonly Thread _thread;
-        readonly List<Recorded> _frames = new List<Recorded>();
+        readonly List<RecordedFrame> _frames = new List<RecordedFrame>();
 
         public FrameRecorder(int framesPort)
         {
@@ -26,20 +26,7 @@ namespace AvatarBridge.Tests.Core
             Thread.Sleep(200); // PUB/SUB: let the subscription reach the bridge before anything is opened
         }
 
-        public sealed class Recorded
-        {
-            public string Topic;
-            public string Session;
-            public Pipeline Pipeline;
-            public ulong Seq, InputSeq;
-            public long CaptureNs, PublishNs;
-            public double EngineUs;
-            public int Batch;
-            public bool FaceFound;
-            public float[] Expression, Eyelids, Jaw, Head, Blendshapes, Joints, Root;
-        }
-
-        public List<Recorded> Of(string session)
+        public List<RecordedFrame> Of(string session)
         {
             lock (_frames) return _frames.FindAll(f => f.Session == session);
         }
@@ -64,7 +51,7 @@ namespace AvatarBridge.Tests.Core
                     _sub.ReceiveFrame(ref topic, 0, out topicLength);
                     _sub.ReceiveFrame(ref payload, 0, out length);
                     decoder.Decode(payload, 0, length, frame, null);
-                    var recorded = new Recorded
+                    var recorded = new RecordedFrame
                     {
                         Topic = Encoding.ASCII.GetString(topic, 0, topicLength),
                         Session = frame.Session,
