@@ -57,8 +57,10 @@ SubjectPose FaceSubjectMapper::pose(const DecodedFrame& decoded) const {
     for (std::size_t i = 0; i < f->eyelids.size(); ++i) {
         p.curves.push_back(f->eyelids[i]);
     }
+    // Live Link Face's scale for head angles: FRotator degrees / 180, i.e. radians / pi, in [-1, 1].
     const UnrealAxes::Rotator r = UnrealAxes::rotator(head);
-    p.curves.insert(p.curves.end(), {r.yaw, r.pitch, r.roll, f->faceFound ? 1.0f : 0.0f});
+    constexpr float kInvPi = 0.318309886f;
+    p.curves.insert(p.curves.end(), {r.yaw * kInvPi, r.pitch * kInvPi, r.roll * kInvPi, f->faceFound ? 1.0f : 0.0f});
     return p;
 }
 

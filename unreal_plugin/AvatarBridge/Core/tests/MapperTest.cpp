@@ -79,10 +79,11 @@ TEST(FaceSubject, FallsBackToFlameToArkitWithoutBlendshapes) {
 
 TEST(FaceSubject, HeadRotationBecomesBoneAndCurves) {
     const auto mapper = SubjectMapper::create(rigOf(payloads::openFace(1, "00112233445566ff")));
-    // Head turned +0.5 rad about wire +Y: to the avatar's left, i.e. Unreal yaw -0.5 (see AxesTest).
+    // Head turned +0.5 rad about wire +Y: to the avatar's left, i.e. Unreal yaw -0.5 rad (see AxesTest),
+    // which Live Link Face's scale (degrees / 180) writes as -0.5 / pi.
     const Quat head = Quat::fromAxisAngle({0, 1, 0}, 0.5f);
     const SubjectPose p = mapper->pose(decode(payloads::faceFrame(0).floats("head", quatBytes(head))));
-    EXPECT_NEAR(p.curves[curveIndex(mapper->layout(), "HeadYaw")], -0.5f, 1e-5f);
+    EXPECT_NEAR(p.curves[curveIndex(mapper->layout(), "HeadYaw")], -0.5f / 3.14159265f, 1e-5f);
     EXPECT_NEAR(p.curves[curveIndex(mapper->layout(), "HeadPitch")], 0.0f, 1e-5f);
     EXPECT_NEAR(p.rotations[0].z, -std::sin(0.25f), 1e-6f);
     EXPECT_EQ(p.translations.size(), 2u);

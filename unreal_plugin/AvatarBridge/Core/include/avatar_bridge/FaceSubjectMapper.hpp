@@ -11,7 +11,8 @@ namespace avatar_bridge {
 // `flame_jaw` (relative to the head), both with zero translation; curves, in this order:
 //   the 52 ARKit names (kArkitNames order: the bridge's weights mapped by name, or FlameToArkit when the
 //   session sends none), the 50 FLAME expression names and 2 eyelid names of the rig, then HeadYaw,
-//   HeadPitch, HeadRoll (radians, FRotator signs) and FaceFound (1 or 0).
+//   HeadPitch, HeadRoll (FRotator angles in degrees / 180, the [-1, 1] scale of Live Link Face and of the
+//   bridge's own Live Link Face sender) and FaceFound (1 or 0).
 // The bones are prefixed so that a MetaHuman's own `head` bone is never overwritten by accident.
 class FaceSubjectMapper : public SubjectMapper {
 public:

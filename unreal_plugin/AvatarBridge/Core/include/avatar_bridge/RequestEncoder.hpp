@@ -13,6 +13,8 @@ namespace avatar_bridge {
 // Inputs are encoded as given, without size checks: the bridge is the judge (and the tests rely on that).
 class RequestEncoder {
 public:
+    static constexpr int kFeatureColumns = 35;  // AIST++ music features per `features` row
+
     struct InputHeader {
         std::uint64_t id = 0;
         std::string session;

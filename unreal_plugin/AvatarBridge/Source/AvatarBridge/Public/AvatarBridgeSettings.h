@@ -1,0 +1,91 @@
+// What an Avatar Bridge Live Link source connects to and which sessions it opens. Persisted in Live Link
+// presets as the source's connection string (JSON of FAvatarBridgeConnectionSettings).
+
+#pragma once
+
+#include "CoreMinimal.h"
+
+#include "AvatarBridgeSettings.generated.h"
+
+UENUM(BlueprintType)
+enum class EAvatarBridgePipeline : uint8
+{
+	/** Camera images in, FLAME + ARKit-52 face curves and head/jaw rotation out. */
+	Face,
+	/** Music (audio or AIST++ features) in, a 24-joint SMPL skeleton out. */
+	Motion,
+};
+
+/** One session the source opens on the bridge and publishes as one Live Link subject. */
+USTRUCT(BlueprintType)
+struct AVATARBRIDGE_API FAvatarBridgeSessionSettings
+{
+	GENERATED_BODY()
+
+	UPROPERTY(EditAnywhere, BlueprintReadWrite, Category = "Avatar Bridge")
+	EAvatarBridgePipeline Pipeline = EAvatarBridgePipeline::Face;
+
+	/** Live Link subject name. None: AvatarBridgeFace / AvatarBridgeBody (numbered when repeated). */
+	UPROPERTY(EditAnywhere, BlueprintReadWrite, Category = "Avatar Bridge")
+	FName SubjectName;
+
+	/** A model name from the bridge's model list; empty: the pipeline's default model. */
+	UPROPERTY(EditAnywhere, BlueprintReadWrite, Category = "Avatar Bridge")
+	FString Model;
+
+	/** Face: have the bridge send ARKit-52 weights (otherwise the plugin maps FLAME to ARKit itself, roughly). */
+	UPROPERTY(EditAnywhere, BlueprintReadWrite, Category = "Avatar Bridge|Face")
+	bool bBlendshapes = true;
+
+	/** Face: One-Euro filtering of the face parameters on the bridge. */
+	UPROPERTY(EditAnywhere, BlueprintReadWrite, Category = "Avatar Bridge|Face")
+	bool bFaceSmoothing = true;
+
+	/** Motion: dance style, one of the model's styles; empty: the bridge's default ("house"). */
+	UPROPERTY(EditAnywhere, BlueprintReadWrite, Category = "Avatar Bridge|Motion")
+	FString Style;
+
+	/** Motion: low-pass strength on joint rotations, 0 (off) to 0.99. */
+	UPROPERTY(EditAnywhere, BlueprintReadWrite, Category = "Avatar Bridge|Motion", meta = (ClampMin = "0.0", ClampMax = "0.99"))
+	float MotionSmoothing = 0.5f;
+};
+
+USTRUCT(BlueprintType)
+struct AVATARBRIDGE_API FAvatarBridgeConnectionSettings
+{
+	GENERATED_BODY()
+
+	FAvatarBridgeConnectionSettings();
+
+	/** Host running `avatar-bridge serve`. The bridge listens on 127.0.0.1 unless started with --host. */
+	UPROPERTY(EditAnywhere, BlueprintReadWrite, Category = "Avatar Bridge")
+	FString Host = TEXT("127.0.0.1");
+
+	/** The bridge's request (ROUTER) port. */
+	UPROPERTY(EditAnywhere, BlueprintReadWrite, Category = "Avatar Bridge", meta = (ClampMin = "1", ClampMax = "65535"))
+	int32 RequestPort = 5570;
+
+	/** The bridge's frames (PUB) port; 0: the one the bridge announces in its hello reply. */
+	UPROPERTY(EditAnywhere, BlueprintReadWrite, Category = "Avatar Bridge", meta = (ClampMin = "0", ClampMax = "65535"))
+	int32 FramesPort = 0;
+
+	/** Sessions to open; each becomes a subject, reopened automatically after a bridge restart. */
+	UPROPERTY(EditAnywhere, BlueprintReadWrite, Category = "Avatar Bridge")
+	TArray<FAvatarBridgeSessionSettings> Sessions;
+
+	/** Also publish sessions other clients open (e.g. `avatar-bridge harness`), named <pipeline>_<session id>. */
+	UPROPERTY(EditAnywhere, BlueprintReadWrite, Category = "Avatar Bridge")
+	bool bObserveOtherSessions = true;
+
+	/**
+	 * Interpolate to the engine tick in the plugin's jitter buffer (one smooth frame per tick). Off: push every
+	 * bridge frame with its own time and let the subject's Live Link evaluation settings buffer and interpolate.
+	 */
+	UPROPERTY(EditAnywhere, BlueprintReadWrite, Category = "Avatar Bridge")
+	bool bInterpolateInPlugin = true;
+
+	/** JSON, stored as the Live Link source's connection string. */
+	FString ToConnectionString() const;
+	/** False (and Out untouched) when the string is not such JSON. */
+	static bool FromConnectionString(const FString& ConnectionString, FAvatarBridgeConnectionSettings& Out);
+};
