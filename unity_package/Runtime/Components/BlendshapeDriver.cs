@@ -38,6 +38,7 @@ namespace AvatarBridge
         float[][] _current = new float[0][];
         float[] _sourceValues = new float[0];
         int _boundOpenCount = -1;
+        long _cursor;
         bool _hasFrame;
         Quaternion _headRest, _jawRest, _headTarget = Quaternion.identity, _jawTarget = Quaternion.identity;
 
@@ -76,7 +77,7 @@ namespace AvatarBridge
             if (session.OpenCount != _boundOpenCount) Bind(info.FaceRig, session.OpenCount);
 
             Frame frame;
-            if (session.Frames.TryGetNewest(out frame)) Take(frame);
+            if (session.Frames.TryGetNewest(ref _cursor, out frame)) Take(frame);
             if (!_hasFrame) return;
             Apply(Time.deltaTime);
         }

@@ -31,6 +31,7 @@ namespace AvatarBridge
         Transform _hips;
         Vector3 _hipsRest;
         int _boundOpenCount = -1;
+        long _cursor;
         bool _hasFrame;
 
         public BridgeClient Client { get => _client; set => _client = value; }
@@ -65,7 +66,7 @@ namespace AvatarBridge
                 _boundOpenCount = session.OpenCount;
             }
             Frame frame;
-            if (session.Frames.TryGetNewest(out frame)) Take(frame);
+            if (session.Frames.TryGetNewest(ref _cursor, out frame)) Take(frame);
             if (_hasFrame) Apply();
         }
 

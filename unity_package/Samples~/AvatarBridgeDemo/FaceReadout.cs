@@ -12,6 +12,7 @@ namespace AvatarBridgeSamples
         readonly float[] _weights = new float[ProtocolConstants.BlendshapeCount];
         string[] _names = new string[0];
         bool _faceFound;
+        long _cursor;
 
         void Update()
         {
@@ -20,7 +21,7 @@ namespace AvatarBridgeSamples
             if (info == null) return;
             _names = info.FaceRig.Blendshapes;
             Frame frame;
-            if (!session.Frames.TryGetNewest(out frame) || frame.Blendshapes.Length != _weights.Length) return;
+            if (!session.Frames.TryGetNewest(ref _cursor, out frame) || frame.Blendshapes.Length != _weights.Length) return;
             frame.Blendshapes.CopyTo(_weights);
             _faceFound = frame.FaceFound;
         }

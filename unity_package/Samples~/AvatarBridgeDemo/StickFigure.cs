@@ -18,6 +18,7 @@ namespace AvatarBridgeSamples
         int[] _parents = new int[0];
         SkeletonPose _pose;
         int _openCount = -1;
+        long _cursor;
 
         void LateUpdate()
         {
@@ -27,7 +28,7 @@ namespace AvatarBridgeSamples
             if (session.OpenCount != _openCount) Build(info.BodyRig, session.OpenCount);
 
             Frame frame;
-            if (!session.Frames.TryGetNewest(out frame)) return;
+            if (!session.Frames.TryGetNewest(ref _cursor, out frame)) return;
             _pose.Update(frame.Joints, frame.Root);
             var positions = new Vec3[_joints.Length];
             for (int j = 0; j < _joints.Length; j++)

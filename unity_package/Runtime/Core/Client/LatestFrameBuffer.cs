@@ -4,9 +4,10 @@ namespace AvatarBridge.Core.Client
 {
     /// <summary>
     /// Newest-frame handoff from the receive thread to the main thread: a triple buffer. The receiver
-    /// fills the back slot and swaps it with the ready slot; the reader swaps the ready slot into the
-    /// front slot it owns. Neither side waits for the other beyond a pointer swap, older frames are
-    /// overwritten (latest wins), and the reader's frame stays intact until its next TryGetNewest.
+    /// fills the back slot and swaps it with the ready slot; a reader swaps the ready slot into the
+    /// front slot. Neither side waits for the other beyond a pointer swap, and older frames are
+    /// overwritten (latest wins). Several readers may share one buffer (a face driver and a UI, say),
+    /// each with its own cursor, as long as they all run on one thread.
     /// </summary>
     public sealed class LatestFrameBuffer
     {
@@ -16,18 +17,19 @@ namespace AvatarBridge.Core.Client
         FrameSlot _front = new FrameSlot();
         bool _fresh;
         bool _hasFrame;
+        long _published;
 
         /// <summary>
-        /// The newest frame, if one arrived since the previous call (true) — or the one taken before
-        /// (false; null until the first frame). Valid until the next call; call from one thread.
+        /// The newest frame, and whether it is one this reader has not seen (true; cursor is moved to
+        /// it) or the one it saw last (false). frame is null until the first frame. Use the frame
+        /// before any other code on this thread calls TryGetNewest: its buffer is then recycled.
         /// </summary>
-        public bool TryGetNewest(out Frame frame)
+        /// <param name="cursor">the reader's own position; start at 0.</param>
+        public bool TryGetNewest(ref long cursor, out Frame frame)
         {
-            bool fresh;
             lock (_gate)
             {
-                fresh = _fresh;
-                if (fresh)
+                if (_fresh)
                 {
                     var taken = _ready;
                     _ready = _front;
@@ -37,7 +39,9 @@ namespace AvatarBridge.Core.Client
                 }
             }
             frame = _hasFrame ? _front.Frame : null;
-            return fresh;
+            if (frame == null || frame.Number == cursor) return false;
+            cursor = frame.Number;
+            return true;
         }
 
         /// <summary>Drops any frame not yet taken (the session was reopened with another rig).</summary>
@@ -55,6 +59,7 @@ namespace AvatarBridge.Core.Client
             lock (_gate)
             {
                 var filled = _back;
+                filled.Frame.Number = ++_published;
                 _back = _ready;
                 _ready = filled;
                 _fresh = true;

@@ -32,6 +32,8 @@ namespace AvatarBridge.Core.Protocol
         public int Batch { get; internal set; }
         /// <summary>Face only: false when no face was found (arrays then hold the last good values).</summary>
         public bool FaceFound { get; internal set; }
+        /// <summary>Position of this frame in its session's handoff (1, 2, ...), so each reader can tell new from seen.</summary>
+        public long Number { get; internal set; }
         /// <summary>Client wall clock (ns since the Unix epoch) when the frame arrived; set by the receiver.</summary>
         public long ReceivedNs { get; internal set; }
 

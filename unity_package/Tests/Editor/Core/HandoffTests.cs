@@ -16,14 +16,15 @@ namespace AvatarBridge.Tests.Core
         public void ReaderGetsOnlyTheNewestFrameAndKeepsItIntact()
         {
             var frames = new LatestFrameBuffer();
+            long cursor = 0;
             Frame frame;
-            Assert.IsFalse(frames.TryGetNewest(out frame));
+            Assert.IsFalse(frames.TryGetNewest(ref cursor, out frame));
             Assert.IsNull(frame);
 
             Produce(frames, 1);
             Produce(frames, 2);
             Produce(frames, 3);
-            Assert.IsTrue(frames.TryGetNewest(out frame));
+            Assert.IsTrue(frames.TryGetNewest(ref cursor, out frame));
             Assert.AreEqual(3UL, frame.Seq, "latest wins: 1 and 2 were overwritten");
 
             // The receiver keeps going; the frame the reader holds must not change under it.
@@ -32,10 +33,28 @@ namespace AvatarBridge.Tests.Core
             Assert.AreEqual(3UL, frame.Seq);
             Assert.AreEqual(3f, frame.Root[0]);
 
-            Assert.IsTrue(frames.TryGetNewest(out frame));
+            Assert.IsTrue(frames.TryGetNewest(ref cursor, out frame));
             Assert.AreEqual(5UL, frame.Seq);
-            Assert.IsFalse(frames.TryGetNewest(out frame), "nothing new");
+            Assert.IsFalse(frames.TryGetNewest(ref cursor, out frame), "nothing new");
             Assert.AreEqual(5UL, frame.Seq, "the last frame stays available");
+        }
+
+        [Test]
+        public void SeveralReadersEachSeeEveryNewestFrame()
+        {
+            // A face driver and a UI reading one session on the main thread.
+            var frames = new LatestFrameBuffer();
+            long driver = 0, ui = 0;
+            Frame frame;
+            Produce(frames, 1);
+            Assert.IsTrue(frames.TryGetNewest(ref driver, out frame));
+            Assert.IsTrue(frames.TryGetNewest(ref ui, out frame), "the second reader still gets it");
+            Assert.AreEqual(1UL, frame.Seq);
+            Assert.IsFalse(frames.TryGetNewest(ref driver, out frame));
+            Produce(frames, 2);
+            Assert.IsTrue(frames.TryGetNewest(ref ui, out frame));
+            Assert.IsTrue(frames.TryGetNewest(ref driver, out frame));
+            Assert.AreEqual(2UL, frame.Seq);
         }
 
         [Test]
@@ -50,11 +69,12 @@ namespace AvatarBridge.Tests.Core
             });
             producer.Start();
             ulong last = 0;
+            long cursor = 0;
             int taken = 0;
             while (!Volatile.Read(ref done) || taken == 0)
             {
                 Frame frame;
-                if (!frames.TryGetNewest(out frame)) continue;
+                if (!frames.TryGetNewest(ref cursor, out frame)) continue;
                 taken++;
                 Assert.Greater(frame.Seq, last, "frames only move forward");
                 // Every value of a frame was written from its seq: a torn frame would mix two.

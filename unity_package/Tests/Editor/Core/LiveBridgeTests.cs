@@ -80,10 +80,11 @@ namespace AvatarBridge.Tests.Core
                 var pose = new SkeletonPose(info.BodyRig.Parents);
                 ulong lastTaken = 0;
                 bool any = false;
+                long cursor = 0;
                 Assert.IsTrue(Live.Eventually(() =>
                 {
                     Frame frame;
-                    if (session.Frames.TryGetNewest(out frame))
+                    if (session.Frames.TryGetNewest(ref cursor, out frame))
                     {
                         // What the main thread sees: the newest frame, whole and in order.
                         Assert.AreEqual(info.Session, frame.Session);
@@ -237,7 +238,8 @@ namespace AvatarBridge.Tests.Core
 
                 // The client's handoff gets the same newest frame.
                 Frame newest = null;
-                Assert.IsTrue(Live.Eventually(() => session.Frames.TryGetNewest(out newest) || newest != null, 5000));
+                long cursor = 0;
+                Assert.IsTrue(Live.Eventually(() => session.Frames.TryGetNewest(ref cursor, out newest) || newest != null, 5000));
                 Assert.AreEqual(frames[frames.Count - 1].Seq, newest.Seq);
                 Assert.AreEqual(frames.Count, session.Stats.Snapshot().Received);
                 Assert.AreEqual(0, session.Stats.Snapshot().Lost);
@@ -258,7 +260,8 @@ namespace AvatarBridge.Tests.Core
                 Assert.AreEqual(0, session.Info.FaceRig.Blendshapes.Length);
                 Assert.IsTrue(client.SendImage(session, 64, 48, Live.Image(64, 48, 0), WallClock.NowNs()));
                 Frame frame = null;
-                Assert.IsTrue(Live.Eventually(() => session.Frames.TryGetNewest(out frame), 20000));
+                long cursor = 0;
+                Assert.IsTrue(Live.Eventually(() => session.Frames.TryGetNewest(ref cursor, out frame), 20000));
                 Assert.AreEqual(0, frame.Blendshapes.Length);
                 Assert.AreEqual(50, frame.Expression.Length);
             }
@@ -300,7 +303,8 @@ namespace AvatarBridge.Tests.Core
                 // The bridge keeps serving: the session still streams.
                 Assert.IsTrue(client.SendFeatures(motion, 1, Live.Features(1, 35, 0), WallClock.NowNs()));
                 Frame frame = null;
-                Assert.IsTrue(Live.Eventually(() => motion.Frames.TryGetNewest(out frame), 10000));
+                long cursor = 0;
+                Assert.IsTrue(Live.Eventually(() => motion.Frames.TryGetNewest(ref cursor, out frame), 10000));
                 Assert.AreEqual(0UL, frame.Seq);
             }
         }

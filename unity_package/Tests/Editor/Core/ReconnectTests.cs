@@ -48,7 +48,8 @@ namespace AvatarBridge.Tests.Core
                     Assert.IsTrue(client.SendFeatures(session, 3, Live.Features(3, 35, 0), WallClock.NowNs()));
                     Assert.IsTrue(Live.Eventually(() => session.Stats.Snapshot().LastSeq == 2, 10000), "frames flow after reconnecting");
                     Frame frame;
-                    Assert.IsTrue(session.Frames.TryGetNewest(out frame));
+                    long cursor = 0;
+                    Assert.IsTrue(session.Frames.TryGetNewest(ref cursor, out frame));
                     Assert.AreEqual(session.Info.Session, frame.Session);
                 }
             }
