@@ -369,6 +369,31 @@ namespace AvatarBridge.Tests.Core
         }
 
         [Test]
+        public void OpenAndCloseByHandReportFramesPublished()
+        {
+            int requestPort, framesPort;
+            TestEnvironment.BridgePorts(out requestPort, out framesPort);
+            using (var recorder = new FrameRecorder(framesPort))
+            using (var client = Live.Client())
+            {
+                // Requests without AddSession: the client does not keep this session open by itself.
+                var info = SessionInfo.FromReply(client.Request((w, id) => RequestEncoder.Open(w, id, Pipeline.Motion, null, null)));
+                var ack = client.Request((w, id) => RequestEncoder.Features(w, id, info.Session, 0, WallClock.NowNs(), 5, 35, Live.Features(5, 35, 0), true));
+                Assert.AreEqual("ack", ack.Op);
+                Assert.IsTrue(Live.Eventually(() => recorder.Of(info.Session).Count == 5, 10000));
+
+                var closed = client.Request((w, id) => RequestEncoder.Close(w, id, info.Session));
+                Assert.AreEqual("close", closed.Op);
+                Assert.IsTrue(closed.Ok);
+                Assert.AreEqual(info.Session, closed.GetString("session"));
+                Assert.AreEqual(5L, closed.GetLong("frames_published"));
+
+                var again = Assert.Throws<BridgeErrorException>(() => client.Request((w, id) => RequestEncoder.Close(w, id, info.Session)));
+                Assert.AreEqual(ErrorCode.UnknownSession, again.ErrorCode, "closing twice");
+            }
+        }
+
+        [Test]
         public void RemovingASessionClosesItOnTheBridge()
         {
             using (var client = Live.Client())
