@@ -1,5 +1,6 @@
 using System;
 using System.Collections.Generic;
+using System.Diagnostics;
 using System.Threading;
 using AvatarBridge.Core.MsgPack;
 using AvatarBridge.Core.Protocol;
@@ -205,6 +206,9 @@ namespace AvatarBridge.Core.Client
 
         ulong NextId() => (ulong)Interlocked.Increment(ref _nextId);
 
+        // Monotonic milliseconds; Environment.TickCount wraps after 24.8 days of uptime.
+        static long NowMs() => (long)(Stopwatch.GetTimestamp() * (1000.0 / Stopwatch.Frequency));
+
         bool SendInput(ZmtpConnection dealer)
         {
             try
@@ -221,14 +225,14 @@ namespace AvatarBridge.Core.Client
 
         Reply AwaitReply(ulong id, int generation, int timeoutMs)
         {
-            long deadline = Environment.TickCount + (long)timeoutMs;
+            long deadline = NowMs() + timeoutMs;
             Reply reply;
             lock (_pendingGate)
             {
                 while (!_replies.TryGetValue(id, out reply))
                 {
                     if (generation != Volatile.Read(ref _generation) || _faulted || _abort) throw new InvalidOperationException("connection to the bridge was lost");
-                    long left = deadline - Environment.TickCount;
+                    long left = deadline - NowMs();
                     if (left <= 0) throw new TimeoutException("no reply from the bridge within " + timeoutMs + " ms");
                     Monitor.Wait(_pendingGate, (int)Math.Min(left, 100));
                 }
@@ -283,19 +287,19 @@ namespace AvatarBridge.Core.Client
             sub.Subscribe(ProtocolConstants.FrameTopicPrefix);
             sub.Subscribe(ProtocolConstants.EventTopicPrefix);
             _frameThread = StartThread(() => ReadFrames(sub, generation), "AvatarBridge frames");
-            Ping(null); // a round trip on the request socket gives the subscription time to reach the bridge
+            Ping(null); // a round trip before any open usually gives the subscription time to reach the bridge
         }
 
         void Serve()
         {
             double idle = _hello.IdleTimeoutSeconds;
             int pingInterval = _options.PingIntervalMs > 0 ? _options.PingIntervalMs : (int)Math.Max(250, Math.Min(5000, idle * 1000 / 4));
-            long nextPing = Environment.TickCount + (long)pingInterval;
+            long nextPing = NowMs() + pingInterval;
             while (!_stopping && !_faulted)
             {
                 foreach (var session in _sessions)
                     if (!session.IsOpen && !session.Failed) Open(session);
-                if (Environment.TickCount >= nextPing)
+                if (NowMs() >= nextPing)
                 {
                     foreach (var session in _sessions)
                     {
@@ -303,11 +307,11 @@ namespace AvatarBridge.Core.Client
                         if (info != null) PingSession(session, info);
                     }
                     Ping(null);
-                    nextPing = Environment.TickCount + (long)pingInterval;
+                    nextPing = NowMs() + pingInterval;
                 }
                 lock (_signal)
                 {
-                    if (!_stopping && !_faulted) Monitor.Wait(_signal, Math.Max(1, (int)Math.Min(pingInterval, nextPing - Environment.TickCount)));
+                    if (!_stopping && !_faulted) Monitor.Wait(_signal, Math.Max(1, (int)Math.Min(pingInterval, nextPing - NowMs())));
                 }
             }
             if (_stopping && !_faulted) CloseAll();
