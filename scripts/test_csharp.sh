@@ -5,6 +5,7 @@
 # script starts on free ports and stops at the end. Also compile-checks the Unity-facing components
 # against a minimal UnityEngine stub (a type check only; nothing Unity-side runs here).
 # Needs: mono-mcs, nunit-console, libnunit-cil-dev (Debian) and the avatar-bridge Python package.
+# Takes about 20 s; exits non-zero if anything fails to compile, a test fails, or a test is ignored.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -64,7 +65,7 @@ echo "== fixtures from the bridge's Python encoder"
 "$PYTHON" "$PKG/Tests/Tools~/make_fixtures.py" "$WORK/fixtures"
 
 echo "== start avatar-bridge serve"
-BRIDGE=$(command -v avatar-bridge)
+BRIDGE=$(command -v avatar-bridge) || { echo "avatar-bridge is not on PATH: install the Python package (scripts/install.sh)" >&2; exit 2; }
 "$BRIDGE" serve --request-port 0 --frames-port 0 --ports-file "$WORK/ports.json" >"$WORK/bridge.log" 2>&1 &
 BRIDGE_PID=$!
 for _ in $(seq 1 300); do
