@@ -23,7 +23,6 @@ namespace AvatarBridgeSamples
             music.transform.SetParent(transform, false);
             music.clip = ProceduralBeat.Create(120f);
             music.loop = true;
-            music.Play();
             music.gameObject.AddComponent<AudioMotionInput>().Client = bridge;
 
             var figure = new GameObject("Stick Figure").AddComponent<StickFigure>();
@@ -37,11 +36,13 @@ namespace AvatarBridgeSamples
                 var camera = new GameObject("Camera").AddComponent<Camera>();
                 camera.tag = "MainCamera";
                 camera.transform.position = new Vector3(0, 1, -3.5f);
+                camera.gameObject.AddComponent<AudioListener>(); // audio (and so its filters) runs only with a listener
                 var light = new GameObject("Light").AddComponent<Light>();
                 light.type = LightType.Directional;
                 light.transform.rotation = Quaternion.Euler(50, -30, 0);
             }
             gameObject.SetActive(true);
+            music.Play(); // only once active: a disabled AudioSource refuses to play
         }
     }
 }

@@ -284,6 +284,10 @@ namespace UnityEngine
         public void Play() { }
     }
 
+    public sealed class AudioListener : Behaviour
+    {
+    }
+
     public sealed class Camera : Behaviour
     {
         public static Camera main => null;
