@@ -1,10 +1,12 @@
+using AvatarBridge.Core.Protocol;
+
 namespace AvatarBridge.Core.Client
 {
     /// <summary>Where the bridge is and how patiently to talk to it.</summary>
     public sealed class ClientOptions
     {
         public string Host = "127.0.0.1";
-        public int RequestPort = 5570;
+        public int RequestPort = ProtocolConstants.DefaultRequestPort;
         /// <summary>PUB port; 0 = the one hello reports.</summary>
         public int FramesPort;
         /// <summary>Sent in hello for the bridge's logs.</summary>

@@ -5,7 +5,6 @@ namespace AvatarBridge.Core.Protocol
     {
         public const int Version = 1;
         public const int DefaultRequestPort = 5570;
-        public const int DefaultFramesPort = 5571;
         public const string FrameTopicPrefix = "frame/";
         public const string EventTopicPrefix = "event/";
         public const int SessionIdLength = 16;

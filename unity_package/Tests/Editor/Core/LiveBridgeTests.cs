@@ -64,7 +64,7 @@ namespace AvatarBridge.Tests.Core
                 Assert.AreEqual(Pipeline.Motion, info.Pipeline);
                 Assert.AreEqual("frame/" + info.Session, info.Topic);
                 Assert.AreEqual(16, info.Session.Length);
-                Assert.AreEqual(35, info.FeatureColumns);
+                Assert.AreEqual(ProtocolConstants.FeatureColumns, info.FeatureColumns);
                 CollectionAssert.AreEquivalent(new[] { "audio", "features" }, info.Accepts);
                 Assert.Greater(info.Fps, 0);
                 Assert.AreEqual(SmplHumanoidMap.JointNames, info.BodyRig.Joints);
