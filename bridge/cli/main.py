@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from bridge import __version__
 from bridge.build import cli as build_cli
-from bridge.cli import demo, harness, keys, serve
+from bridge.cli import bench, demo, harness, keys, serve
 from bridge.outputs import cli as outputs_cli
 
 
@@ -27,6 +27,8 @@ def build_parser() -> argparse.ArgumentParser:
         p := sub.add_parser("demo", help="serve, drive a face and a dance session, write BVH + PNG")
     )
     p.set_defaults(func=demo.run)
+    bench.add_arguments(p := sub.add_parser("bench", help="GPU benchmark: many sessions vs eager PyTorch"))
+    p.set_defaults(func=bench.run)
     keys.add_arguments(p := sub.add_parser("keys", help="generate a CURVE key pair"))
     p.set_defaults(func=keys.run)
     outputs_cli.register_commands(sub)

@@ -79,18 +79,29 @@ class MotionPost:
         """Post-process one model output per session: `pose` (B, 75) raw, `alpha` (B,) low-pass
         factors (0: no smoothing). Returns joint quaternions (B, 24, 4), root (B, 3) and which rows
         were held (bad). Updates the rows of `slots`."""
-        guarded, held = self._guard(slots, pose)
+        # Work in slot order: when the batch is a contiguous run of slots (every session of the
+        # engine stepping at once, the realtime steady state) the state rows are views, not copies.
+        order = np.argsort(slots)
+        ordered = slots[order]
+        rows: slice | npt.NDArray[np.int64] = ordered
+        if len(ordered) and ordered[-1] - ordered[0] + 1 == len(ordered):
+            rows = slice(int(ordered[0]), int(ordered[-1]) + 1)
+        guarded, held = self._guard(rows, pose[order])
         joints = axis_angle_to_quat(guarded[:, :ANGLES].reshape(-1, smpl.NUM_JOINTS, 3)).astype(np.float32)
         root = guarded[:, ANGLES:]
-        smooth = alpha > 0
-        if smooth.any():
-            fj, fr = self._low_pass(slots[smooth], joints[smooth], root[smooth], alpha[smooth])
-            joints[smooth] = fj
-            root = root.copy()
-            root[smooth] = fr
-        return joints, root, held
+        a = alpha[order]
+        if (a > 0).all():
+            joints, root = self._low_pass(rows, joints, root, a)
+        elif (a > 0).any():
+            smooth = np.flatnonzero(a > 0)
+            joints[smooth], root[smooth] = self._low_pass(
+                ordered[smooth], joints[smooth], root[smooth], a[smooth]
+            )
+        out_joints, out_root, out_held = np.empty_like(joints), np.empty_like(root), np.empty_like(held)
+        out_joints[order], out_root[order], out_held[order] = joints, root, held
+        return out_joints, out_root, out_held
 
-    def _guard(self, slots: npt.NDArray[np.int64], pose: F32) -> tuple[F32, npt.NDArray[np.bool_]]:
+    def _guard(self, rows: slice | npt.NDArray[np.int64], pose: F32) -> tuple[F32, npt.NDArray[np.bool_]]:
         x = np.array(pose, dtype=np.float32)
         angles, root = x[:, :ANGLES], x[:, ANGLES:]
         with np.errstate(invalid="ignore"):
@@ -98,9 +109,9 @@ class MotionPost:
             bad |= (angles < _LO - ANGLE_MARGIN_RAD).any(axis=1) | (angles > _HI + ANGLE_MARGIN_RAD).any(
                 axis=1
             )
-        last = self.last_good[slots]
+        last = self.last_good[rows].copy()
         step = root - last[:, ANGLES:]
-        distance = np.where(self.has_good[slots], np.linalg.norm(step, axis=1), 0.0)
+        distance = np.where(self.has_good[rows], np.linalg.norm(step, axis=1), 0.0)
         bad |= distance > GROSS_ROOT_SPEED_M_S * self.dt
         clamped_angles = np.clip(angles, _LO, _HI)
         clamped = (clamped_angles != angles).any(axis=1)
@@ -111,9 +122,9 @@ class MotionPost:
         clamped |= fast
         x[bad] = last[bad]
         good = ~bad
-        self.last_good[slots[good]] = x[good]
-        self.has_good[slots[good]] = True
-        self.bad_run[slots] = np.where(bad, self.bad_run[slots] + 1, 0)
+        self.last_good[rows] = np.where(good[:, None], x, last)
+        self.has_good[rows] |= good
+        self.bad_run[rows] = np.where(bad, self.bad_run[rows] + 1, 0)
         n_bad = int(bad.sum())
         with self.stats._lock:  # one update per batch instead of one lock round per session
             self.stats.outputs += len(x)
@@ -121,19 +132,23 @@ class MotionPost:
             self.stats.clamped += int((clamped & good).sum())
         return x, bad
 
-    def _low_pass(self, slots: npt.NDArray[np.int64], q: F32, root: F32, alpha: F32) -> tuple[F32, F32]:
-        started = self.started[slots]
-        prev = self.q_out[slots]
-        sign = np.sign(np.einsum("bjk,bjk->bj", q, prev))[..., None]
-        sign[sign == 0.0] = 1.0
-        aligned = np.where(started[:, None, None], q * sign, q)
-        qs, rs = self.q_stages[slots], self.r_stages[slots]
-        a = np.where(started, alpha, 1.0).astype(np.float32)  # a first sample starts both stages at it
-        qs[:, 0] += a[:, None, None] * (aligned - qs[:, 0])
+    def _low_pass(
+        self, rows: slice | npt.NDArray[np.int64], q: F32, root: F32, alpha: F32
+    ) -> tuple[F32, F32]:
+        started = self.started[rows]
+        # Sign continuity: flip q onto the previous output's hemisphere (a new row has none).
+        dot = np.einsum("bjk,bjk->bj", q, self.q_out[rows])
+        sign = np.where((dot < 0.0) & started[:, None], np.float32(-1.0), np.float32(1.0))
+        q = q * sign[..., None]
+        qs, rs = self.q_stages[rows], self.r_stages[rows]  # views for a slice, copies for an index
+        a = np.where(started, alpha, np.float32(1.0))  # a first sample starts both stages at it
+        qs[:, 0] += a[:, None, None] * (q - qs[:, 0])
         qs[:, 1] += a[:, None, None] * (qs[:, 0] - qs[:, 1])
         rs[:, 0] += a[:, None] * (root - rs[:, 0])
         rs[:, 1] += a[:, None] * (rs[:, 0] - rs[:, 1])
-        out = qs[:, 1] / np.maximum(np.linalg.norm(qs[:, 1], axis=-1, keepdims=True), 1e-12)
-        self.q_stages[slots], self.r_stages[slots], self.q_out[slots] = qs, rs, out
-        self.started[slots] = True
+        out = qs[:, 1] / np.maximum(np.linalg.norm(qs[:, 1], axis=-1, keepdims=True), np.float32(1e-12))
+        self.q_out[rows] = out
+        if not isinstance(rows, slice):
+            self.q_stages[rows], self.r_stages[rows] = qs, rs
+        self.started[rows] = True
         return out, rs[:, 1].copy()

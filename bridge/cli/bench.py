@@ -1,0 +1,45 @@
+"""`avatar-bridge bench`: the GPU benchmark (bench/gpu.py) from a source checkout.
+
+The benchmark lives beside the package, not in it (it needs torch and a CUDA GPU), so this command
+loads it from the checkout the installed `bridge` package comes from. Its options are defined here
+once; `python bench/gpu.py` parses the same ones.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
+import bridge
+
+CHECKOUT = Path(bridge.__file__).resolve().parents[1]
+GPU_BENCH = CHECKOUT / "bench" / "gpu.py"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--seconds", type=float, default=5.0, help="measured seconds per scenario")
+    parser.add_argument("--warmup", type=float, default=1.0, help="unmeasured seconds before each scenario")
+    parser.add_argument("--quick", action="store_true", help="smoke run: a few session counts, 1 s each")
+    parser.add_argument("--only", choices=("motion", "face"), help="run one model's scenarios")
+    parser.add_argument(
+        "--prepare-workers",
+        type=int,
+        default=min(16, os.cpu_count() or 1),
+        help="threads for face pre-processing (detection and crop)",
+    )
+    parser.add_argument("--out", type=Path, default=CHECKOUT / "bench" / "results" / "gpu.json")
+
+
+def run(args: argparse.Namespace) -> int:
+    spec = importlib.util.spec_from_file_location("avatar_bridge_gpu_bench", GPU_BENCH)
+    if spec is None or spec.loader is None or not GPU_BENCH.is_file():
+        print(f"bench/gpu.py not found at {GPU_BENCH}: run from a source checkout", file=sys.stderr)
+        return 2
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    code: int = module.run(args)
+    return code
