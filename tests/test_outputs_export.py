@@ -236,17 +236,24 @@ def test_export_refuses_ambiguous_or_wrong_sessions(
 def test_output_arguments_and_build_router() -> None:
     p = argparse.ArgumentParser()
     add_output_arguments(p)
-    argv = "--osc vmc://127.0.0.1:9000 --osc vmc://localhost --livelink-face 10.0.0.5 --osc-no-bundle"
+    argv = "--osc vmc://127.0.0.1:9000 --osc vmc://localhost?rate=15 --livelink-face 10.0.0.5 --osc-no-bundle"
     args = p.parse_args([*argv.split(), "--output-rate", "30"])
     router = build_router(args, "tcp://127.0.0.1:5571")
     assert router is not None and router.endpoint == "tcp://127.0.0.1:5571"
     names = [o.name for o in router.outputs]
     assert names == ["vmc://127.0.0.1:9000", "vmc://localhost:39539", "livelink-face://10.0.0.5:11111"]
-    assert all(o.max_rate_hz == 30.0 for o in router.outputs)
+    assert [o.max_rate_hz for o in router.outputs] == [30.0, 15.0, 30.0]  # ?rate= wins over --output-rate
     vmc = [o for o in router.outputs if isinstance(o, VmcOutput)]
     assert all(not o.bundle for o in vmc) and isinstance(router.outputs[2], LiveLinkFaceOutput)
     assert build_router(p.parse_args([]), "tcp://127.0.0.1:5571") is None
-    for bad in (["--osc", "127.0.0.1:9000"], ["--osc", "vmc://host:99999"], ["--output-rate", "0"]):
+    bad_args = [
+        ["--osc", "127.0.0.1:9000"],
+        ["--osc", "vmc://host:99999"],
+        ["--osc", "vmc://host?fps=3"],
+        ["--livelink-face", "host:11111?rate=0"],
+        ["--output-rate", "fast"],
+    ]
+    for bad in bad_args:
         with pytest.raises(SystemExit):
             p.parse_args(bad)
 

@@ -13,6 +13,7 @@ import signal
 import sys
 import threading
 import time
+from dataclasses import dataclass
 
 import zmq
 
@@ -33,28 +34,47 @@ PUB_JOIN_S = 0.5  # replay --pub: give subscribers time to connect before the fi
 PUB_LINGER_MS = 500  # ... and to receive the last ones before the socket closes
 
 
-def _vmc_target(text: str) -> tuple[str, int]:
-    scheme, sep, rest = text.partition("://")
-    if not sep or scheme != "vmc":
-        raise argparse.ArgumentTypeError(f"'{text}': expected vmc://HOST:PORT")
-    try:
-        return parse_host_port(rest, vmc.DEFAULT_PORT)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def _livelink_target(text: str) -> tuple[str, int]:
-    try:
-        return parse_host_port(text, livelink_face.DEFAULT_PORT)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+@dataclass(frozen=True)
+class Target:
+    host: str
+    port: int
+    rate_hz: float | None  # from a "?rate=HZ" suffix; None: --output-rate applies
 
 
 def _positive(text: str) -> float:
-    value = float(text)
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
     if not value > 0:
         raise argparse.ArgumentTypeError(f"{text}: must be > 0")
     return value
+
+
+def _target(text: str, default_port: int) -> Target:
+    address, _, query = text.partition("?")
+    rate = None
+    if query:
+        key, eq, value = query.partition("=")
+        if key != "rate" or not eq:
+            raise argparse.ArgumentTypeError(f"'{text}': the only option is ?rate=HZ")
+        rate = _positive(value)
+    try:
+        host, port = parse_host_port(address, default_port)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return Target(host, port, rate)
+
+
+def _vmc_target(text: str) -> Target:
+    scheme, sep, rest = text.partition("://")
+    if not sep or scheme != "vmc":
+        raise argparse.ArgumentTypeError(f"'{text}': expected vmc://HOST:PORT")
+    return _target(rest, vmc.DEFAULT_PORT)
+
+
+def _livelink_target(text: str) -> Target:
+    return _target(text, livelink_face.DEFAULT_PORT)
 
 
 def add_output_arguments(parser: argparse.ArgumentParser) -> None:
@@ -65,7 +85,7 @@ def add_output_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         type=_vmc_target,
-        metavar="vmc://HOST:PORT",
+        metavar="vmc://HOST:PORT[?rate=HZ]",
         help=f"send VMC protocol (OSC/UDP) to VSeeFace, Warudo, ... (default port {vmc.DEFAULT_PORT})",
     )
     group.add_argument(
@@ -73,8 +93,8 @@ def add_output_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         type=_livelink_target,
-        metavar="HOST:PORT",
-        help=f"send Live Link Face (ARKit) packets to Unreal (port {livelink_face.DEFAULT_PORT})",
+        metavar="HOST:PORT[?rate=HZ]",
+        help=f"send Live Link Face (ARKit) packets to Unreal (default port {livelink_face.DEFAULT_PORT})",
     )
     group.add_argument(
         "--osc-no-bundle",
@@ -86,17 +106,18 @@ def add_output_arguments(parser: argparse.ArgumentParser) -> None:
         type=_positive,
         default=None,
         metavar="HZ",
-        help="at most HZ frames/s per session per output",
+        help="at most HZ frames/s per session for every output without its own ?rate=",
     )
 
 
 def build_outputs(args: argparse.Namespace) -> list[Output]:
+    bundle = not args.osc_no_bundle
     outputs: list[Output] = [
-        VmcOutput(host, port, bundle=not args.osc_no_bundle, max_rate_hz=args.output_rate)
-        for host, port in args.osc
+        VmcOutput(t.host, t.port, bundle=bundle, max_rate_hz=t.rate_hz or args.output_rate) for t in args.osc
     ]
     outputs += [
-        LiveLinkFaceOutput(host, port, max_rate_hz=args.output_rate) for host, port in args.livelink_face
+        LiveLinkFaceOutput(t.host, t.port, max_rate_hz=t.rate_hz or args.output_rate)
+        for t in args.livelink_face
     ]
     return outputs
 
