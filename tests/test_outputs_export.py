@@ -278,6 +278,30 @@ def test_bad_destinations_are_refused(text: str) -> None:
         parse_host_port(text, 11111)
 
 
+def test_outputs_from_a_config_table_unless_flags_say_otherwise() -> None:
+    p = argparse.ArgumentParser()
+    add_output_arguments(p)
+    table = {"osc": ["vmc://127.0.0.1:9000?rate=10"], "livelink_face": "10.0.0.5", "output_rate": 20}
+    router = build_router(p.parse_args([]), "tcp://127.0.0.1:5571", {**table, "osc_no_bundle": True})
+    assert router is not None
+    assert [(o.name, o.max_rate_hz) for o in router.outputs] == [
+        ("vmc://127.0.0.1:9000", 10.0),
+        ("livelink-face://10.0.0.5:11111", 20.0),
+    ]
+    assert not router.outputs[0].bundle  # type: ignore[attr-defined]
+    flags = p.parse_args(["--osc", "vmc://127.0.0.1:7000", "--output-rate", "5"])
+    router = build_router(flags, "tcp://127.0.0.1:5571", table)
+    assert router is not None
+    assert [(o.name, o.max_rate_hz) for o in router.outputs] == [
+        ("vmc://127.0.0.1:7000", 5.0),
+        ("livelink-face://10.0.0.5:11111", 5.0),
+    ]
+    with pytest.raises(ValueError, match="config: 'osc' must be a list of strings"):
+        build_router(p.parse_args([]), "tcp://127.0.0.1:5571", {"osc": [1]})
+    with pytest.raises(ValueError, match="expected vmc://"):
+        build_router(p.parse_args([]), "tcp://127.0.0.1:5571", {"osc": ["127.0.0.1:9000"]})
+
+
 def test_record_command_then_replay_command_into_vmc(tmp_path: Path) -> None:
     publisher = Publisher()
     log = tmp_path / "rec.abl"

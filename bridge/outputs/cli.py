@@ -13,7 +13,9 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import zmq
 
@@ -110,25 +112,47 @@ def add_output_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def build_outputs(args: argparse.Namespace) -> list[Output]:
-    bundle = not args.osc_no_bundle
+def build_outputs(args: argparse.Namespace, config: Mapping[str, Any] | None = None) -> list[Output]:
+    """Outputs from the flags, falling back to a config table's keys of the same names (flags win).
+
+    Config keys: `osc` and `livelink_face` (lists of destinations as on the command line),
+    `osc_no_bundle` (bool), `output_rate` (Hz). Raises ValueError naming a bad config value.
+    """
+    table = config or {}
+    try:
+        osc = args.osc or [_vmc_target(text) for text in _strings(table, "osc")]
+        livelink = args.livelink_face or [_livelink_target(text) for text in _strings(table, "livelink_face")]
+        rate = args.output_rate
+        if rate is None and "output_rate" in table:
+            rate = _positive(str(table["output_rate"]))
+    except argparse.ArgumentTypeError as exc:
+        raise ValueError(f"config: {exc}") from None
+    bundle = not (args.osc_no_bundle or table.get("osc_no_bundle", False) is True)
     outputs: list[Output] = [
-        VmcOutput(t.host, t.port, bundle=bundle, max_rate_hz=t.rate_hz or args.output_rate) for t in args.osc
+        VmcOutput(t.host, t.port, bundle=bundle, max_rate_hz=t.rate_hz or rate) for t in osc
     ]
-    outputs += [
-        LiveLinkFaceOutput(t.host, t.port, max_rate_hz=t.rate_hz or args.output_rate)
-        for t in args.livelink_face
-    ]
+    outputs += [LiveLinkFaceOutput(t.host, t.port, max_rate_hz=t.rate_hz or rate) for t in livelink]
     return outputs
 
 
-def build_router(args: argparse.Namespace, frames_endpoint: str) -> OutputRouter | None:
-    """A router for the outputs named on the command line, or None when there are none.
+def _strings(table: Mapping[str, Any], key: str) -> list[str]:
+    value = table.get(key, [])
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise argparse.ArgumentTypeError(f"'{key}' must be a list of strings")
+    return value
+
+
+def build_router(
+    args: argparse.Namespace, frames_endpoint: str, config: Mapping[str, Any] | None = None
+) -> OutputRouter | None:
+    """A router for the outputs named by the flags (or `config`, see build_outputs), or None when none are.
 
     Not started: call `start()` once the bridge's PUB socket is bound (it subscribes to
     `frames_endpoint`, e.g. "tcp://127.0.0.1:5571") and `stop()` at shutdown.
     """
-    outputs = build_outputs(args)
+    outputs = build_outputs(args, config)
     return OutputRouter(outputs, frames_endpoint) if outputs else None
 
 
