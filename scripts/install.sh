@@ -14,7 +14,7 @@ if [[ $dev == 1 ]] && command -v apt-get >/dev/null; then
     $SUDO apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
         g++ make cmake pkg-config libzmq3-dev cppzmq-dev libmsgpack-cxx-dev libgtest-dev \
-        mono-devel nunit-console >/dev/null
+        mono-devel nunit-console libnunit-cil-dev >/dev/null
 fi
 
 # torch is only for the reference models' export and the torch backend. Take the CPU build that

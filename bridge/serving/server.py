@@ -220,10 +220,14 @@ class Bridge:
     # ----------------------------------------------------------------- dispatch
     def _on_message(self, parts: list[bytes]) -> None:
         # ROUTER prepends the peer identity; a REQ-style client adds an empty delimiter.
-        envelope, payload = tuple(parts[:-1]), parts[-1]
-        if len(parts) < 2 or not payload or any(parts[1:-1]):
+        # [identity, payload] from a DEALER, [identity, b"", payload] from a REQ-style client.
+        delimited = len(parts) > 2 and parts[1] == b""
+        envelope = (parts[0], b"") if delimited else (parts[0],)
+        body = parts[2:] if delimited else parts[1:]
+        if len(body) != 1 or not body[0]:
             self._error(envelope, ErrorCode.MALFORMED, "expected exactly one non-empty frame per message")
             return
+        payload = body[0]
         t0 = time.perf_counter()
         try:
             request = decode_request(payload, self.config.transport.max_message_bytes)
