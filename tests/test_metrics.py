@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,6 +22,7 @@ from bridge.serving.server import Bridge
 
 from .conftest import start_bridge, stop_bridge
 
+DASHBOARD = Path(__file__).resolve().parents[1] / "docs" / "grafana-dashboard.json"
 STAGES = ("pre", "queue", "engine", "post", "publish")
 MOTION_FRAMES = 40
 
@@ -121,6 +124,10 @@ def test_metrics_after_a_real_face_and_motion_session(metered: Bridge) -> None:
     assert value(m, "process_resident_memory_bytes") > 10e6
     # GPU memory appears exactly where a GPU does.
     assert ("avatar_bridge_gpu_memory_used_bytes" in m) == (shutil.which("nvidia-smi") is not None)
+    # The Grafana dashboard queries only metrics that exist.
+    queried = set(re.findall(r"\b(?:avatar_bridge|process)_\w+", DASHBOARD.read_text()))
+    missing = {q for q in queried - set(m) if "gpu" not in q or shutil.which("nvidia-smi")}
+    assert queried and not missing, missing
 
 
 def test_health_and_readiness(metered: Bridge) -> None:
