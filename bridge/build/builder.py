@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, cast
 
 from bridge.build.errors import BuildError
 from bridge.build.flavour import Flavour, load_flavour
@@ -151,7 +151,7 @@ def _build_one(
     parsed = parse_onnx(flavour, onnx_path, trt_logger(flavour))
     check_profiles(profiles, network_inputs(parsed.network))
     config, cache = _configure(flavour, parsed.builder, request)
-    static = apply_profiles(parsed.builder, parsed.network, config, profiles)
+    static = apply_profiles(flavour, parsed.builder, parsed.network, config, profiles)
     bars = PhaseBars(file=request.progress_file, disable=not request.progress)
     monitor = progress_monitor(flavour, bars)  # must outlive the build
     config.progress_monitor = monitor
@@ -167,7 +167,7 @@ def _build_one(
         save_timing_cache(config, request.timing_cache)
     out_dir.mkdir(parents=True, exist_ok=True)
     plan = out_dir / plan_name
-    plan.write_bytes(memoryview(serialized))
+    plan.write_bytes(cast(bytes, serialized))  # IHostMemory is a buffer; the generated stubs do not say so
     build_host = _build_host(host)
     pm = PlanManifest(
         model=manifest.name if manifest else onnx_path.stem,

@@ -11,7 +11,9 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from bridge.build.dims import to_tuple
 from bridge.build.errors import ProfileError
+from bridge.build.flavour import Flavour
 from bridge.runtime.manifest import ModelManifest, Profile
 
 if TYPE_CHECKING:
@@ -83,10 +85,8 @@ def is_fixed(profile: Profile) -> bool:
 
 def network_inputs(network: trt.INetworkDefinition) -> dict[str, StaticShape]:
     """Input name -> shape as parsed (-1 marks a dynamic dim)."""
-    return {
-        network.get_input(i).name: tuple(int(d) for d in network.get_input(i).shape)
-        for i in range(network.num_inputs)
-    }
+    inputs = [network.get_input(i) for i in range(network.num_inputs)]
+    return {t.name: to_tuple(t.shape) for t in inputs}
 
 
 def check_profiles(profiles: Sequence[Profile], inputs: dict[str, StaticShape]) -> None:
@@ -121,6 +121,7 @@ def check_profiles(profiles: Sequence[Profile], inputs: dict[str, StaticShape]) 
 
 
 def apply_profiles(
+    flavour: Flavour,
     builder: trt.Builder,
     network: trt.INetworkDefinition,
     config: trt.IBuilderConfig,
@@ -132,13 +133,13 @@ def apply_profiles(
         for i in range(network.num_inputs):
             tensor = network.get_input(i)
             if tensor.name in shapes:
-                tensor.shape = shapes[tensor.name][0]
+                tensor.shape = flavour.trt.Dims(shapes[tensor.name][0])
         return True
     if not profiles:
         return True  # check_profiles has made sure the model has no dynamic input
     for p in profiles:
         opt_profile = builder.create_optimization_profile()
         for name, (mn, op, mx) in p.shapes.items():
-            opt_profile.set_shape(name, mn, op, mx)
+            opt_profile.set_shape(name, flavour.trt.Dims(mn), flavour.trt.Dims(op), flavour.trt.Dims(mx))
         config.add_optimization_profile(opt_profile)
     return False

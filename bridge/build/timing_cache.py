@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from bridge.build.flavour import Flavour
 
@@ -37,4 +37,4 @@ def attach_timing_cache(
 
 def save_timing_cache(config: trt.IBuilderConfig, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(bytes(config.get_timing_cache().serialize()))
+    path.write_bytes(cast(bytes, config.get_timing_cache().serialize()))  # a buffer, untyped in the stubs

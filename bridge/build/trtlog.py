@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from bridge.build.flavour import Flavour
 
@@ -27,7 +27,7 @@ def recent_errors() -> list[str]:
 def trt_logger(flavour: Flavour) -> trt.ILogger:
     """The process-wide logger for `flavour`; TensorRT's own errors become `bridge.tensorrt` records."""
     if flavour.name in _LOGGERS:
-        return _LOGGERS[flavour.name]
+        return cast("trt.ILogger", _LOGGERS[flavour.name])
     t = flavour.trt
     levels = {
         t.ILogger.INTERNAL_ERROR: logging.CRITICAL,
@@ -48,5 +48,6 @@ def trt_logger(flavour: Flavour) -> trt.ILogger:
                 _ERRORS.append(msg)
             log.log(level, "%s", msg)
 
-    _LOGGERS[flavour.name] = _Forward()
-    return _LOGGERS[flavour.name]
+    logger = _Forward()
+    _LOGGERS[flavour.name] = logger
+    return cast("trt.ILogger", logger)

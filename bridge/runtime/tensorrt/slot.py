@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from bridge.build.dims import to_tuple
 from bridge.runtime.cuda import (
     DeviceBuffer,
     GraphExec,
@@ -65,12 +66,14 @@ class ExecutionSlot:
             ctx.set_optimization_profile_async(i, self.stream.handle)
             ctx.set_device_memory(self._scratch.ptr, scratch)
             for name in self._inputs:
-                biggest = tuple(engine.get_tensor_profile_shape(name, i)[2])
+                biggest = to_tuple(engine.get_tensor_profile_shape(name, i)[2])
                 ctx.set_input_shape(name, biggest)
                 sizes[name] = max(sizes[name], _nbytes(biggest, self._dtypes[name]))
             ctx.infer_shapes()
             for name in self._outputs:
-                sizes[name] = max(sizes[name], _nbytes(tuple(ctx.get_tensor_shape(name)), self._dtypes[name]))
+                sizes[name] = max(
+                    sizes[name], _nbytes(to_tuple(ctx.get_tensor_shape(name)), self._dtypes[name])
+                )
         self._device = {n: DeviceBuffer(sizes[n]) for n in self._names}
         self._host = {n: PinnedBuffer(sizes[n]) for n in self._names}
         for ctx in self._contexts:
@@ -128,7 +131,7 @@ class ExecutionSlot:
         self._enqueue(tier, ctx, tuple(self._shapes[tier][n] for n in self._inputs))
         views = {}
         for name in self._outputs:
-            shape = tuple(ctx.get_tensor_shape(name))
+            shape = to_tuple(ctx.get_tensor_shape(name))
             views[name] = self._host[name].view(self._dtypes[name], shape)
             copy_device_to_host(self._host[name], self._device[name], views[name].nbytes, self.stream)
         self.stream.synchronize()
