@@ -6,12 +6,14 @@ import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 import zmq
 
-from bridge.cli.main import main
+from bridge.cli.main import build_parser, main
+from bridge.cli.serve import config_from_args
 from bridge.harness.client import BridgeClient
 from bridge.serving.server import Bridge
 from bridge.transport.curve import KeyFileError, load_public_key, load_public_keys, load_secret_key
@@ -32,7 +34,7 @@ def keys(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def curve_transport(keys: Path, **fields: object) -> TransportConfig:
+def curve_transport(keys: Path, **fields: Any) -> TransportConfig:
     return replace(
         TransportConfig(request_port=0, frames_port=0),
         curve_secret_key=load_secret_key(keys / "server.key_secret")[1],
@@ -89,7 +91,7 @@ def test_client_without_the_key_is_refused(curve_bridge: Bridge) -> None:
 
 
 def test_frames_do_not_reach_a_subscriber_without_the_key(curve_bridge: Bridge, keys: Path) -> None:
-    plain = zmq.Context.instance().socket(zmq.SUB)
+    plain: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.SUB)
     plain.setsockopt(zmq.LINGER, 0)
     plain.setsockopt(zmq.SUBSCRIBE, b"")
     plain.connect(f"tcp://127.0.0.1:{curve_bridge.sockets.frames_port}")
@@ -136,3 +138,23 @@ def test_key_files_are_checked(keys: Path, tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     with pytest.raises(KeyFileError, match="key files"):
         load_public_keys(tmp_path / "empty")
+
+
+def test_serve_flags_configure_curve_and_metrics(keys: Path) -> None:
+    args = build_parser().parse_args(
+        [
+            "serve",
+            "--host",
+            "0.0.0.0",
+            "--curve-secret-key",
+            str(keys / "server.key_secret"),
+            "--curve-client-keys",
+            str(keys / "clients"),
+            "--metrics-port",
+            "0",
+        ]
+    )
+    config = config_from_args(args)
+    assert config.transport.curve_secret_key == load_secret_key(keys / "server.key_secret")[1]
+    assert config.transport.curve_client_keys == load_public_keys(keys / "clients")
+    assert config.metrics_port == 0 and config.metrics_host == "127.0.0.1"
