@@ -40,7 +40,7 @@ AvatarLink::AvatarLink(Config config) : config_(std::move(config)) {
         wake_.notify_all();
     };
     handlers.onUnsolicitedReply = [this](const Reply& reply) { routeReply(reply); };
-    client_ = std::make_unique<BridgeClient>(endpoint(config_.host, config_.requestPort), std::move(handlers));
+    client_ = std::make_unique<BridgeClient>(endpoint(config_.host, config_.requestPort), std::move(handlers), config_.curve);
     supervisor_ = std::thread([this] { supervise(); });
 }
 

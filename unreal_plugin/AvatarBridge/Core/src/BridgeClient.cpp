@@ -37,17 +37,38 @@ namespace {
 
 constexpr int kReconnectIntervalMs = 100;
 
-zmq::socket_t makeSocket(zmq::context_t& context, zmq::socket_type type) {
+zmq::socket_t makeSocket(zmq::context_t& context, zmq::socket_type type, const CurveKeys& curve) {
     zmq::socket_t s(context, type);
     s.set(zmq::sockopt::linger, 0);  // never hang on close with unsent inputs for a dead bridge
     s.set(zmq::sockopt::reconnect_ivl, kReconnectIntervalMs);
+    if (curve.enabled()) {
+        s.set(zmq::sockopt::curve_serverkey, curve.serverPublic);
+        s.set(zmq::sockopt::curve_publickey, curve.clientPublic);
+        s.set(zmq::sockopt::curve_secretkey, curve.clientSecret);
+    }
     return s;
 }
 
 }  // namespace
 
-BridgeClient::BridgeClient(std::string requestEndpoint, Handlers handlers)
-    : handlers_(std::move(handlers)), requestEndpoint_(std::move(requestEndpoint)), shared_(std::make_unique<Shared>()) {
+BridgeClient::BridgeClient(std::string requestEndpoint, Handlers handlers, CurveKeys curve)
+    : handlers_(std::move(handlers)),
+      requestEndpoint_(std::move(requestEndpoint)),
+      curve_(std::move(curve)),
+      shared_(std::make_unique<Shared>()) {
+    if (curve_.enabled()) {
+        char publicKey[41];
+        char secretKey[41];
+        if (curve_.clientSecret.empty()) {
+            if (zmq_curve_keypair(publicKey, secretKey) != 0) {
+                throw std::runtime_error("this libzmq was built without CURVE support");
+            }
+            curve_.clientSecret = secretKey;
+        } else if (zmq_curve_public(publicKey, curve_.clientSecret.c_str()) != 0) {
+            throw std::runtime_error("invalid CURVE client secret key");
+        }
+        curve_.clientPublic = publicKey;  // always derived from the secret, so the two cannot disagree
+    }
     // A unique inproc name per client, so several sources can live in one process.
     const std::string wake = "inproc://avatar-bridge-wake-" + std::to_string(reinterpret_cast<std::uintptr_t>(this));
     shared_->wakeReceiver.bind(wake);
@@ -105,7 +126,7 @@ void BridgeClient::run() {
     std::map<std::uint64_t, std::shared_ptr<std::promise<Reply>>> pending;
 
     const auto openDealer = [&] {
-        dealer.emplace(makeSocket(context, zmq::socket_type::dealer));
+        dealer.emplace(makeSocket(context, zmq::socket_type::dealer, curve_));
         dealer->connect(requestEndpoint_);
     };
     const auto openSub = [&] {
@@ -113,7 +134,7 @@ void BridgeClient::run() {
         if (framesEndpoint.empty()) {
             return;
         }
-        sub.emplace(makeSocket(context, zmq::socket_type::sub));
+        sub.emplace(makeSocket(context, zmq::socket_type::sub, curve_));
         for (const auto& prefix : subscriptions) {
             sub->set(zmq::sockopt::subscribe, prefix);
         }

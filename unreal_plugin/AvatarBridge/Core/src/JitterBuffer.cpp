@@ -36,7 +36,7 @@ std::optional<SubjectPose> JitterBuffer::sample(std::int64_t nowNs) {
     if (frames_.empty()) {
         return std::nullopt;
     }
-    const std::int64_t t = nowNs - delayNs();
+    const std::int64_t t = playoutTime(nowNs);
     const auto next = std::upper_bound(frames_.begin(), frames_.end(), t,
                                        [](std::int64_t time, const SubjectPose& p) { return time < p.timeNs; });
     SubjectPose out;
@@ -57,7 +57,27 @@ std::optional<SubjectPose> JitterBuffer::sample(std::int64_t nowNs) {
     return out;
 }
 
+std::int64_t JitterBuffer::playoutTime(std::int64_t nowNs) {
+    const std::int64_t target = nowNs - delayNs();
+    if (!playoutNs_) {
+        playoutNs_ = target;
+    } else {
+        const double elapsed = static_cast<double>(std::max<std::int64_t>(nowNs - playoutAtNs_, 0));
+        const double free = static_cast<double>(*playoutNs_) + elapsed;  // running at real-time speed
+        const double error = static_cast<double>(target) - free;
+        if (error > config_.resyncFrames * static_cast<double>(periodNs_)) {
+            playoutNs_ = target;
+        } else {
+            const double step = config_.maxRateChange * elapsed;
+            playoutNs_ = static_cast<std::int64_t>(std::llround(free + std::clamp(error, -step, step)));
+        }
+    }
+    playoutAtNs_ = nowNs;
+    return *playoutNs_;
+}
+
 void JitterBuffer::clear() {
+    playoutNs_.reset();
     frames_.clear();
     haveTransit_ = false;
     meanTransitNs_ = 0.0;

@@ -9,7 +9,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <iostream>
 #include <regex>
 #include <sstream>
 #include <stdexcept>
@@ -27,19 +26,46 @@ std::string readFile(const std::string& path) {
     return s.str();
 }
 
+std::string bridgeExecutable() {
+    const char* custom = std::getenv("AVATAR_BRIDGE_CMD");
+    return custom != nullptr ? custom : "avatar-bridge";
+}
+
 }  // namespace
 
-std::unique_ptr<BridgeProcess> BridgeProcess::start(int requestPort, int framesPort, std::chrono::seconds timeout) {
+int BridgeProcess::run(std::vector<std::string> args) {
+    args.insert(args.begin(), bridgeExecutable());
+    std::vector<char*> argv;
+    for (auto& a : args) {
+        argv.push_back(a.data());
+    }
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t files;  // quiet: the tests report what matters
+    posix_spawn_file_actions_init(&files);
+    posix_spawn_file_actions_addopen(&files, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+    pid_t pid = 0;
+    const int rc = posix_spawnp(&pid, argv[0], &files, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&files);
+    if (rc != 0) {
+        return -1;
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::unique_ptr<BridgeProcess> BridgeProcess::start(int requestPort, int framesPort, std::vector<std::string> extra,
+                                                    std::chrono::seconds timeout) {
     char dirTemplate[] = "/tmp/avatar-bridge-test-XXXXXX";
     if (mkdtemp(dirTemplate) == nullptr) {
         throw std::runtime_error("mkdtemp failed");
     }
     const std::string dir = dirTemplate;
     const std::string portsFile = dir + "/ports.json";
-    const char* custom = std::getenv("AVATAR_BRIDGE_CMD");
-    const std::string exe = custom != nullptr ? custom : "avatar-bridge";
+    const std::string exe = bridgeExecutable();
     std::vector<std::string> args = {exe,           "serve", "--request-port", std::to_string(requestPort),
                                      "--frames-port", std::to_string(framesPort), "--ports-file", portsFile};
+    args.insert(args.end(), extra.begin(), extra.end());
     std::vector<char*> argv;
     for (auto& a : args) {
         argv.push_back(a.data());

@@ -5,14 +5,19 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 // A real `avatar-bridge serve` for the integration tests, in its own process group so that stopping it
 // also stops anything it started. The executable is `avatar-bridge` on PATH, or $AVATAR_BRIDGE_CMD.
 class BridgeProcess {
 public:
     // Port 0 lets the bridge pick free ports; it writes them to a ports file once it is ready.
+    // `extra` arguments go to `serve` as they are (e.g. CURVE key options).
     static std::unique_ptr<BridgeProcess> start(int requestPort = 0, int framesPort = 0,
+                                                std::vector<std::string> extra = {},
                                                 std::chrono::seconds timeout = std::chrono::seconds(90));
+    // Runs another avatar-bridge subcommand (e.g. `keys`) to completion, stdout discarded; its exit status.
+    static int run(std::vector<std::string> args);
     ~BridgeProcess();
 
     BridgeProcess(const BridgeProcess&) = delete;

@@ -1,10 +1,12 @@
 // Live tests against a real `avatar-bridge serve` over real sockets. The bridge's reference models are
 // untrained, so these check structure, counts, sequence numbers, timing fields and value ranges only.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <condition_variable>
+#include <filesystem>
 #include <cstdint>
 #include <mutex>
 #include <random>
@@ -646,4 +648,43 @@ TEST(Live, AvatarLinkClosesItsSessionsWhenDestroyed) {
     const auto closed = observer.collector.waitEvent<ClosedEvent>(session, 5s);
     ASSERT_TRUE(closed.has_value());
     EXPECT_EQ(closed->reason, "client");
+}
+
+TEST(Live, CurveBridgeAdmitsOnlyTheListedClientKey) {
+    // A second bridge with CURVE on: its key pair, and a folder holding the one client key it admits.
+    const auto dir = std::filesystem::temp_directory_path() / ("avatar-bridge-curve-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir / "clients");
+    ASSERT_EQ(BridgeProcess::run({"keys", "--out", dir.string(), "--name", "server"}), 0);
+    ASSERT_EQ(BridgeProcess::run({"keys", "--out", (dir / "clients").string(), "--name", "unreal"}), 0);
+    const auto secure = BridgeProcess::start(0, 0, {"--curve-secret-key", (dir / "server.key_secret").string(),
+                                                    "--curve-client-keys", (dir / "clients").string()});
+
+    CurveKeys keys;
+    keys.serverPublic = CurveKeys::publicKeyFromFile((dir / "server.key").string());
+    keys.clientSecret = CurveKeys::secretKeyFromFile((dir / "clients" / "unreal.key_secret").string());
+    EXPECT_EQ(keys.serverPublic.size(), 40u);
+    EXPECT_THROW(CurveKeys::secretKeyFromFile((dir / "server.key").string()), std::runtime_error);  // public file only
+
+    AvatarLink::Config config = linkConfig();
+    config.requestPort = secure->requestPort();
+    config.sessions.erase(config.sessions.begin());
+    config.curve = keys;
+    {
+        AvatarLink link(config);
+        const auto body = link.feed("TestBody");
+        ASSERT_TRUE(waitUntil([&] { return body->attachment() != nullptr; }, 15s)) << link.statusText();
+        const auto rows = randomFeatures(4, 6);
+        ASSERT_TRUE(link.sendFeatures(*body, 4, 35, rows.data(), rows.size() * sizeof(float)));
+        EXPECT_TRUE(waitUntil([&] { return body->stats().frames >= 4; }, 20s));  // the SUB socket is encrypted too
+    }
+
+    // Neither a client with an unlisted (ephemeral) key nor a plaintext one gets an answer.
+    const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(secure->requestPort());
+    CurveKeys unlisted;
+    unlisted.serverPublic = keys.serverPublic;
+    BridgeClient stranger(endpoint, {}, unlisted);
+    EXPECT_FALSE(stranger.call(1, RequestEncoder::hello(1, "stranger"), 1500ms).has_value());
+    BridgeClient plain(endpoint, {});
+    EXPECT_FALSE(plain.call(1, RequestEncoder::hello(1, "plain"), 1500ms).has_value());
+    std::filesystem::remove_all(dir);
 }

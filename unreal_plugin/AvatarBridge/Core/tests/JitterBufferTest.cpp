@@ -77,6 +77,39 @@ TEST(JitterBuffer, DelayGrowsWithJitter) {
     EXPECT_LT(jittery.delayNs(), 36 * kMs);
 }
 
+TEST(JitterBuffer, PlayoutNeverRunsBackwardsWhenTheDelayGrows) {
+    JitterBuffer b(kPeriod);
+    std::int64_t now = 0;
+    std::int64_t lastNow = 0;
+    std::int64_t last = 0;
+    std::int64_t t = 0;
+    // 1 s of steady 2 ms transit, then frames suddenly take 42 ms: the target jumps 40 ms back.
+    for (int i = 0; i < 200; ++i, t += kPeriod) {
+        const std::int64_t transit = (i < 100 ? 2 : 42) * kMs;
+        b.push(pose(t, 0, 0, 0), t + transit);
+        now = t + transit;
+        const auto s = b.sample(now);
+        ASSERT_TRUE(s.has_value());
+        if (i > 0) {
+            EXPECT_GE(s->timeNs, last);                                                   // monotonic
+            EXPECT_LE(s->timeNs - last, static_cast<std::int64_t>(1.1 * (now - lastNow)) + 1);  // <= 1.1x speed
+        }
+        last = s->timeNs;
+        lastNow = now;
+    }
+    // Slowed to 0.9x, it has caught up with the new target (within one period) by the end.
+    EXPECT_NEAR(static_cast<double>(last), static_cast<double>(now - b.delayNs()), 1.0 * kPeriod);
+}
+
+TEST(JitterBuffer, JumpsForwardWhenFarBehind) {
+    JitterBuffer b(kPeriod);
+    b.push(pose(0, 0, 0, 0.0f), 0);
+    EXPECT_EQ(b.sample(10 * kMs)->timeNs, 0);  // delay = one period
+    b.push(pose(1000 * kMs, 0, 0, 1.0f), 1000 * kMs);
+    // A 1 s stall: rather than crawling through old frames at 1.1x, playout resyncs to the target.
+    EXPECT_GE(b.sample(1010 * kMs)->timeNs, 990 * kMs);
+}
+
 TEST(JitterBuffer, LateFramesAreOrderedAndCapacityIsBounded) {
     JitterBuffer::Config config;
     config.capacity = 4;

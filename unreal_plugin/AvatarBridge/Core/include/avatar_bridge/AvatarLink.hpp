@@ -36,6 +36,7 @@ public:
         std::string clientName = "avatar-bridge-cpp 0.1.0";
         std::vector<SessionSpec> sessions;  // opened by this client; subject names must be unique
         bool observeOtherSessions = false;
+        CurveKeys curve;  // for a bridge started with --curve-secret-key
         std::chrono::milliseconds heartbeat{500};
         std::chrono::milliseconds requestTimeout{1500};
         std::chrono::milliseconds retryInterval{250};

@@ -11,6 +11,7 @@
 #include <string>
 #include <thread>
 
+#include "avatar_bridge/CurveKeys.hpp"
 #include "avatar_bridge/Frame.hpp"
 #include "avatar_bridge/Messages.hpp"
 
@@ -42,7 +43,8 @@ public:
     };
 
     // Connects the DEALER to `requestEndpoint` (e.g. "tcp://127.0.0.1:5570") and starts the I/O thread.
-    BridgeClient(std::string requestEndpoint, Handlers handlers);
+    // With `curve.enabled()`, both sockets authenticate and encrypt with CURVE.
+    BridgeClient(std::string requestEndpoint, Handlers handlers, CurveKeys curve = {});
     ~BridgeClient();
 
     BridgeClient(const BridgeClient&) = delete;
@@ -78,6 +80,7 @@ private:
 
     Handlers handlers_;
     std::string requestEndpoint_;
+    CurveKeys curve_;
     std::atomic<std::uint64_t> lastId_{0};
     std::atomic<std::uint64_t> framesReceived_{0};
     std::atomic<std::uint64_t> decodeErrors_{0};

@@ -18,6 +18,7 @@ THIRD_PARTY_INCLUDES_START
 #include "../../../Core/src/AvatarLink.cpp"
 #include "../../../Core/src/BodySubjectMapper.cpp"
 #include "../../../Core/src/BridgeClient.cpp"
+#include "../../../Core/src/CurveKeys.cpp"
 #include "../../../Core/src/Decoder.cpp"
 #include "../../../Core/src/ErrorCode.cpp"
 #include "../../../Core/src/FaceSubjectMapper.cpp"

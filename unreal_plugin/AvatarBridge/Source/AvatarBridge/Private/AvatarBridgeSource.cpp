@@ -7,8 +7,10 @@
 #include "Modules/ModuleManager.h"
 
 #include "avatar_bridge/AvatarLink.hpp"
+#include "avatar_bridge/CurveKeys.hpp"
 #include "avatar_bridge/WallClock.hpp"
 
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -34,6 +36,22 @@ avatar_bridge::AvatarLink::Config ToCoreConfig(const FAvatarBridgeConnectionSett
 	Config.framesPort = Settings.FramesPort;
 	Config.clientName = "avatar-bridge-unreal 0.1.0";
 	Config.observeOtherSessions = Settings.bObserveOtherSessions;
+	if (!Settings.CurveServerPublicKeyFile.IsEmpty())
+	{
+		try
+		{
+			Config.curve.serverPublic = avatar_bridge::CurveKeys::publicKeyFromFile(ToUtf8(Settings.CurveServerPublicKeyFile));
+			if (!Settings.CurveClientSecretKeyFile.IsEmpty())
+			{
+				Config.curve.clientSecret = avatar_bridge::CurveKeys::secretKeyFromFile(ToUtf8(Settings.CurveClientSecretKeyFile));
+			}
+		}
+		catch (const std::exception& Error)
+		{
+			// Without the keys a CURVE bridge never answers; the source's status then says "no hello".
+			UE_LOG(LogAvatarBridge, Error, TEXT("CURVE keys: %s"), UTF8_TO_TCHAR(Error.what()));
+		}
+	}
 	TSet<FName> Used;
 	for (const FAvatarBridgeSessionSettings& Session : Settings.Sessions)
 	{

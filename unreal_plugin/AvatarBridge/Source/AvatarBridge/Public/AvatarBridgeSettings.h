@@ -69,6 +69,20 @@ struct AVATARBRIDGE_API FAvatarBridgeConnectionSettings
 	UPROPERTY(EditAnywhere, BlueprintReadWrite, Category = "Avatar Bridge", meta = (ClampMin = "0", ClampMax = "65535"))
 	int32 FramesPort = 0;
 
+	/**
+	 * CURVE (for a bridge started with --curve-secret-key): the bridge's public key file (server.key from
+	 * `avatar-bridge keys`). Empty: plain, unencrypted connection.
+	 */
+	UPROPERTY(EditAnywhere, BlueprintReadWrite, Category = "Avatar Bridge|Security")
+	FString CurveServerPublicKeyFile;
+
+	/**
+	 * CURVE: this client's secret key file (NAME.key_secret), when the bridge admits only listed client keys
+	 * (--curve-client-keys). Empty: a fresh key pair per connection.
+	 */
+	UPROPERTY(EditAnywhere, BlueprintReadWrite, Category = "Avatar Bridge|Security")
+	FString CurveClientSecretKeyFile;
+
 	/** Sessions to open; each becomes a subject, reopened automatically after a bridge restart. */
 	UPROPERTY(EditAnywhere, BlueprintReadWrite, Category = "Avatar Bridge")
 	TArray<FAvatarBridgeSessionSettings> Sessions;
