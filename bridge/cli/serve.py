@@ -71,10 +71,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_output_arguments(parser)
 
 
-def config_from_args(args: argparse.Namespace) -> ServeConfig:
-    file_values: dict[str, Any] = {}
-    if args.config is not None:
-        file_values = tomllib.loads(args.config.read_text()).get("serve", {})
+def config_table(args: argparse.Namespace) -> dict[str, Any]:
+    """The `[serve]` table of the --config file (empty without one)."""
+    if args.config is None:
+        return {}
+    table: dict[str, Any] = tomllib.loads(args.config.read_text()).get("serve", {})
+    return table
+
+
+def config_from_args(args: argparse.Namespace, file_values: dict[str, Any] | None = None) -> ServeConfig:
+    if file_values is None:
+        file_values = config_table(args)
 
     def pick(flag: str, key: str | None = None) -> Any:
         value = getattr(args, flag)
@@ -112,14 +119,20 @@ def config_from_args(args: argparse.Namespace) -> ServeConfig:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        config = config_from_args(args)
+        table = config_table(args)
+        config = config_from_args(args, table)
         bridge = Bridge(config)
         bridge.start()
-    except (OSError, ValueError, ImportError, zmq.ZMQError) as exc:
+    except (OSError, ValueError, ImportError, zmq.ZMQError, tomllib.TOMLDecodeError) as exc:
         log.error("cannot start: %s", exc)
         return 2
     # Outputs (VMC, Live Link Face) read the bridge's own frame stream, so they can never slow it.
-    router = build_router(args, bridge.sockets.frames_endpoint)
+    try:
+        router = build_router(args, bridge.sockets.frames_endpoint, table)
+    except ValueError as exc:
+        log.error("bad output destination: %s", exc)
+        bridge.close()
+        return 2
     if router is not None:
         router.start()
     signal.signal(signal.SIGINT, lambda *_: bridge.stop())
