@@ -380,3 +380,14 @@ def test_bridge_with_no_loadable_engine_does_not_start(tmp_path: Path) -> None:
     )
     assert done.returncode == 2
     assert "no engine could be loaded" in done.stderr and "dance_lstm" in done.stderr
+
+
+def test_a_refused_engine_asked_for_by_name_stops_the_start(tmp_path: Path) -> None:
+    engines = corrupt_engines(tmp_path, pin=True)
+    config = ServeConfig(
+        transport=TransportConfig(request_port=0, frames_port=0),
+        engines_dir=engines,
+        models={"face": "face_expression_small"},
+    )
+    with pytest.raises(ValueError, match="'face_expression_small' for face not loaded"):
+        Bridge(config)

@@ -151,13 +151,13 @@ class Bridge:
             raise ValueError(
                 f"no engine could be loaded from {self.config.engines_dir} ({failed or 'no pipelines'})"
             )
-        for name, models in self.pipelines.items():
-            wanted = self.config.models.get(name)
-            if wanted is not None and wanted not in models:
+        for name, wanted in self.config.models.items():
+            if wanted not in self.pipelines.get(name, {}):  # asked for by name: refused or absent is fatal
                 raise ValueError(
-                    f"default model {wanted!r} for {name} not found in {self.config.engines_dir}"
+                    f"default model {wanted!r} for {name} not loaded from {self.config.engines_dir}"
                 )
-            self.defaults[name] = wanted or sorted(models)[0]
+        for name, models in self.pipelines.items():
+            self.defaults[name] = self.config.models.get(name) or sorted(models)[0]
 
     def start(self) -> None:
         for scheduler in self.schedulers.values():
