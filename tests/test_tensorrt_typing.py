@@ -33,3 +33,14 @@ def test_tensorrt_modules_type_check_against_the_bindings(tmp_path: Path) -> Non
     )
     assert run.returncode == 0, run.stdout + run.stderr
     assert "Success" in run.stdout
+
+
+def test_stub_fixer_defaults_only_positional_parameters() -> None:
+    from bridge.build.typestubs import _fix
+
+    assert _fix("    def f(self, a: dict[str, int] = ..., b: int) -> None: ...") == (
+        "    def f(self, a: dict[str, int] = ..., b: int = ...) -> None: ..."
+    )
+    kw_only = "    def g(self, a: int = ..., *, b: int) -> None: ..."
+    assert _fix(kw_only) == kw_only
+    assert _fix("x: int = 3") == "x: int = 3"

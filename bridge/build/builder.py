@@ -164,7 +164,7 @@ def _build_one(
         reasons = "\n  ".join(recent_errors() or ["TensorRT gave no reason; run with -v for its full log"])
         raise BuildError(f"{flavour.name} {flavour.version} failed to build {onnx_path.name}:\n  {reasons}")
     if cache is not None and request.timing_cache is not None:
-        save_timing_cache(config, request.timing_cache)
+        save_timing_cache(config, request.timing_cache)  # untested here: full TensorRT builds need a GPU
     out_dir.mkdir(parents=True, exist_ok=True)
     plan = out_dir / plan_name
     plan.write_bytes(cast(bytes, serialized))  # IHostMemory is a buffer; the generated stubs do not say so

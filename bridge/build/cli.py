@@ -128,4 +128,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main())  # untested here: tests call main(); run by hand and on the H200 (doctor)

@@ -151,7 +151,7 @@ class Flavour:
             return []
         validity, mask = runtime.get_engine_validity(plan[: runtime.engine_header_size])
         if validity == self.trt.EngineValidity.VALID:
-            return []
+            return []  # untested here: needs a GPU TensorRT-RTX supports
         flags = self.trt.EngineInvalidityDiagnostics.__members__.items()
         reasons = [name.lower().replace("_", " ") for name, v in flags if int(mask) & int(v)]
         return reasons or [f"engine validity {validity.name}"]

@@ -68,4 +68,4 @@ def generate(out: Path) -> Path:
 
 
 if __name__ == "__main__":
-    print(generate(Path(sys.argv[1] if len(sys.argv) > 1 else "typings")))
+    print(generate(Path(sys.argv[1] if len(sys.argv) > 1 else "typings")))  # untested: tests call generate()

@@ -48,7 +48,7 @@ class AccuracyReport:
         if face is not None:
             return f"FLAME expression MAE {face.mae:.5f} (max {face.max_abs:.4f})"
         pose = self.roles["pose.axis_angle"]  # a validated manifest has one of the two
-        return f"joint-pose MSE {pose.mse:.3e} rad^2, normalized {pose.normalized_mse:.4f}"
+        return f"joint-pose MSE {pose.mse:.3e} rad^2, normalized {pose.normalized_mse:.2e}"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self) | {"headline": self.headline}

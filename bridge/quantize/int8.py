@@ -9,6 +9,9 @@ Only Conv, Gemm and MatMul are quantized: the ops INT8 kernels speed up. LSTM st
 
 from __future__ import annotations
 
+import contextlib
+import io
+import logging
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +22,8 @@ import onnx
 from bridge.quantize.mixed import float_tensors
 
 __all__ = ["INT8_OPS", "int8_op_split", "quantize_int8"]
+
+log = logging.getLogger(__name__)
 
 INT8_OPS = ("Conv", "Gemm", "MatMul")
 _QDQ = {"QuantizeLinear", "DequantizeLinear", "Constant"}
@@ -40,18 +45,21 @@ def quantize_int8(fp32: Path, out: Path, calibration: list[dict[str, np.ndarray]
         def get_next(self) -> dict[str, np.ndarray] | None:
             return next(self._it, None)
 
-    quantize_static(
-        str(fp32),
-        str(out),
-        _Reader(),
-        quant_format=QuantFormat.QDQ,
-        activation_type=QuantType.QInt8,
-        weight_type=QuantType.QInt8,
-        per_channel=True,
-        calibrate_method=CalibrationMethod.Entropy,
-        op_types_to_quantize=list(INT8_OPS),
-        extra_options={"ActivationSymmetric": True, "WeightSymmetric": True, "QuantizeBias": False},
-    )
+    chatter = io.StringIO()
+    with contextlib.redirect_stdout(chatter):  # the calibrator prints its histogram settings
+        quantize_static(
+            str(fp32),
+            str(out),
+            _Reader(),
+            quant_format=QuantFormat.QDQ,
+            activation_type=QuantType.QInt8,
+            weight_type=QuantType.QInt8,
+            per_channel=True,
+            calibrate_method=CalibrationMethod.Entropy,
+            op_types_to_quantize=list(INT8_OPS),
+            extra_options={"ActivationSymmetric": True, "WeightSymmetric": True, "QuantizeBias": False},
+        )
+    log.debug("onnxruntime quantizer: %s", chatter.getvalue().strip())
 
 
 def int8_op_split(model: onnx.ModelProto) -> tuple[dict[str, int], dict[str, int]]:

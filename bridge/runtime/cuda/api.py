@@ -48,7 +48,7 @@ def _runtime() -> Any:
         from cuda.bindings import runtime
     except ImportError as e:
         raise CudaError(f"cuda-python is not installed ({e}); `pip install avatar-bridge[tensorrt]`") from e
-    return runtime
+    return runtime  # untested in CI (no cuda-python); run on the H200
 
 
 def _call(name: str, *args: Any) -> Any:
@@ -70,7 +70,7 @@ def _handle(obj: Any) -> int:
         from cuda.bindings.utils import get_cuda_native_handle
     except ImportError:  # cuda-python 12.x: int() is the documented way there
         return int(obj)
-    return int(get_cuda_native_handle(obj))
+    return int(get_cuda_native_handle(obj))  # untested in CI (no cuda-python); run on the H200
 
 
 def format_cuda_version(v: int | None) -> str | None:
@@ -110,6 +110,7 @@ def _driver_release() -> str | None:
     proc = Path("/proc/driver/nvidia/version")
     if platform.system() != "Linux" or not proc.is_file():
         return None
+    # Untested in CI (no NVIDIA driver), to the end of this function; run on the H200.
     for word in proc.read_text(errors="replace").split():
         if word[:1].isdigit() and word.count(".") >= 1:
             return word

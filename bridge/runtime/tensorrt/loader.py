@@ -67,6 +67,7 @@ def load_engine(
             f"{flavour.name} {flavour.version} refuses {plan.name}: {', '.join(problems)} "
             f"({'; '.join(recent_errors()) or 'no detail'}). Rebuild with:\n  {pm.rebuild_command_line}"
         )
+    # Untested here, to the end of this function: it needs a GPU that TensorRT runs on (docs/tensorrt.md).
     engine = runtime.deserialize_cuda_engine(data)  # returns None on failure; the reason goes to the logger
     if engine is None:
         raise EngineLoadError(

@@ -20,7 +20,7 @@ __all__ = ["TensorRTBackend"]
 
 if not installed_flavours():
     # The backend registry turns this into BackendUnavailable ("install the extra").
-    raise ImportError("neither tensorrt nor tensorrt_rtx is installed")
+    raise ImportError("neither tensorrt nor tensorrt_rtx is installed")  # untested here: CI has tensorrt_rtx
 
 
 class TensorRTBackend(Backend):
