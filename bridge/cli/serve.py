@@ -37,6 +37,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--engines", type=Path, help="folder of models with manifests (default: engines/)")
     parser.add_argument("--backend", help="onnxruntime (default), tensorrt or torch")
+    parser.add_argument(
+        "--rebuild-on-mismatch",
+        action="store_true",
+        default=None,
+        help="tensorrt: rebuild a plan that no longer matches this machine instead of refusing it",
+    )
     parser.add_argument("--face-model", help="default model of the face pipeline")
     parser.add_argument("--motion-model", help="default model of the motion pipeline")
     parser.add_argument(
@@ -113,6 +119,7 @@ def config_from_args(args: argparse.Namespace, file_values: dict[str, Any] | Non
         "metrics_port": pick("metrics_port"),
         "metrics_host": pick("metrics_host"),
         "models": models or None,
+        "backend_options": {"rebuild_on_mismatch": True} if pick("rebuild_on_mismatch") else None,
     }
     return replace(config, **{k: v for k, v in values.items() if v is not None})
 
