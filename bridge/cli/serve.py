@@ -119,7 +119,10 @@ def config_from_args(args: argparse.Namespace, file_values: dict[str, Any] | Non
         "metrics_port": pick("metrics_port"),
         "metrics_host": pick("metrics_host"),
         "models": models or None,
-        "backend_options": {"rebuild_on_mismatch": True} if pick("rebuild_on_mismatch") else None,
+        # Only the TensorRT backend has plans to rebuild; other backends take no such option.
+        "backend_options": {"rebuild_on_mismatch": True}
+        if pick("rebuild_on_mismatch") and pick("backend") == "tensorrt"
+        else None,
     }
     return replace(config, **{k: v for k, v in values.items() if v is not None})
 
