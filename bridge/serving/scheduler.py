@@ -3,9 +3,10 @@
 Sessions of one engine share every engine call: each call takes the next step of every session that
 has one, so N sessions cost one call per tick instead of N (docs/scheduling.md).
 
-- Batching window: with `max_queue_delay_us` > 0 a batch waits at most that long for the sessions
-  that sent recently (within 1.5 frame periods) but have not sent for this tick yet. A session alone
-  never waits: realtime is latency first, batch 1 when alone.
+- Batching window: with `max_queue_delay_us` > 0 a batch waits at most that long, and only for the
+  sessions whose next input is due within it (each session's next input is predicted from the
+  interval between its last two). A session alone never waits: realtime is latency first, batch 1
+  when alone; a session that is not due soon never holds a batch back.
 - Tiers: a batch holds at most the engine's largest batch tier; a backend with fixed shapes (CUDA
   graphs) pads it up to the next tier itself. Steps of different shape (`Pipeline.batch_key`, e.g.
   offline chunks of another length) go to separate calls.
@@ -43,7 +44,7 @@ log = logging.getLogger(__name__)
 Publish = Callable[[bytes, bytes], bool]
 ReportError = Callable[[Session, ErrorCode, str], None]
 
-RECENT_FRAMES = 1.5  # a session that sent within this many frame periods is expected in the next batch
+FORGET_S = 1.0  # a session silent this long is no longer predicted
 
 
 class Scheduler:
@@ -66,9 +67,9 @@ class Scheduler:
         self.max_pending = max_pending
         self.max_queue_delay_s = max_queue_delay_us / 1e6
         self.max_batch = max_batch or pipeline.max_batch
-        self._recent_s = RECENT_FRAMES / pipeline.fps
         self._active: OrderedDict[str, Session] = OrderedDict()
-        self._senders: dict[str, tuple[float, Session]] = {}  # id -> (last submit, session)
+        # id -> (last submit, interval before it); ids only, so that a closed session does not linger.
+        self._senders: dict[str, tuple[float, float]] = {}
         self._arrived: set[str] = set()  # sessions that submitted since the current batch began forming
         self._wake = threading.Condition()
         self._running = False
@@ -107,7 +108,8 @@ class Scheduler:
                     continue
                 session.inbox.append((now, item))
                 self._active[session.id] = session
-                self._senders[session.id] = (now, session)
+                last = self._senders.get(session.id)
+                self._senders[session.id] = (now, now - last[0] if last else FORGET_S)
                 self._arrived.add(session.id)
                 accepted.append(True)
             self._wake.notify()
@@ -120,42 +122,54 @@ class Scheduler:
 
     # ------------------------------------------------------------------------------- loop
     def _loop(self) -> None:
-        while True:
-            with self._wake:
-                while self._running and not self._active:
-                    self._wake.wait()
-                if not self._running:
-                    return
-                if self.max_queue_delay_s:
-                    self._gather()
-                self._arrived.clear()
-                sessions = list(self._active.values())
-            self._prepare(sessions)
-            groups: dict[Hashable, list[Session]] = {}
+        while self._cycle():
+            pass
+
+    def _cycle(self) -> bool:
+        """One round: gather, pre-process, run every ready session once. Its own frame, so that no
+        reference to a session outlives the round (a closed session's slot is freed when it goes)."""
+        with self._wake:
+            while self._running and not self._active:
+                self._wake.wait()
+            if not self._running:
+                return False
+            if self.max_queue_delay_s:
+                self._gather()
+            self._arrived.clear()
+            sessions = list(self._active.values())
+        self._prepare(sessions)
+        groups: dict[Hashable, list[Session]] = {}
+        for s in sessions:
+            if s.steps and not s.closed:
+                groups.setdefault(self.pipeline.batch_key(s.state, s.steps[0]), []).append(s)
+        for group in groups.values():
+            for start in range(0, len(group), self.max_batch):
+                self._run(group[start : start + self.max_batch])
+        with self._wake:
             for s in sessions:
-                if s.steps and not s.closed:
-                    groups.setdefault(self.pipeline.batch_key(s.state, s.steps[0]), []).append(s)
-            for group in groups.values():
-                for start in range(0, len(group), self.max_batch):
-                    self._run(group[start : start + self.max_batch])
-            with self._wake:
-                for s in sessions:
-                    # Served sessions go to the back of the line; idle ones leave it.
-                    if s.closed or (not s.inbox and not s.steps):
-                        self._active.pop(s.id, None)
-                    elif s.id in self._active:
-                        self._active.move_to_end(s.id)
+                # Served sessions go to the back of the line; idle ones leave it.
+                if s.closed or (not s.inbox and not s.steps):
+                    self._active.pop(s.id, None)
+                elif s.id in self._active:
+                    self._active.move_to_end(s.id)
+        return True
 
     def _gather(self) -> None:
-        """Wait (lock held) until every recent sender has something queued, at most the queue delay."""
+        """Wait (lock held), at most the queue delay, for the sessions whose next input is due now."""
         now = time.perf_counter()
         deadline = now + self.max_queue_delay_s
-        for sid, (seen, s) in list(self._senders.items()):
-            if s.closed or now - seen > self._recent_s:
+        due: set[str] = set()
+        for sid, (last, interval) in list(self._senders.items()):
+            if now - last > FORGET_S:
                 del self._senders[sid]
-        expected = min(len(self._senders), self.max_batch)
-        ready = {s.id for s in self._active.values() if s.steps or s.inbox}
-        while len(ready | self._arrived) < expected and self._running:
+            elif (
+                now - interval / 2 <= last + interval <= deadline
+            ):  # due (or a little late) within the window
+                due.add(sid)
+        if len(due) > self.max_batch:
+            return
+        due -= {s.id for s in self._active.values() if s.steps or s.inbox}
+        while self._running and not due <= self._arrived:
             remaining = deadline - time.perf_counter()
             if remaining <= 0:
                 return

@@ -1,0 +1,177 @@
+"""Batching never mixes up sessions: batched pipeline steps equal each session run alone."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bridge.filters.low_pass import QuatLowPass, VectorLowPass
+from bridge.pipelines.base import Step
+from bridge.pipelines.face import FacePipeline
+from bridge.pipelines.motion import OFFLINE_MAX_STEPS, MotionPipeline, smoothing_cutoff_hz
+from bridge.pipelines.motion_frames import encode_motion_frames
+from bridge.pipelines.motion_post import MotionPost, low_pass_alpha
+from bridge.pipelines.output_guard import GuardStats, MotionOutputGuard
+from bridge.protocol.frames import MotionFrame, decode_frame, encode_motion_frame
+from bridge.protocol.requests import FeaturesInput
+from bridge.rig.rotations import axis_angle_to_quat
+from bridge.runtime.engine import Engine
+
+ENGINES = Path(__file__).resolve().parents[1] / "engines"
+SIDS = [f"{i:016x}" for i in range(64)]
+
+
+@pytest.fixture(scope="module", params=["onnxruntime", "torch"])
+def motion(request: pytest.FixtureRequest) -> Iterator[MotionPipeline]:
+    engine = Engine.load(ENGINES / "dance_lstm.manifest.json", backend=request.param)
+    yield MotionPipeline(engine)
+    engine.close()
+
+
+def features(sessions: int, steps: int, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal((sessions, steps, 35)).astype(np.float32)
+
+
+def step_all(
+    pipeline: MotionPipeline, states: list[object], feats: np.ndarray, t: int, seqs: list[int]
+) -> list[MotionFrame]:
+    steps = [
+        pipeline.prepare(s, FeaturesInput(0, SIDS[i], t, t, False, feats[i, t : t + 1]))[0]
+        for i, s in enumerate(states)
+    ]  # type: ignore[arg-type]
+    result = pipeline.run_batch(states, steps)  # type: ignore[arg-type]
+    frames = pipeline.finish_batch(states, SIDS[: len(states)], seqs, steps, result)  # type: ignore[arg-type]
+    return [decode_frame(f[0]) for f in frames]  # type: ignore[misc]
+
+
+def run_alone(pipeline: MotionPipeline, feats: np.ndarray, options: dict[str, object]) -> np.ndarray:
+    state = pipeline.open_session(dict(options))
+    return np.stack(
+        [step_all(pipeline, [state], feats[None], t, [t])[0].joints for t in range(feats.shape[0])]
+    )
+
+
+def test_batched_motion_equals_each_session_alone(motion: MotionPipeline) -> None:
+    n, steps = 5, 12
+    feats = features(n, steps)
+    options = [
+        {"style": "pop"},
+        {"style": "krump", "smoothing": 0.0},
+        {},
+        {"smoothing": 0.9},
+        {"style": "break"},
+    ]
+    alone = [run_alone(motion, feats[i], options[i]) for i in range(n)]
+    states = [motion.open_session(dict(o)) for o in options]
+    batched = [step_all(motion, states, feats, t, [t] * n) for t in range(steps)]  # type: ignore[arg-type]
+    for i in range(n):
+        got = np.stack([batched[t][i].joints for t in range(steps)])
+        np.testing.assert_allclose(got, alone[i], atol=2e-5)
+        assert [batched[t][i].header.session for t in range(steps)] == [SIDS[i]] * steps
+        assert batched[0][i].header.batch == n
+
+
+def test_offline_mode_chunks_whole_sequences(motion: MotionPipeline) -> None:
+    state = motion.open_session({"mode": "offline"})
+    rows = features(1, 300)[0]
+    item = FeaturesInput(0, SIDS[0], 7, 0, False, rows)
+    assert motion.steps_for(state, item) == 3
+    steps = motion.prepare(state, item)
+    assert [len(s.payload) for s in steps] == [
+        OFFLINE_MAX_STEPS,
+        OFFLINE_MAX_STEPS,
+        300 - 2 * OFFLINE_MAX_STEPS,
+    ]
+    assert len({motion.batch_key(state, s) for s in steps}) == 2
+    seq, poses = 0, []
+    for step in steps:
+        result = motion.run_batch([state], [step])
+        frames = motion.finish_batch([state], [SIDS[0]], [seq], [step], result)[0]
+        decoded = [decode_frame(f) for f in frames]
+        assert [f.header.seq for f in decoded] == list(range(seq, seq + len(step.payload)))
+        seq += len(frames)
+        poses += [f.joints for f in decoded]  # type: ignore[attr-defined]
+    assert seq == 300 and np.isfinite(np.stack(poses)).all()
+
+
+def test_batched_post_processing_equals_per_session_filters() -> None:
+    """MotionPost over a batch == MotionOutputGuard + QuatLowPass/VectorLowPass per session."""
+    rng = np.random.default_rng(3)
+    n, steps, fps = 9, 8, 60.0
+    dt = 1.0 / fps
+    cutoffs = [smoothing_cutoff_hz(s, fps) if s > 0 else 0.0 for s in rng.choice([0.0, 0.3, 0.5, 0.8], n)]
+    alpha = np.array([low_pass_alpha(c, dt) if c > 0 else 0.0 for c in cutoffs], np.float32)
+    stats = GuardStats()
+    post = MotionPost(stats, dt)
+    post.prepare(n, np.arange(n))
+    reference = [
+        (
+            MotionOutputGuard(GuardStats(), lambda: None),
+            QuatLowPass(24, c) if c > 0 else None,
+            VectorLowPass((3,), c) if c > 0 else None,
+        )
+        for c in cutoffs
+    ]
+    for t in range(steps):
+        pose = (0.4 * rng.standard_normal((n, 75))).astype(np.float32)
+        pose[:, 72:] = 0.01 * t + 0.001 * rng.standard_normal((n, 3))
+        pose[t % n, 5] = np.nan  # a bad output: held
+        pose[(t + 3) % n, 10] = 9.0  # grossly out of range: held
+        # Alternate a shuffled batch (index path) with the slot order (view path).
+        slots = rng.permutation(n) if t % 2 else np.arange(n)
+        joints, root, held = post.step(slots, pose[slots], alpha[slots])
+        for row, slot in enumerate(slots):
+            guard, qf, rf = reference[slot]
+            good = guard.apply(pose[slot], dt)
+            want_j = axis_angle_to_quat(good[:72].reshape(24, 3))
+            want_r = good[72:]
+            if qf is not None and rf is not None:
+                want_j, want_r = qf.filter(want_j, dt), rf.filter(want_r, dt)
+            np.testing.assert_allclose(joints[row], want_j, atol=1e-5)
+            np.testing.assert_allclose(root[row], want_r, atol=1e-6)
+            assert held[row] == (guard.consecutive_bad > 0)
+        np.testing.assert_allclose(post.last_good[:n], [g._last_good for g, _, _ in reference], atol=1e-6)
+    assert stats.outputs == n * steps and stats.held == 2 * steps
+
+
+def test_batch_frame_encoding_decodes_like_one_frame() -> None:
+    rng = np.random.default_rng(0)
+    joints = rng.standard_normal((3, 24, 4)).astype(np.float32)
+    root = rng.standard_normal((3, 3)).astype(np.float32)
+    batch = encode_motion_frames(
+        SIDS[:3], [0, 5, 2**40], [1, 2, -3], [10, 20, 30], joints=joints, root=root, engine_us=12.5, batch=3
+    )
+    for i, payload in enumerate(batch):
+        got = decode_frame(payload)
+        want = decode_frame(
+            encode_motion_frame(
+                SIDS[i], [0, 5, 2**40][i], [1, 2, -3][i], [10, 20, 30][i],
+                joints=joints[i], root=root[i], engine_us=12.5, batch=3,
+            )
+        )  # fmt: skip
+        assert isinstance(got, MotionFrame) and isinstance(want, MotionFrame)
+        assert got.header == type(got.header)(
+            **{**vars(want.header), "t_publish_ns": got.header.t_publish_ns}
+        )
+        assert np.array_equal(got.joints, want.joints) and np.array_equal(got.root, want.root)
+    with pytest.raises(ValueError, match="16 characters"):
+        encode_motion_frames(["short"], [0], [0], [0], joints=joints[:1], root=root[:1], engine_us=0, batch=1)
+
+
+def test_batched_face_equals_each_session_alone() -> None:
+    """Face rows come back to the session they came from (no face: no row, the others unmoved)."""
+    engine = Engine.load(ENGINES / "face_expression_small.manifest.json")
+    pipeline = FacePipeline(engine)
+    crops = np.random.default_rng(1).random((4, 3, 224, 224), dtype=np.float32)
+    payloads = [crops[0], None, crops[2], crops[3]]
+    steps = [Step(p, i, 0) for i, p in enumerate(payloads)]
+    states = [object()] * 4
+    batched = pipeline.run_batch(states, steps).rows  # type: ignore[arg-type]
+    assert batched[1] is None
+    for i in (0, 2, 3):
+        alone = pipeline.run_batch([object()], [steps[i]]).rows[0]  # type: ignore[list-item]
+        np.testing.assert_allclose(batched[i], alone, atol=1e-5)
+    engine.close()
