@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 import pytest
 
 from bridge.filters.low_pass import QuatLowPass, VectorLowPass
 from bridge.pipelines.base import Step
-from bridge.pipelines.face import FacePipeline
-from bridge.pipelines.motion import OFFLINE_MAX_STEPS, MotionPipeline, smoothing_cutoff_hz
+from bridge.pipelines.face import FacePipeline, FaceState
+from bridge.pipelines.motion import OFFLINE_MAX_STEPS, MotionPipeline, MotionState, smoothing_cutoff_hz
 from bridge.pipelines.motion_frames import encode_motion_frames
 from bridge.pipelines.motion_post import MotionPost, low_pass_alpha
 from bridge.pipelines.output_guard import GuardStats, MotionOutputGuard
@@ -35,19 +36,25 @@ def features(sessions: int, steps: int, seed: int = 0) -> np.ndarray:
     return np.random.default_rng(seed).standard_normal((sessions, steps, 35)).astype(np.float32)
 
 
+def motion_frame(payload: bytes) -> MotionFrame:
+    frame = decode_frame(payload)
+    assert isinstance(frame, MotionFrame)
+    return frame
+
+
 def step_all(
-    pipeline: MotionPipeline, states: list[object], feats: np.ndarray, t: int, seqs: list[int]
+    pipeline: MotionPipeline, states: list[MotionState], feats: np.ndarray, t: int, seqs: list[int]
 ) -> list[MotionFrame]:
     steps = [
         pipeline.prepare(s, FeaturesInput(0, SIDS[i], t, t, False, feats[i, t : t + 1]))[0]
         for i, s in enumerate(states)
-    ]  # type: ignore[arg-type]
-    result = pipeline.run_batch(states, steps)  # type: ignore[arg-type]
-    frames = pipeline.finish_batch(states, SIDS[: len(states)], seqs, steps, result)  # type: ignore[arg-type]
-    return [decode_frame(f[0]) for f in frames]  # type: ignore[misc]
+    ]
+    result = pipeline.run_batch(states, steps)
+    frames = pipeline.finish_batch(states, SIDS[: len(states)], seqs, steps, result)
+    return [motion_frame(f[0]) for f in frames]
 
 
-def run_alone(pipeline: MotionPipeline, feats: np.ndarray, options: dict[str, object]) -> np.ndarray:
+def run_alone(pipeline: MotionPipeline, feats: np.ndarray, options: dict[str, Any]) -> np.ndarray:
     state = pipeline.open_session(dict(options))
     return np.stack(
         [step_all(pipeline, [state], feats[None], t, [t])[0].joints for t in range(feats.shape[0])]
@@ -57,7 +64,7 @@ def run_alone(pipeline: MotionPipeline, feats: np.ndarray, options: dict[str, ob
 def test_batched_motion_equals_each_session_alone(motion: MotionPipeline) -> None:
     n, steps = 5, 12
     feats = features(n, steps)
-    options = [
+    options: list[dict[str, Any]] = [
         {"style": "pop"},
         {"style": "krump", "smoothing": 0.0},
         {},
@@ -66,7 +73,7 @@ def test_batched_motion_equals_each_session_alone(motion: MotionPipeline) -> Non
     ]
     alone = [run_alone(motion, feats[i], options[i]) for i in range(n)]
     states = [motion.open_session(dict(o)) for o in options]
-    batched = [step_all(motion, states, feats, t, [t] * n) for t in range(steps)]  # type: ignore[arg-type]
+    batched = [step_all(motion, states, feats, t, [t] * n) for t in range(steps)]
     for i in range(n):
         got = np.stack([batched[t][i].joints for t in range(steps)])
         np.testing.assert_allclose(got, alone[i], atol=2e-5)
@@ -90,10 +97,10 @@ def test_offline_mode_chunks_whole_sequences(motion: MotionPipeline) -> None:
     for step in steps:
         result = motion.run_batch([state], [step])
         frames = motion.finish_batch([state], [SIDS[0]], [seq], [step], result)[0]
-        decoded = [decode_frame(f) for f in frames]
+        decoded = [motion_frame(f) for f in frames]
         assert [f.header.seq for f in decoded] == list(range(seq, seq + len(step.payload)))
         seq += len(frames)
-        poses += [f.joints for f in decoded]  # type: ignore[attr-defined]
+        poses += [f.joints for f in decoded]
     assert seq == 300 and np.isfinite(np.stack(poses)).all()
 
 
@@ -168,10 +175,10 @@ def test_batched_face_equals_each_session_alone() -> None:
     crops = np.random.default_rng(1).random((4, 3, 224, 224), dtype=np.float32)
     payloads = [crops[0], None, crops[2], crops[3]]
     steps = [Step(p, i, 0) for i, p in enumerate(payloads)]
-    states = [object()] * 4
-    batched = pipeline.run_batch(states, steps).rows  # type: ignore[arg-type]
+    states = [cast(FaceState, None)] * 4  # run_batch keeps no per-session face state
+    batched = pipeline.run_batch(states, steps).rows
     assert batched[1] is None
     for i in (0, 2, 3):
-        alone = pipeline.run_batch([object()], [steps[i]]).rows[0]  # type: ignore[list-item]
+        alone = pipeline.run_batch(states[:1], [steps[i]]).rows[0]
         np.testing.assert_allclose(batched[i], alone, atol=1e-5)
     engine.close()

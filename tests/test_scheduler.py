@@ -76,7 +76,8 @@ def alone(engine: Engine, feats: np.ndarray) -> np.ndarray:
         steps = pipeline.prepare(state, FeaturesInput(0, "0" * 16, t, 0, False, row[None]))
         result = pipeline.run_batch([state], steps)
         frame = decode_frame(pipeline.finish_batch([state], ["0" * 16], [t], steps, result)[0][0])
-        joints.append(frame.joints)  # type: ignore[attr-defined]
+        assert isinstance(frame, MotionFrame)
+        joints.append(frame.joints)
     return np.stack(joints)
 
 

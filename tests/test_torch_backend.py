@@ -1,0 +1,122 @@
+"""The torch backend on the CPU: same outputs as ONNX Runtime, device slots == host slots, tiers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bridge.runtime.backend import available_backends
+from bridge.runtime.engine import Engine
+from bridge.runtime.torch.runner import TorchBackend
+from bridge.runtime.torch.slots import DeviceStateSlots
+from bridge.serving.slots import HostStateSlots, SlotPool, create_state_slots
+
+ENGINES = Path(__file__).resolve().parents[1] / "engines"
+DANCE = ENGINES / "dance_lstm.manifest.json"
+FACE = ENGINES / "face_expression_small.manifest.json"
+
+
+@pytest.fixture(scope="module")
+def dance() -> Iterator[tuple[Engine, Engine]]:
+    ort, pt = Engine.load(DANCE), Engine.load(DANCE, backend="torch")
+    yield ort, pt
+    ort.close()
+    pt.close()
+
+
+def dance_inputs(rng: np.random.Generator, batch: int, time: int = 1) -> dict[str, np.ndarray]:
+    return {
+        "features": rng.standard_normal((batch, time, 35)).astype(np.float32),
+        "pose.previous": (0.3 * rng.standard_normal((batch, 75))).astype(np.float32),
+        "style": rng.integers(0, 10, batch).astype(np.int64),
+    }
+
+
+def test_registered_and_available() -> None:
+    assert "torch" in available_backends()
+
+
+def test_dance_matches_onnxruntime(dance: tuple[Engine, Engine]) -> None:
+    ort, pt = dance
+    rng = np.random.default_rng(0)
+    for batch, time in ((1, 1), (5, 1), (3, 17)):
+        inputs = dance_inputs(rng, batch, time)
+        state = {
+            k: (0.5 * rng.standard_normal(v.shape)).astype(np.float32)
+            for k, v in ort.initial_state(batch).items()
+        }
+        want, want_state = ort.run(inputs, state)
+        got, got_state = pt.run(inputs, state)
+        for role in want:
+            np.testing.assert_allclose(got[role], want[role], atol=1e-5)
+        for name in want_state:
+            np.testing.assert_allclose(got_state[name], want_state[name], atol=1e-5)
+
+
+def test_face_matches_onnxruntime() -> None:
+    ort, pt = Engine.load(FACE), Engine.load(FACE, backend="torch")
+    image = np.random.default_rng(1).random((3, 3, 224, 224), dtype=np.float32)
+    want, _ = ort.run({"image": image})
+    got, _ = pt.run({"image": image})
+    for role in want:
+        np.testing.assert_allclose(got[role], want[role], atol=1e-4)
+    ort.close()
+    pt.close()
+
+
+def test_device_slots_match_host_slots(dance: tuple[Engine, Engine]) -> None:
+    """Gather/scatter by slot on the backend's device == numpy rows, through growth and fresh rows."""
+    ort, pt = dance
+    host, device = create_state_slots(ort), create_state_slots(pt)
+    assert isinstance(host, HostStateSlots) and isinstance(device, DeviceStateSlots)
+    pool = SlotPool()
+    leases = [pool.acquire() for _ in range(20)]  # more rows than the first allocation (16)
+    rng = np.random.default_rng(2)
+    for step in range(6):
+        slots = rng.choice(20, size=7, replace=False).astype(np.int64)
+        if step == 3:
+            pool.reset(leases[int(slots[0])])  # a hot restart: that row starts over from zeros
+        fresh = pool.take_fresh()
+        inputs = dance_inputs(rng, 7)
+        want = host.step(inputs, slots, pool.size, fresh)
+        got = device.step(inputs, slots, pool.size, fresh)
+        for role in want:
+            np.testing.assert_allclose(got[role], want[role], atol=1e-5)
+    for slot in range(20):
+        for name, rows in host.read(slot).items():
+            np.testing.assert_allclose(device.read(slot)[name], rows, atol=1e-5)
+    assert device.capacity >= 20 and host.capacity >= 20
+
+
+def test_slot_pool_reuses_lowest_free_row() -> None:
+    pool = SlotPool()
+    a, b, c = pool.acquire(), pool.acquire(), pool.acquire()
+    assert (a.index, b.index, c.index) == (0, 1, 2) and sorted(pool.take_fresh()) == [0, 1, 2]
+    b.release()
+    b.release()  # idempotent
+    del c  # garbage-collected leases free their rows too
+    assert pool.in_use == 1
+    d, e = pool.acquire(), pool.acquire()
+    assert (d.index, e.index, pool.size) == (1, 2, 3)
+    assert sorted(pool.take_fresh()) == [1, 2] and len(pool.take_fresh()) == 0
+    assert a.alive and d.alive and e.alive
+
+
+def test_tiers_and_precision() -> None:
+    manifest = Engine.load(DANCE, warmup=False).manifest
+    backend = TorchBackend(manifest, device="cpu")
+    assert backend.batch_tiers == (1, 2, 4, 8, 16, 32, 64)  # powers of two up to the largest profile
+    assert backend.tier_for(5) == 5  # no CUDA graphs on the CPU: exact batches
+    tiered = TorchBackend(manifest, device="cpu", batch_tiers=(1, 8, 64))
+    tiered.cuda_graphs = True  # what a CUDA device turns on: batches pad to the next tier
+    assert [tiered.tier_for(n) for n in (1, 2, 8, 9, 64, 65)] == [1, 8, 8, 64, 64, 65]
+    bf16 = Engine(manifest, TorchBackend(manifest, device="cpu", precision="bfloat16"))
+    bf16.backend.activate()
+    rng = np.random.default_rng(3)
+    inputs = dance_inputs(rng, 4)
+    want, _ = Engine.load(DANCE).run(inputs)
+    got, _ = bf16.run(inputs)
+    np.testing.assert_allclose(got["pose.axis_angle"], want["pose.axis_angle"], atol=0.05)
