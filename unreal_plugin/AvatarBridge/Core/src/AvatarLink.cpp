@@ -132,9 +132,12 @@ bool AvatarLink::handshake() {
     const auto reply = client_->call(id, RequestEncoder::hello(id, config_.clientName), config_.requestTimeout);
     const auto* hello = reply ? std::get_if<HelloReply>(&*reply) : nullptr;
     if (hello == nullptr) {
+        const auto* refused = reply ? std::get_if<ErrorReply>(&*reply) : nullptr;
+        const std::string why = refused != nullptr ? refused->name + ": " + refused->message : client_->transportError();
         {
             const std::lock_guard<std::mutex> lock(mutex_);
-            status_ = "no hello from " + endpoint(config_.host, config_.requestPort) + "; retrying";
+            status_ = "no hello from " + endpoint(config_.host, config_.requestPort) + (why.empty() ? "" : " (" + why + ")") +
+                      "; retrying";
         }
         client_->reset();  // drop the queued hello so a bridge that comes up later gets a fresh one
         return false;

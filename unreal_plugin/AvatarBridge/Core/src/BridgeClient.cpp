@@ -27,8 +27,9 @@ struct BridgeClient::Command {
 
 struct BridgeClient::Shared {
     zmq::context_t context{1};
-    std::mutex mutex;  // guards `commands` and `wakeSender` (a socket, so one thread at a time)
+    std::mutex mutex;  // guards `commands`, `wakeSender` (a socket: one thread at a time), `transportError`
     std::deque<Command> commands;
+    std::string transportError;  // also guarded by `mutex`
     zmq::socket_t wakeSender{context, zmq::socket_type::pair};
     zmq::socket_t wakeReceiver{context, zmq::socket_type::pair};
 };
@@ -117,28 +118,43 @@ void BridgeClient::unsubscribe(std::string prefix) { enqueue(Command(Command::Ki
 
 void BridgeClient::reset() { enqueue(Command(Command::Kind::Reset)); }
 
+std::string BridgeClient::transportError() const {
+    const std::lock_guard<std::mutex> lock(shared_->mutex);
+    return shared_->transportError;
+}
+
 void BridgeClient::run() {
     zmq::context_t& context = shared_->context;
+    // Either socket may be missing: a bad endpoint or key makes libzmq refuse it, and the client then
+    // stays quiet (requests time out) and says why in transportError() instead of ending the thread.
     std::optional<zmq::socket_t> dealer;
     std::optional<zmq::socket_t> sub;
     std::string framesEndpoint;
     std::set<std::string> subscriptions;
     std::map<std::uint64_t, std::shared_ptr<std::promise<Reply>>> pending;
 
+    const auto setTransportError = [&](std::string what) {
+        const std::lock_guard<std::mutex> lock(shared_->mutex);
+        shared_->transportError = std::move(what);
+    };
     const auto openDealer = [&] {
-        dealer.emplace(makeSocket(context, zmq::socket_type::dealer, curve_));
-        dealer->connect(requestEndpoint_);
+        dealer.reset();
+        zmq::socket_t s = makeSocket(context, zmq::socket_type::dealer, curve_);
+        s.connect(requestEndpoint_);
+        dealer = std::move(s);
+        setTransportError({});
     };
     const auto openSub = [&] {
         sub.reset();
         if (framesEndpoint.empty()) {
             return;
         }
-        sub.emplace(makeSocket(context, zmq::socket_type::sub, curve_));
+        zmq::socket_t s = makeSocket(context, zmq::socket_type::sub, curve_);
         for (const auto& prefix : subscriptions) {
-            sub->set(zmq::sockopt::subscribe, prefix);
+            s.set(zmq::sockopt::subscribe, prefix);
         }
-        sub->connect(framesEndpoint);
+        s.connect(framesEndpoint);
+        sub = std::move(s);
     };
     const auto failPending = [&] {
         for (auto& [id, promise] : pending) {
@@ -153,125 +169,159 @@ void BridgeClient::run() {
         }
     };
 
-    openDealer();
-    bool running = true;
-    while (running) {
-        std::vector<zmq::pollitem_t> items = {{shared_->wakeReceiver.handle(), 0, ZMQ_POLLIN, 0},
-                                              {dealer->handle(), 0, ZMQ_POLLIN, 0}};
-        if (sub) {
-            items.push_back({sub->handle(), 0, ZMQ_POLLIN, 0});
-        }
-        zmq::poll(items, std::chrono::milliseconds(-1));
-
-        if (items[0].revents & ZMQ_POLLIN) {
-            zmq::message_t ignored;
-            while (shared_->wakeReceiver.recv(ignored, zmq::recv_flags::dontwait)) {
-            }
-            std::deque<Command> commands;
-            {
-                const std::lock_guard<std::mutex> lock(shared_->mutex);
-                commands.swap(shared_->commands);
-            }
-            for (Command& c : commands) {
-                switch (c.kind) {
-                    case Command::Kind::Request:
-                        pending[c.id] = std::move(c.promise);
-                        [[fallthrough]];
-                    case Command::Kind::Send:
-                        // DEALER queues while the bridge is away (up to its high-water mark); a full queue
-                        // drops the message, which only happens when the bridge is gone for long.
-                        dealer->send(zmq::buffer(c.data), zmq::send_flags::dontwait);
-                        break;
-                    case Command::Kind::Cancel: pending.erase(c.id); break;
-                    case Command::Kind::ConnectFrames:
-                        framesEndpoint = c.data;
-                        openSub();
-                        break;
-                    case Command::Kind::Subscribe:
-                        if (subscriptions.insert(c.data).second && sub) {
-                            sub->set(zmq::sockopt::subscribe, c.data);
-                        }
-                        break;
-                    case Command::Kind::Unsubscribe:
-                        if (subscriptions.erase(c.data) && sub) {
-                            sub->set(zmq::sockopt::unsubscribe, c.data);
-                        }
-                        break;
-                    case Command::Kind::Reset:
-                        failPending();
-                        openDealer();
-                        openSub();
-                        break;
-                    case Command::Kind::Stop: running = false; break;
+    const auto runCommand = [&](Command& c) {
+        switch (c.kind) {
+            case Command::Kind::Request:
+                pending[c.id] = std::move(c.promise);
+                [[fallthrough]];
+            case Command::Kind::Send:
+                // DEALER queues while the bridge is away (up to its high-water mark); a full queue drops the
+                // message, which only happens when the bridge is gone for long.
+                if (dealer) {
+                    (void)dealer->send(zmq::buffer(c.data), zmq::send_flags::dontwait);
                 }
-            }
-            if (!running) {
                 break;
-            }
-            continue;  // the sockets may have been replaced; poll again with fresh handles
+            case Command::Kind::Cancel: pending.erase(c.id); break;
+            case Command::Kind::ConnectFrames:
+                framesEndpoint = c.data;
+                openSub();
+                break;
+            case Command::Kind::Subscribe:
+                if (subscriptions.insert(c.data).second && sub) {
+                    sub->set(zmq::sockopt::subscribe, c.data);
+                }
+                break;
+            case Command::Kind::Unsubscribe:
+                if (subscriptions.erase(c.data) != 0 && sub) {
+                    sub->set(zmq::sockopt::unsubscribe, c.data);
+                }
+                break;
+            case Command::Kind::Reset:
+                failPending();
+                openDealer();
+                openSub();
+                break;
+            case Command::Kind::Stop: break;  // handled by runCommands
         }
+    };
 
-        if (items[1].revents & ZMQ_POLLIN) {
-            zmq::message_t part;
-            while (dealer->recv(part, zmq::recv_flags::dontwait)) {
-                // One frame per reply; an empty delimiter frame is only echoed to clients that sent one.
-                if (part.more() || part.size() == 0) {
-                    continue;
-                }
-                try {
-                    Reply reply = Decoder::reply(static_cast<const std::uint8_t*>(part.data()), part.size());
-                    const auto it = pending.find(replyId(reply));
-                    if (it != pending.end()) {
-                        it->second->set_value(std::move(reply));
-                        pending.erase(it);
-                    } else if (handlers_.onUnsolicitedReply) {
-                        handlers_.onUnsolicitedReply(reply);
-                    }
-                } catch (const ProtocolError& e) {
-                    decodeError(std::string("reply: ") + e.what());
-                }
+    // Applies queued commands; false on Stop.
+    const auto runCommands = [&] {
+        zmq::message_t ignored;
+        while (shared_->wakeReceiver.recv(ignored, zmq::recv_flags::dontwait)) {
+        }
+        std::deque<Command> commands;
+        {
+            const std::lock_guard<std::mutex> lock(shared_->mutex);
+            commands.swap(shared_->commands);
+        }
+        for (Command& c : commands) {
+            if (c.kind == Command::Kind::Stop) {
+                return false;
+            }
+            // One refused socket must not swallow the commands queued behind it.
+            try {
+                runCommand(c);
+            } catch (const zmq::error_t& e) {
+                setTransportError(e.what());
             }
         }
+        return true;
+    };
 
-        if (sub && items.size() > 2 && (items[2].revents & ZMQ_POLLIN)) {
-            zmq::message_t topic;
-            while (sub->recv(topic, zmq::recv_flags::dontwait)) {
-                const std::int64_t arrival = WallClock::nowNs();
-                if (!topic.more()) {
-                    decodeError("PUB message without a payload frame");
-                    continue;
-                }
-                // The parts of one multipart message are delivered together, so these receives never wait.
-                auto payload = std::make_shared<zmq::message_t>();
-                if (!sub->recv(*payload, zmq::recv_flags::none)) {
-                    break;
-                }
-                if (payload->more()) {
-                    zmq::message_t rest;
-                    while (sub->recv(rest, zmq::recv_flags::none) && rest.more()) {
-                    }
-                    decodeError("PUB message with more than [topic, payload]");
-                    continue;
-                }
-                const std::string_view name(static_cast<const char*>(topic.data()), topic.size());
-                const auto* bytes = static_cast<const std::uint8_t*>(payload->data());
-                try {
-                    if (name.rfind("frame/", 0) == 0) {
-                        ++framesReceived_;
-                        DecodedFrame frame = Decoder::frame(bytes, payload->size(), payload);
-                        if (handlers_.onFrame) {
-                            handlers_.onFrame(std::move(frame), arrival);
-                        }
-                    } else if (name.rfind("event/", 0) == 0) {
-                        const Event event = Decoder::event(bytes, payload->size());
-                        if (handlers_.onEvent) {
-                            handlers_.onEvent(event);
-                        }
-                    }
-                } catch (const ProtocolError& e) {
-                    decodeError(std::string(name) + ": " + e.what());
-                }
+    const auto receiveReplies = [&] {
+        zmq::message_t part;
+        while (dealer->recv(part, zmq::recv_flags::dontwait)) {
+            // One frame per reply; an empty delimiter frame is only echoed to clients that sent one.
+            if (part.more() || part.size() == 0) {
+                continue;
             }
+            try {
+                Reply reply = Decoder::reply(static_cast<const std::uint8_t*>(part.data()), part.size());
+                const auto it = pending.find(replyId(reply));
+                if (it != pending.end()) {
+                    it->second->set_value(std::move(reply));
+                    pending.erase(it);
+                } else if (handlers_.onUnsolicitedReply) {
+                    handlers_.onUnsolicitedReply(reply);
+                }
+            } catch (const ProtocolError& e) {
+                decodeError(std::string("reply: ") + e.what());
+            }
+        }
+    };
+
+    const auto receivePublished = [&] {
+        zmq::message_t topic;
+        while (sub->recv(topic, zmq::recv_flags::dontwait)) {
+            const std::int64_t arrival = WallClock::nowNs();
+            if (!topic.more()) {
+                decodeError("PUB message without a payload frame");
+                continue;
+            }
+            // The parts of one multipart message are delivered together, so these receives never wait.
+            auto payload = std::make_shared<zmq::message_t>();
+            if (!sub->recv(*payload, zmq::recv_flags::none)) {
+                return;
+            }
+            if (payload->more()) {
+                zmq::message_t rest;
+                while (sub->recv(rest, zmq::recv_flags::none) && rest.more()) {
+                }
+                decodeError("PUB message with more than [topic, payload]");
+                continue;
+            }
+            const std::string_view name(static_cast<const char*>(topic.data()), topic.size());
+            const auto* bytes = static_cast<const std::uint8_t*>(payload->data());
+            try {
+                if (name.rfind("frame/", 0) == 0) {
+                    ++framesReceived_;
+                    DecodedFrame frame = Decoder::frame(bytes, payload->size(), payload);
+                    if (handlers_.onFrame) {
+                        handlers_.onFrame(std::move(frame), arrival);
+                    }
+                } else if (name.rfind("event/", 0) == 0) {
+                    const Event event = Decoder::event(bytes, payload->size());
+                    if (handlers_.onEvent) {
+                        handlers_.onEvent(event);
+                    }
+                }
+            } catch (const ProtocolError& e) {
+                decodeError(std::string(name) + ": " + e.what());
+            }
+        }
+    };
+
+    bool running = true;
+    try {
+        openDealer();
+    } catch (const zmq::error_t& e) {
+        setTransportError(requestEndpoint_ + ": " + e.what());
+    }
+    while (running) {
+        try {
+            std::vector<zmq::pollitem_t> items = {{shared_->wakeReceiver.handle(), 0, ZMQ_POLLIN, 0}};
+            const std::size_t dealerAt = items.size();
+            if (dealer) {
+                items.push_back({dealer->handle(), 0, ZMQ_POLLIN, 0});
+            }
+            const std::size_t subAt = items.size();
+            if (sub) {
+                items.push_back({sub->handle(), 0, ZMQ_POLLIN, 0});
+            }
+            zmq::poll(items, std::chrono::milliseconds(-1));
+            if (items[0].revents & ZMQ_POLLIN) {
+                running = runCommands();
+                continue;  // the sockets may have been replaced; poll again with fresh handles
+            }
+            if (dealer && (items[dealerAt].revents & ZMQ_POLLIN)) {
+                receiveReplies();
+            }
+            if (sub && (items[subAt].revents & ZMQ_POLLIN)) {
+                receivePublished();
+            }
+        } catch (const zmq::error_t& e) {
+            setTransportError(e.what());
         }
     }
     failPending();

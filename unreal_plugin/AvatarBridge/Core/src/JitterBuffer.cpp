@@ -76,14 +76,6 @@ std::int64_t JitterBuffer::playoutTime(std::int64_t nowNs) {
     return *playoutNs_;
 }
 
-void JitterBuffer::clear() {
-    playoutNs_.reset();
-    frames_.clear();
-    haveTransit_ = false;
-    meanTransitNs_ = 0.0;
-    deviationNs_ = 0.0;
-}
-
 SubjectPose JitterBuffer::interpolate(const SubjectPose& a, const SubjectPose& b, float t) {
     if (a.rotations.size() != b.rotations.size() || a.translations.size() != b.translations.size() ||
         a.curves.size() != b.curves.size()) {

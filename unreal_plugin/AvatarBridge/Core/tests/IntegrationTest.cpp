@@ -342,6 +342,8 @@ TEST(Live, FaceSessionStreamsDecodableFrames) {
         expectUnitQuats(f.head);
     }
     EXPECT_TRUE(c.collector.decodeErrors().empty());
+    EXPECT_EQ(c.client.decodeErrors(), 0u);
+    EXPECT_GE(c.client.framesReceived(), static_cast<std::uint64_t>(kImages));
 }
 
 TEST(Live, MotionSessionFromFeaturesAndAudio) {
@@ -514,6 +516,8 @@ TEST(Live, AvatarLinkPublishesSubjectsAndInterpolatesToTheRenderTick) {
     ASSERT_TRUE(face && body);
     ASSERT_TRUE(waitUntil([&] { return face->attachment() && body->attachment(); }, 15s)) << link.statusText();
     EXPECT_EQ(link.state(), AvatarLink::State::Connected);
+    ASSERT_TRUE(link.lastHello().has_value());
+    EXPECT_EQ(link.lastHello()->framesPort, gBridge->framesPort());
     EXPECT_EQ(face->attachment()->layout->curveNames.size(), 108u);
     EXPECT_EQ(body->attachment()->layout->boneNames.size(), 24u);
 

@@ -68,6 +68,8 @@ public:
     // reconnects fresh ones: what to do when the bridge stopped answering or restarted.
     void reset();
 
+    // Why libzmq refused a socket (bad endpoint or key), or empty. Requests time out meanwhile.
+    std::string transportError() const;
     std::uint64_t framesReceived() const { return framesReceived_; }
     std::uint64_t decodeErrors() const { return decodeErrors_; }
 

@@ -38,7 +38,6 @@ public:
     std::optional<SubjectPose> sample(std::int64_t nowNs);
     std::int64_t delayNs() const;
     std::size_t size() const { return frames_.size(); }
-    void clear();
 
     // Interpolates a -> b at t in [0, 1]; b alone when their layouts differ.
     static SubjectPose interpolate(const SubjectPose& a, const SubjectPose& b, float t);

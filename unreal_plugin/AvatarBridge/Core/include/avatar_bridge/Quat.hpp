@@ -18,7 +18,6 @@ struct Quat {
     static Quat slerp(const Quat& a, const Quat& b, float t);
 
     Quat operator*(const Quat& o) const;
-    Quat conjugate() const { return {-x, -y, -z, w}; }
     float dot(const Quat& o) const { return x * o.x + y * o.y + z * o.z + w * o.w; }
     // Zero or non-finite input becomes the identity, so a bad frame never poisons a pose.
     Quat normalized() const;
