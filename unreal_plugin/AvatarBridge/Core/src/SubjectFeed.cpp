@@ -56,6 +56,7 @@ void SubjectFeed::deliver(const DecodedFrame& frame, std::int64_t arrivalNs) {
     } catch (const ProtocolError& e) {
         ++stats_.decodeErrors;
         stats_.lastError = e.what();
+        ++errorCount_;
     }
 }
 
@@ -63,6 +64,7 @@ void SubjectFeed::recordInputError(const ErrorReply& error) {
     const std::lock_guard<std::mutex> lock(mutex_);
     ++stats_.inputErrors;
     stats_.lastError = error.name + ": " + error.message;
+    ++errorCount_;
 }
 
 std::optional<SubjectPose> SubjectFeed::sample(std::int64_t nowNs) {

@@ -430,6 +430,9 @@ TEST(Live, BadInputsGetTheDocumentedErrorCodes) {
     h = c.input(motion.session, 1);
     EXPECT_EQ(c.expectError(RequestEncoder::audio(h, 48000, "mp3", silence, sizeof silence), h.id).code, 106);
 
+    h = c.input(motion.session, 2);  // a consistent 2 x 34 block: the size fits, the column count is not allowed
+    EXPECT_EQ(c.expectError(RequestEncoder::features(h, 2, 34, rows.data(), 2 * 34 * 4), h.id).code, 106);
+
     h = c.input("ffffffffffffffff", 0);
     EXPECT_EQ(c.expectError(RequestEncoder::features(h, 2, 35, rows.data(), rows.size() * 4), h.id).code, 200);
 

@@ -87,5 +87,6 @@ TEST(SubjectFeed, ReattachBumpsTheVersionAndDetachHides) {
     EXPECT_EQ(feed.attachment(), nullptr);
     feed.recordInputError(ErrorReply{7, 107, "BAD_SIZE", "wrong size", ""});
     EXPECT_EQ(feed.stats().inputErrors, 1u);
+    EXPECT_EQ(feed.errorCount(), 1u);
     EXPECT_EQ(feed.stats().lastError, "BAD_SIZE: wrong size");
 }

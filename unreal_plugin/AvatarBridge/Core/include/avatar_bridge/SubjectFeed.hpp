@@ -50,7 +50,10 @@ public:
     // Any thread. Null until the first session is attached, and after detach.
     std::shared_ptr<const Attachment> attachment() const { return attachment_.load(); }
     bool closed() const { return closed_; }
+    // Takes the network side's lock briefly: for status displays and tests, not for every tick.
     Stats stats() const;
+    // decodeErrors + inputErrors, lock-free: poll this per tick and read stats().lastError when it moves.
+    std::uint64_t errorCount() const { return errorCount_; }
 
     // Game thread: the pose to show at `nowNs` (wall clock), interpolated by the jitter buffer.
     std::optional<SubjectPose> sample(std::int64_t nowNs);
@@ -73,9 +76,10 @@ private:
     AtomicSharedPtr<const Attachment> attachment_;
     std::atomic<bool> closed_{false};
     std::atomic<std::uint64_t> inputSeq_{0};
+    std::atomic<std::uint64_t> errorCount_{0};
     std::uint64_t versions_ = 0;
 
-    // Network side, guarded by mutex_ (never taken by the game thread).
+    // Network side, guarded by mutex_ (the game thread's sample() and takeAll() never take it).
     mutable std::mutex mutex_;
     std::unique_ptr<SubjectMapper> mapper_;
     std::optional<FrameClock> clock_;

@@ -156,11 +156,11 @@ void FAvatarBridgeSource::UpdateSubject(avatar_bridge::SubjectFeed& Feed, double
 		State.PushedVersion = Attachment->version;
 	}
 
-	const avatar_bridge::SubjectFeed::Stats Stats = Feed.stats();
-	if (Stats.inputErrors != State.ReportedInputErrors)
+	if (Feed.errorCount() != State.ReportedErrors)
 	{
-		UE_LOG(LogAvatarBridge, Warning, TEXT("%s: %s"), *Name.ToString(), UTF8_TO_TCHAR(Stats.lastError.c_str()));
-		State.ReportedInputErrors = Stats.inputErrors;
+		// Rare, so reading the detail (which briefly takes the network side's lock) is fine here.
+		UE_LOG(LogAvatarBridge, Warning, TEXT("%s: %s"), *Name.ToString(), UTF8_TO_TCHAR(Feed.stats().lastError.c_str()));
+		State.ReportedErrors = Feed.errorCount();
 	}
 
 	const FString Session = UTF8_TO_TCHAR(Attachment->session.c_str());

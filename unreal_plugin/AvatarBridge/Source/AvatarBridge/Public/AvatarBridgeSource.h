@@ -54,7 +54,7 @@ private:
 	struct FSubjectState
 	{
 		uint64 PushedVersion = 0;
-		uint64 ReportedInputErrors = 0;
+		uint64 ReportedErrors = 0;
 	};
 
 	void UpdateSubject(avatar_bridge::SubjectFeed& Feed, double PlatformNowSeconds, int64 WallNowNs);
