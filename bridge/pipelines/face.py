@@ -5,6 +5,7 @@ A model without an eyelid output (the EMOCA-size encoder pair) reports eyelids a
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -14,7 +15,7 @@ import numpy as np
 
 from bridge.filters.one_euro import OneEuroFilter, flame_one_euro
 from bridge.pipelines.base import BatchResult, Pipeline, Step
-from bridge.pipelines.face_crop import FaceTracker, crop_face
+from bridge.pipelines.face_crop import FaceDetector, FaceTracker, crop_face
 from bridge.pipelines.options import check_options
 from bridge.pipelines.output_guard import FaceOutputGuard, stats_for
 from bridge.protocol.frames import encode_face_frame
@@ -23,6 +24,7 @@ from bridge.rig import flame
 from bridge.rig.arkit import ARKIT_NAMES
 from bridge.rig.flame_to_arkit import FlameToArkit
 from bridge.rig.rotations import axis_angle_to_quat
+from bridge.runtime.engine import Engine
 
 CROP_SIZE = 224
 # Output role -> its place in the bridge.rig.flame parameter vector.
@@ -51,6 +53,18 @@ class FacePipeline(Pipeline[FaceState, np.ndarray | None]):
 
     _mapper = FlameToArkit.default()
 
+    def __init__(self, engine: Engine) -> None:
+        super().__init__(engine)
+        self._local = threading.local()
+
+    def _detector(self) -> FaceDetector:
+        """OpenCV's cascade classifier is not thread-safe and the scheduler may pre-process sessions
+        on several threads (one session at a time on each): one detector per thread."""
+        detector: FaceDetector | None = getattr(self._local, "detector", None)
+        if detector is None:
+            detector = self._local.detector = FaceDetector()
+        return detector
+
     def open_session(self, options: dict[str, Any]) -> FaceState:
         check_options(self.name, options, {"blendshapes": bool, "smoothing": bool})
         return FaceState(
@@ -73,6 +87,7 @@ class FacePipeline(Pipeline[FaceState, np.ndarray | None]):
 
     def prepare(self, state: FaceState, item: Input) -> list[Step[np.ndarray | None]]:
         assert isinstance(item, ImageInput)
+        state.tracker.detector = self._detector()
         box = state.tracker.update(item.pixels)
         crop = None if box is None else crop_face(item.pixels, box, CROP_SIZE)
         return [Step(crop, item.seq, item.t_capture_ns)]
