@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from bridge.filters.low_pass import QuatLowPass, VectorLowPass
+from bridge.pipelines import motion as motion_module
 from bridge.pipelines.base import Step
 from bridge.pipelines.face import FacePipeline, FaceState
 from bridge.pipelines.motion import OFFLINE_MAX_STEPS, MotionPipeline, MotionState, smoothing_cutoff_hz
@@ -61,7 +62,11 @@ def run_alone(pipeline: MotionPipeline, feats: np.ndarray, options: dict[str, An
     )
 
 
-def test_batched_motion_equals_each_session_alone(motion: MotionPipeline) -> None:
+@pytest.mark.parametrize("chunk", [512, 2])
+def test_batched_motion_equals_each_session_alone(
+    motion: MotionPipeline, chunk: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(motion_module, "POST_CHUNK", chunk)  # 2: post-processing on worker threads
     n, steps = 5, 12
     feats = features(n, steps)
     options: list[dict[str, Any]] = [

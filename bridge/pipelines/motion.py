@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Hashable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -42,6 +43,8 @@ DEFAULT_STYLE = "house"
 DEFAULT_SMOOTHING = 0.5
 MODES = ("realtime", "offline")
 OFFLINE_MAX_STEPS = 128  # time length of one offline engine call
+POST_CHUNK = 512  # sessions per post-processing task; smaller batches stay on the scheduler thread
+POST_WORKERS = 4
 _COORDINATES = {"handedness": "right", "up": "+y", "forward": "+z", "units": "m"}
 _REST_OFFSETS = np.asarray(smpl.REST_OFFSETS, dtype="<f4").tobytes()
 
@@ -71,6 +74,7 @@ class MotionPipeline(Pipeline[MotionState, np.ndarray]):
         self.slot_pool = SlotPool()
         self.state_slots = create_state_slots(engine)
         self.post = MotionPost(stats_for(self), 1.0 / self.fps)
+        self._post_workers = ThreadPoolExecutor(POST_WORKERS, f"post-{engine.manifest.name}")
 
     def open_session(self, options: dict[str, Any]) -> MotionState:
         check_options(self.name, options, {"style": str, "smoothing": (float, int), "mode": str})
@@ -165,22 +169,33 @@ class MotionPipeline(Pipeline[MotionState, np.ndarray]):
         n, length = pose.shape[:2]
         slots = _slots(states)
         alpha = np.fromiter((s.alpha for s in states), np.float32, n)
-        joints = np.empty((n, length, smpl.NUM_JOINTS, 4), np.float32)
-        root = np.empty((n, length, 3), np.float32)
-        for t in range(length):
-            joints[:, t], root[:, t], _ = self.post.step(slots, pose[:, t], alpha)
+        input_seqs = np.fromiter((s.input_seq for s in steps), np.int64, n)
+        capture_ns = np.fromiter((s.t_capture_ns for s in steps), np.int64, n)
+
+        def finish_rows(rows: slice) -> list[bytes]:
+            m = len(range(*rows.indices(n)))
+            joints = np.empty((m, length, smpl.NUM_JOINTS, 4), np.float32)
+            root = np.empty((m, length, 3), np.float32)
+            for t in range(length):
+                joints[:, t], root[:, t], _ = self.post.step(slots[rows], pose[rows, t], alpha[rows])
+            return encode_motion_frames(
+                [sid for sid in sessions[rows] for _ in range(length)],
+                (np.asarray(seqs[rows])[:, None] + np.arange(length)).ravel(),
+                np.repeat(input_seqs[rows], length),
+                np.repeat(capture_ns[rows], length),
+                joints=joints.reshape(m * length, smpl.NUM_JOINTS, 4),
+                root=root.reshape(m * length, 3),
+                engine_us=result.engine_us,
+                batch=n,
+            )
+
+        # Large batches in chunks on worker threads: each chunk is disjoint slot rows, and numpy
+        # releases the GIL inside its loops, so the chunks' array work runs in parallel.
+        chunks = [slice(i, min(i + POST_CHUNK, n)) for i in range(0, n, POST_CHUNK)]
+        parts = self._post_workers.map(finish_rows, chunks) if len(chunks) > 1 else [finish_rows(chunks[0])]
+        frames = [f for part in parts for f in part]
         for i in np.flatnonzero(self.post.bad_run[slots] >= RESTART_AFTER):
             self._restart(states[int(i)])
-        frames = encode_motion_frames(
-            [sid for sid in sessions for _ in range(length)],
-            (np.asarray(seqs)[:, None] + np.arange(length)).ravel(),
-            np.repeat(np.fromiter((s.input_seq for s in steps), np.int64, n), length),
-            np.repeat(np.fromiter((s.t_capture_ns for s in steps), np.int64, n), length),
-            joints=joints.reshape(n * length, smpl.NUM_JOINTS, 4),
-            root=root.reshape(n * length, 3),
-            engine_us=result.engine_us,
-            batch=n,
-        )
         return [frames[i * length : (i + 1) * length] for i in range(n)]
 
     def _restart(self, state: MotionState) -> None:
