@@ -214,3 +214,26 @@ def test_session_limit() -> None:
     finally:
         c.close()
         stop_bridge(server, thread)
+
+
+def test_errors_of_invalid_inputs_name_their_session(client: BridgeClient) -> None:
+    session = client.open("motion")["session"]
+    client.dealer.send(
+        pack(
+            {
+                "op": "input",
+                "session": session,
+                "kind": "features",
+                "seq": 0,
+                "t_capture_ns": 0,
+                "rows": 1,
+                "cols": 35,
+                "data": b"\0" * 12,
+            }
+        )
+    )
+    deadline = time.monotonic() + 3
+    while not client.errors and time.monotonic() < deadline:
+        client.poll_replies()
+        time.sleep(0.01)
+    assert client.errors[0]["code"] == ErrorCode.BAD_SIZE and client.errors[0]["session"] == session

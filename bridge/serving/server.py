@@ -232,7 +232,7 @@ class Bridge:
         try:
             request = decode_request(payload, self.config.transport.max_message_bytes)
         except ProtocolError as exc:
-            self._error(envelope, exc.code, exc.message, _request_id(payload, exc.code))
+            self._error(envelope, exc.code, exc.message, *_request_echo(payload, exc.code))
             return
         self.stats.observe("decode", time.perf_counter() - t0)
         try:
@@ -409,11 +409,13 @@ def _load_error(exc: Exception) -> str:
     return f"cannot read the model file, it may be truncated or corrupt ({type(exc).__name__}: {exc})"
 
 
-def _request_id(payload: bytes, code: ErrorCode) -> int:
-    """Best effort: echo the request id even when the request failed validation."""
+def _request_echo(payload: bytes, code: ErrorCode) -> tuple[int, str | None]:
+    """Best effort: the id and session to echo even when the request failed validation."""
     if code in (ErrorCode.MALFORMED, ErrorCode.TOO_LARGE):
-        return 0
+        return 0, None
     try:
-        return request_id_of(unpack_map(payload))
+        message = unpack_map(payload)
     except ProtocolError:
-        return 0
+        return 0, None
+    session = message.get("session")
+    return request_id_of(message), session if isinstance(session, str) else None
