@@ -67,11 +67,12 @@ _SUBSCRIBER = """
 import sys, zmq
 sub = zmq.Context.instance().socket(zmq.SUB)
 sub.setsockopt(zmq.RCVHWM, 0)
-sub.setsockopt(zmq.RCVTIMEO, 1500)
 sub.setsockopt(zmq.SUBSCRIBE, b"frame/")
 sub.connect(sys.argv[1])
 print("ready", flush=True)
-n = 0
+sub.recv_multipart()  # the first frame may follow a long warm-up (graph capture, autotuning)
+sub.setsockopt(zmq.RCVTIMEO, 1500)
+n = 1
 try:
     while True:
         sub.recv_multipart()

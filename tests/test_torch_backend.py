@@ -61,8 +61,13 @@ def test_face_matches_onnxruntime() -> None:
     image = np.random.default_rng(1).random((3, 3, 224, 224), dtype=np.float32)
     want, _ = ort.run({"image": image})
     got, _ = pt.run({"image": image})
+    assert isinstance(pt.backend, TorchBackend)
+    staged = pt.backend.staging("image", image.shape)
+    staged[...] = image
+    from_staging, _ = pt.run({"image": staged})
     for role in want:
         np.testing.assert_allclose(got[role], want[role], atol=1e-4)
+        np.testing.assert_array_equal(from_staging[role], got[role])
     ort.close()
     pt.close()
 

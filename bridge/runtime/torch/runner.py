@@ -98,6 +98,7 @@ class TorchBackend(Backend):
         self._channels_last = any(len(s.shape) == 4 for s in manifest.inputs)
         self._net: nn.Module | None = None
         self._plans: dict[tuple[Any, ...], _Plan] = {}
+        self._staging: dict[str, torch.Tensor] = {}
         self._copy: torch.cuda.Stream | None = None
         self._compute: torch.cuda.Stream | None = None
         self._pool: Any = None
@@ -119,6 +120,7 @@ class TorchBackend(Backend):
 
     def deactivate_impl(self) -> None:
         self._plans.clear()
+        self._staging.clear()
         self._net = None
         self._copy = self._compute = self._pool = None
 
@@ -126,6 +128,26 @@ class TorchBackend(Backend):
         return DeviceStateSlots(engine, self)
 
     # ------------------------------------------------------------------------------- inference
+    def staging(self, name: str, shape: Sequence[int]) -> np.ndarray:
+        """A host array (pinned on CUDA) to assemble role input tensor `name` in: a call whose input is
+        this array copies it to the device directly, skipping a host copy into staging (images are
+        large: 0.6 MB each). Valid until the next `staging` call for the same name."""
+        size = int(np.prod(shape))
+        buffer = self._staging.get(name)
+        if buffer is None or buffer.numel() < size:
+            dtype = self._input_dtypes[name]
+            buffer = self._staging[name] = torch.empty(
+                size, dtype=dtype, pin_memory=self.device.type == "cuda"
+            )
+        return buffer[:size].numpy().reshape(shape)
+
+    def _staged(self, name: str, array: np.ndarray) -> torch.Tensor | None:
+        """`array` as a view of its staging buffer, when it is one (see `staging`)."""
+        buffer = self._staging.get(name)
+        if buffer is None or array.ctypes.data != buffer.data_ptr() or not array.flags.c_contiguous:
+            return None
+        return buffer[: array.size].view(array.shape)
+
     def infer(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         return self._run(feeds, None, None, 0, np.empty(0, np.int64))
 
@@ -157,8 +179,11 @@ class TorchBackend(Backend):
         with torch.no_grad():
             with self._on(self._copy):
                 for name in staged:
-                    plan.host_in[name][:batch].numpy()[...] = feeds[name]
-                    plan.dev_in[name][:batch].copy_(plan.host_in[name][:batch], non_blocking=True)
+                    source = self._staged(name, feeds[name])
+                    if source is None:
+                        plan.host_in[name][:batch].numpy()[...] = feeds[name]
+                        source = plan.host_in[name][:batch]
+                    plan.dev_in[name][:batch].copy_(source, non_blocking=True)
                 if index is not None:
                     plan.slots_host[:batch].numpy()[...] = index
                     plan.slots_dev[:batch].copy_(plan.slots_host[:batch], non_blocking=True)
