@@ -16,9 +16,6 @@ import argparse
 import json
 import os
 import platform
-import subprocess
-import sys
-import tempfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -26,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from bridge.harness.client import BridgeClient
+from bridge.harness.process import BridgeProcess
 from bridge.harness.run import run_harness
 from bridge.media.music import synthesize_music
 from bridge.pipelines.music_features import MusicFeatureStream
@@ -34,33 +32,6 @@ from bridge.runtime.engine import Engine
 
 ROOT = Path(__file__).resolve().parents[1]
 SESSION_COUNTS = (1, 4, 16)
-
-
-def start_bridge() -> tuple[subprocess.Popen[bytes], int]:
-    ports = Path(tempfile.mkdtemp()) / "ports.json"
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "bridge.cli.main",
-            "serve",
-            "--request-port",
-            "0",
-            "--frames-port",
-            "0",
-            "--ports-file",
-            str(ports),
-            "--idle-timeout",
-            "60",
-        ],
-        stdout=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 60
-    while not ports.exists():
-        if proc.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError("bridge did not start")
-        time.sleep(0.05)
-    return proc, json.loads(ports.read_text())["request_port"]
 
 
 def pct(values: list[float] | np.ndarray, q: float) -> float:
@@ -193,14 +164,11 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "core-cpu.json")
     args = parser.parse_args()
-    proc, port = start_bridge()
-    try:
+    with BridgeProcess("--idle-timeout", "60") as bridge:
+        port = bridge.request_port
         rows = music_feature_rows(args.seconds + 1)
         scenarios = [bench_sessions(port, n, args.seconds, r) for r in (rows, None) for n in SESSION_COUNTS]
         opening = bench_open(port)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
     codec = bench_codec()
     batching = bench_batching()
     result = {

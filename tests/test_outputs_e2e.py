@@ -3,10 +3,7 @@ inputs (protocol section 4.5); VMC and Live Link Face packets arrive over UDP.""
 
 from __future__ import annotations
 
-import json
 import socket
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +13,7 @@ import numpy as np
 import pytest
 import zmq
 
-from bridge.cli.main import build_parser
+from bridge.harness.process import BridgeProcess
 from bridge.outputs.router import OutputRouter
 from bridge.outputs.vmc import VmcOutput
 from bridge.protocol import pack, unpack_map
@@ -25,27 +22,6 @@ from .test_outputs_helpers import OscCapture, wait_for
 
 REPO = Path(__file__).resolve().parents[1]
 FEATURES = np.random.default_rng(0).standard_normal((1, 35)).astype("<f4")
-
-
-def serve(tmp_path: Path, *extra: str) -> tuple[subprocess.Popen[bytes], dict[str, int]]:
-    ports_file = tmp_path / "ports.json"
-    argv = ["serve", "--request-port", "0", "--frames-port", "0", "--ports-file", str(ports_file), *extra]
-    proc = subprocess.Popen([sys.executable, "-m", "bridge.cli.main", *argv], cwd=REPO)
-    deadline = time.monotonic() + 20
-    while not ports_file.exists():
-        assert proc.poll() is None, "serve exited"
-        assert time.monotonic() < deadline, "serve did not start"
-        time.sleep(0.05)
-    return proc, json.loads(ports_file.read_text())
-
-
-def stop(proc: subprocess.Popen[bytes]) -> None:
-    proc.terminate()
-    try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 class Dealer:
@@ -106,10 +82,10 @@ def bone_messages(osc: OscCapture) -> list[list[Any]]:
     return [args for address, args in osc.messages if address == "/VMC/Ext/Bone/Pos"]
 
 
-def test_router_on_a_served_bridge_sends_vmc(tmp_path: Path, osc: OscCapture) -> None:
-    proc, ports = serve(tmp_path)
-    dealer = Dealer(ports["request_port"])
-    router = OutputRouter([VmcOutput("127.0.0.1", osc.port)], f"tcp://127.0.0.1:{ports['frames_port']}")
+def test_router_on_a_served_bridge_sends_vmc(osc: OscCapture) -> None:
+    bridge = BridgeProcess().start()
+    dealer = Dealer(bridge.request_port)
+    router = OutputRouter([VmcOutput("127.0.0.1", osc.port)], f"tcp://127.0.0.1:{bridge.frames_port}")
     try:
         router.start()
         time.sleep(0.2)  # let the subscription reach the bridge before the session opens
@@ -123,7 +99,7 @@ def test_router_on_a_served_bridge_sends_vmc(tmp_path: Path, osc: OscCapture) ->
     finally:
         router.stop()
         dealer.close()
-        stop(proc)
+        bridge.stop()
     bones = bone_messages(osc)
     assert {b[0] for b in bones} >= {"Hips", "Spine", "Head", "LeftUpperArm", "RightLowerLeg"}
     quats = np.array([b[4:8] for b in bones], dtype=np.float64)
@@ -131,24 +107,15 @@ def test_router_on_a_served_bridge_sends_vmc(tmp_path: Path, osc: OscCapture) ->
     assert [a for a, _ in osc.messages].count("/VMC/Ext/Root/Pos") >= 5
 
 
-def serve_has_outputs() -> bool:
-    try:
-        build_parser().parse_args(["serve", "--osc", "vmc://127.0.0.1:1"])
-    except SystemExit:
-        return False
-    return True
-
-
-@pytest.mark.skipif(not serve_has_outputs(), reason="`serve` does not take --osc yet (bridge/cli/main.py)")
-def test_serve_feeds_vmc_and_live_link_face_at_once(tmp_path: Path, osc: OscCapture) -> None:
+def test_serve_feeds_vmc_and_live_link_face_at_once(osc: OscCapture) -> None:
     from bridge.media.face_video import FaceVideo
 
     llf = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     llf.bind(("127.0.0.1", 0))
     llf.settimeout(10)
     extra = ["--osc", f"vmc://127.0.0.1:{osc.port}", "--livelink-face", f"127.0.0.1:{llf.getsockname()[1]}"]
-    proc, ports = serve(tmp_path, *extra)
-    dealer = Dealer(ports["request_port"])
+    bridge = BridgeProcess(*extra).start()
+    dealer = Dealer(bridge.request_port)
     try:
         time.sleep(0.5)  # the serve process's router subscribes to its own frames socket
         motion = dealer.request(op="open", id=1, pipeline="motion")["session"]
@@ -163,6 +130,6 @@ def test_serve_feeds_vmc_and_live_link_face_at_once(tmp_path: Path, osc: OscCapt
         wait_for(lambda: any(a == "/VMC/Ext/Blend/Apply" for a, _ in osc.messages), timeout_s=10)
     finally:
         dealer.close()
-        stop(proc)
+        bridge.stop()
         llf.close()
     assert packet[0] == 6 and len(packet) > 250

@@ -1,0 +1,83 @@
+"""Run `avatar-bridge serve` as a child process on free ports: for tests, benchmarks and tools that
+need a real bridge in its own process (so client and server do not share a GIL)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from types import TracebackType
+
+
+class BridgeProcess:
+    """`with BridgeProcess("--idle-timeout", "60") as b: BridgeClient(port=b.request_port)`."""
+
+    def __init__(self, *serve_args: str, start_timeout_s: float = 60.0, quiet: bool = True) -> None:
+        self.serve_args = serve_args
+        self.start_timeout_s = start_timeout_s
+        self.quiet = quiet
+        self.ports: dict[str, int] = {}
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def request_port(self) -> int:
+        return self.ports["request_port"]
+
+    @property
+    def frames_port(self) -> int:
+        return self.ports["frames_port"]
+
+    @property
+    def proc(self) -> subprocess.Popen[bytes]:
+        if self._proc is None:
+            raise RuntimeError("bridge process not started")
+        return self._proc
+
+    def start(self) -> BridgeProcess:
+        ports_file = Path(tempfile.mkdtemp(prefix="avatar-bridge-")) / "ports.json"
+        args = [
+            "--request-port",
+            "0",
+            "--frames-port",
+            "0",
+            "--ports-file",
+            str(ports_file),
+            *self.serve_args,
+        ]
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", "bridge.cli.main", "serve", *args],
+            stdout=subprocess.DEVNULL if self.quiet else None,
+        )
+        deadline = time.monotonic() + self.start_timeout_s
+        while not ports_file.exists():
+            if self._proc.poll() is not None:
+                raise RuntimeError(
+                    f"avatar-bridge serve exited with {self._proc.returncode} before it was ready"
+                )
+            if time.monotonic() > deadline:
+                self.stop()
+                raise TimeoutError(f"avatar-bridge serve not ready after {self.start_timeout_s} s")
+            time.sleep(0.05)
+        self.ports = json.loads(ports_file.read_text())
+        return self
+
+    def stop(self) -> None:
+        if self._proc is None:
+            return
+        self._proc.terminate()
+        try:
+            self._proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
+
+    def __enter__(self) -> BridgeProcess:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
