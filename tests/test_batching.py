@@ -28,6 +28,8 @@ SIDS = [f"{i:016x}" for i in range(64)]
 
 @pytest.fixture(scope="module", params=["onnxruntime", "torch"])
 def motion(request: pytest.FixtureRequest) -> Iterator[MotionPipeline]:
+    if request.param == "torch":
+        pytest.importorskip("torch")
     engine = Engine.load(ENGINES / "dance_lstm.manifest.json", backend=request.param)
     yield MotionPipeline(engine)
     engine.close()
@@ -178,6 +180,8 @@ def test_batch_frame_encoding_decodes_like_one_frame() -> None:
 )  # torch: the batch is built in its staging buffer
 def test_batched_face_equals_each_session_alone(backend: str) -> None:
     """Face rows come back to the session they came from (no face: no row, the others unmoved)."""
+    if backend == "torch":
+        pytest.importorskip("torch")
     engine = Engine.load(ENGINES / "face_expression_small.manifest.json", backend=backend)
     pipeline = FacePipeline(engine)
     crops = np.random.default_rng(1).random((4, 3, 224, 224), dtype=np.float32)

@@ -10,9 +10,12 @@ import pytest
 
 from bridge.runtime.backend import available_backends
 from bridge.runtime.engine import Engine
-from bridge.runtime.torch.runner import TorchBackend
-from bridge.runtime.torch.slots import DeviceStateSlots
 from bridge.serving.slots import HostStateSlots, SlotPool, create_state_slots
+
+pytest.importorskip("torch")
+
+from bridge.runtime.torch.runner import TorchBackend  # noqa: E402
+from bridge.runtime.torch.slots import DeviceStateSlots  # noqa: E402
 
 ENGINES = Path(__file__).resolve().parents[1] / "engines"
 DANCE = ENGINES / "dance_lstm.manifest.json"
