@@ -14,8 +14,8 @@ from bridge.serving.slots import HostStateSlots, SlotPool, create_state_slots
 
 pytest.importorskip("torch")
 
-from bridge.runtime.torch.runner import TorchBackend  # noqa: E402
-from bridge.runtime.torch.slots import DeviceStateSlots  # noqa: E402
+from bridge.runtime.torch.runner import TorchBackend
+from bridge.runtime.torch.slots import DeviceStateSlots
 
 ENGINES = Path(__file__).resolve().parents[1] / "engines"
 DANCE = ENGINES / "dance_lstm.manifest.json"
