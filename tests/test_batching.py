@@ -10,12 +10,11 @@ import numpy as np
 import pytest
 
 from bridge.filters.low_pass import QuatLowPass, VectorLowPass
-from bridge.pipelines import motion as motion_module
 from bridge.pipelines.base import Step
 from bridge.pipelines.face import FacePipeline, FaceState
 from bridge.pipelines.motion import OFFLINE_MAX_STEPS, MotionPipeline, MotionState, smoothing_cutoff_hz
 from bridge.pipelines.motion_frames import encode_motion_frames
-from bridge.pipelines.motion_post import MotionPost, low_pass_alpha
+from bridge.pipelines.motion_post import BatchPost, MotionPost, low_pass_alpha
 from bridge.pipelines.output_guard import GuardStats, MotionOutputGuard
 from bridge.protocol.frames import MotionFrame, decode_frame, encode_motion_frame
 from bridge.protocol.requests import FeaturesInput
@@ -68,7 +67,7 @@ def run_alone(pipeline: MotionPipeline, feats: np.ndarray, options: dict[str, An
 def test_batched_motion_equals_each_session_alone(
     motion: MotionPipeline, chunk: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(motion_module, "POST_CHUNK", chunk)  # 2: post-processing on worker threads
+    monkeypatch.setattr(motion.post, "chunk", chunk)  # 2: post-processing on worker threads
     n, steps = 5, 12
     feats = features(n, steps)
     options: list[dict[str, Any]] = [
@@ -111,15 +110,22 @@ def test_offline_mode_chunks_whole_sequences(motion: MotionPipeline) -> None:
     assert seq == 300 and np.isfinite(np.stack(poses)).all()
 
 
-def test_batched_post_processing_equals_per_session_filters() -> None:
-    """MotionPost over a batch == MotionOutputGuard + QuatLowPass/VectorLowPass per session."""
+@pytest.mark.parametrize("where", ["numpy", "torch"])
+def test_batched_post_processing_equals_per_session_filters(where: str) -> None:
+    """Batched post (numpy, or torch as the torch backend runs it) == MotionOutputGuard +
+    QuatLowPass/VectorLowPass per session."""
     rng = np.random.default_rng(3)
     n, steps, fps = 9, 8, 60.0
     dt = 1.0 / fps
     cutoffs = [smoothing_cutoff_hz(s, fps) if s > 0 else 0.0 for s in rng.choice([0.0, 0.3, 0.5, 0.8], n)]
     alpha = np.array([low_pass_alpha(c, dt) if c > 0 else 0.0 for c in cutoffs], np.float32)
     stats = GuardStats()
-    post = MotionPost(stats, dt)
+    post: BatchPost = MotionPost(stats, dt)
+    if where == "torch":
+        torch = pytest.importorskip("torch")
+        from bridge.runtime.torch.motion_post import DeviceMotionPost
+
+        post = DeviceMotionPost(stats, dt, torch.device("cpu"))
     post.prepare(n, np.arange(n))
     reference = [
         (
@@ -147,7 +153,10 @@ def test_batched_post_processing_equals_per_session_filters() -> None:
             np.testing.assert_allclose(joints[row], want_j, atol=1e-5)
             np.testing.assert_allclose(root[row], want_r, atol=1e-6)
             assert held[row] == (guard.consecutive_bad > 0)
-        np.testing.assert_allclose(post.last_good[:n], [g._last_good for g, _, _ in reference], atol=1e-6)
+        np.testing.assert_allclose(
+            post.previous(np.arange(n)), [g._last_good for g, _, _ in reference], atol=1e-6
+        )
+        assert not post.restart_due(np.arange(n), 2).any()
     assert stats.outputs == n * steps and stats.held == 2 * steps
 
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from bridge.pipelines.base import BatchResult, Pipeline, Step
 from bridge.pipelines.motion_frames import encode_motion_frames
-from bridge.pipelines.motion_post import MotionPost, low_pass_alpha
+from bridge.pipelines.motion_post import create_motion_post, low_pass_alpha
 from bridge.pipelines.music_features import MusicFeatureStream
 from bridge.pipelines.options import check_options
 from bridge.pipelines.output_guard import RESTART_AFTER, stats_for
@@ -43,7 +43,6 @@ DEFAULT_STYLE = "house"
 DEFAULT_SMOOTHING = 0.5
 MODES = ("realtime", "offline")
 OFFLINE_MAX_STEPS = 128  # time length of one offline engine call
-POST_CHUNK = 512  # sessions per post-processing task; smaller batches stay on the scheduler thread
 POST_WORKERS = 4
 _COORDINATES = {"handedness": "right", "up": "+y", "forward": "+z", "units": "m"}
 _REST_OFFSETS = np.asarray(smpl.REST_OFFSETS, dtype="<f4").tobytes()
@@ -73,7 +72,7 @@ class MotionPipeline(Pipeline[MotionState, np.ndarray]):
         super().__init__(engine)
         self.slot_pool = SlotPool()
         self.state_slots = create_state_slots(engine)
-        self.post = MotionPost(stats_for(self), 1.0 / self.fps)
+        self.post = create_motion_post(engine, stats_for(self), 1.0 / self.fps)
         self._post_workers = ThreadPoolExecutor(POST_WORKERS, f"post-{engine.manifest.name}")
 
     def open_session(self, options: dict[str, Any]) -> MotionState:
@@ -148,7 +147,7 @@ class MotionPipeline(Pipeline[MotionState, np.ndarray]):
         self.post.prepare(size, fresh)
         inputs = {
             "features": np.stack([s.payload for s in steps]),
-            "pose.previous": self.post.last_good[slots],
+            "pose.previous": self.post.previous(slots),
             "style": np.fromiter((s.style for s in states), np.int64, len(states)),
         }
         t0 = time.perf_counter()
@@ -189,12 +188,11 @@ class MotionPipeline(Pipeline[MotionState, np.ndarray]):
                 batch=n,
             )
 
-        # Large batches in chunks on worker threads: each chunk is disjoint slot rows, and numpy
-        # releases the GIL inside its loops, so the chunks' array work runs in parallel.
-        chunks = [slice(i, min(i + POST_CHUNK, n)) for i in range(0, n, POST_CHUNK)]
+        # Large batches in chunks on worker threads (each chunk is disjoint slot rows).
+        chunks = [slice(i, min(i + self.post.chunk, n)) for i in range(0, n, self.post.chunk)]
         parts = self._post_workers.map(finish_rows, chunks) if len(chunks) > 1 else [finish_rows(chunks[0])]
         frames = [f for part in parts for f in part]
-        for i in np.flatnonzero(self.post.bad_run[slots] >= RESTART_AFTER):
+        for i in np.flatnonzero(self.post.restart_due(slots, RESTART_AFTER)):
             self._restart(states[int(i)])
         return [frames[i * length : (i + 1) * length] for i in range(n)]
 

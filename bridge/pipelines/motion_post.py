@@ -11,6 +11,7 @@ the filters are `low_pass.QuatLowPass` and `low_pass.VectorLowPass` (second orde
 from __future__ import annotations
 
 import math
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -25,8 +26,9 @@ from bridge.pipelines.output_guard import (
 )
 from bridge.rig import smpl
 from bridge.rig.rotations import axis_angle_to_quat
+from bridge.runtime.engine import Engine
 
-__all__ = ["MotionPost", "low_pass_alpha"]
+__all__ = ["BatchPost", "MotionPost", "create_motion_post", "low_pass_alpha"]
 
 F32 = npt.NDArray[np.float32]
 ANGLES = smpl.NUM_JOINTS * 3
@@ -40,8 +42,42 @@ def low_pass_alpha(cutoff_hz: float, dt: float) -> float:
     return 1.0 - math.exp(-dt / tau)
 
 
+class BatchPost(Protocol):
+    """Guard and filter rows of every session and the batched step over them (numpy on the host,
+    or torch where the engine computes: bridge.runtime.torch.motion_post)."""
+
+    stats: GuardStats
+    chunk: int  # rows per task when a large batch is split over worker threads
+
+    def prepare(self, size: int, fresh: npt.NDArray[np.int64]) -> None: ...
+
+    def previous(self, slots: npt.NDArray[np.int64]) -> F32: ...
+
+    def restart_due(self, slots: npt.NDArray[np.int64], after: int) -> npt.NDArray[np.bool_]: ...
+
+    def step(
+        self, slots: npt.NDArray[np.int64], pose: F32, alpha: F32
+    ) -> tuple[F32, F32, npt.NDArray[np.bool_]]: ...
+
+
+@runtime_checkable
+class PostBackend(Protocol):
+    """A backend that post-processes motion where it computes (the torch backend)."""
+
+    def create_motion_post(self, stats: GuardStats, dt: float) -> BatchPost: ...
+
+
+def create_motion_post(engine: Engine, stats: GuardStats, dt: float) -> BatchPost:
+    backend = engine.backend
+    return (
+        backend.create_motion_post(stats, dt) if isinstance(backend, PostBackend) else MotionPost(stats, dt)
+    )
+
+
 class MotionPost:
-    """Rows of guard and filter state, one per slot, and the batched step over them."""
+    """Rows of guard and filter state, one per slot, and the batched step over them (numpy)."""
+
+    chunk = 512  # numpy releases the GIL inside its loops: large batches go to worker threads
 
     def __init__(self, stats: GuardStats, dt: float) -> None:
         self.stats = stats
@@ -72,6 +108,14 @@ class MotionPost:
         self.has_good[fresh] = False
         self.bad_run[fresh] = 0
         self.started[fresh] = False
+
+    def previous(self, slots: npt.NDArray[np.int64]) -> F32:
+        """The last good pose of each slot: the model's `pose.previous`."""
+        return self.last_good[slots]
+
+    def restart_due(self, slots: npt.NDArray[np.int64], after: int) -> npt.NDArray[np.bool_]:
+        """Which rows have had `after` bad outputs in a row (their session needs a hot restart)."""
+        return self.bad_run[slots] >= after
 
     def step(
         self, slots: npt.NDArray[np.int64], pose: F32, alpha: F32

@@ -22,10 +22,12 @@ import numpy as np
 import torch
 from torch import nn
 
+from bridge.pipelines.output_guard import GuardStats
 from bridge.runtime.backend import Backend
 from bridge.runtime.engine import Engine
 from bridge.runtime.manifest import ModelManifest
 from bridge.runtime.torch.modules import reference_module
+from bridge.runtime.torch.motion_post import DeviceMotionPost
 from bridge.runtime.torch.slots import DeviceStateSlots
 
 __all__ = ["Device", "Precision", "TorchBackend"]
@@ -126,6 +128,9 @@ class TorchBackend(Backend):
 
     def create_state_slots(self, engine: Engine) -> DeviceStateSlots:
         return DeviceStateSlots(engine, self)
+
+    def create_motion_post(self, stats: GuardStats, dt: float) -> DeviceMotionPost:
+        return DeviceMotionPost(stats, dt, self.device)
 
     # ------------------------------------------------------------------------------- inference
     def staging(self, name: str, shape: Sequence[int]) -> np.ndarray:
