@@ -18,6 +18,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from bridge.harness.client import BridgeClient
 from bridge.media.face_video import FaceVideo
 from bridge.protocol import FaceFrame, MotionFrame
+from bridge.serving.metrics import GpuMemory
 from bridge.serving.server import Bridge
 
 from .conftest import start_bridge, stop_bridge
@@ -142,3 +143,16 @@ def test_health_and_readiness(metered: Bridge) -> None:
 def test_metrics_bind_to_loopback_by_default(metered: Bridge) -> None:
     assert metered.config.metrics_host == "127.0.0.1"
     assert metered.metrics is not None and metered.metrics.port > 0
+
+
+def test_gpu_memory_from_nvidia_smi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The line format nvidia-smi prints on the H200 we measure on; "[N/A]" rows are skipped.
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text('#!/bin/sh\necho "0, NVIDIA H200, 1024, 143771"\necho "1, Other, [N/A], [N/A]"\n')
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    families = {f.name: f for f in GpuMemory().collect()}
+    [used] = families["avatar_bridge_gpu_memory_used_bytes"].samples
+    [total] = families["avatar_bridge_gpu_memory_total_bytes"].samples
+    assert used.labels == {"gpu": "0", "name": "NVIDIA H200"} and used.value == 1024 * 2**20
+    assert total.value == 143771 * 2**20
