@@ -129,9 +129,10 @@ def test_bridge_restart_client_reconnects_and_reopens(tmp_path: Path) -> None:
     client = BridgeClient("127.0.0.1", request_port, timeout_s=10)
     try:
         client.hello()
-        client.subscribe()
-        time.sleep(0.1)
+        client.subscribe(b"event/")
         old = client.open("motion", style="krump")["session"]
+        client.subscribe(f"frame/{old}".encode())
+        time.sleep(0.1)
         for seq in range(5):
             client.send_features(old, seq, ROW)
         collect(client, {old: []}, 5)
@@ -148,6 +149,7 @@ def test_bridge_restart_client_reconnects_and_reopens(tmp_path: Path) -> None:
             time.sleep(0.02)
         new = client.reconnect(timeout_s=60)[old]
         assert new != old and client.opened[new] == ("motion", {"style": "krump"})
+        time.sleep(0.1)  # the subscription, which followed the session to its new id, reaches the bridge
         for seq in range(5):
             client.send_features(new, seq, ROW)
         frames: dict[str, list[int]] = {new: []}

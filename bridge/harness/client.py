@@ -140,12 +140,15 @@ class BridgeClient:
                 self.dealer.close(0)  # a request that timed out may still be queued: start clean
                 self.dealer = self._socket(zmq.DEALER)
                 self.dealer.connect(f"tcp://{self.host}:{self.request_port}")
-        for prefix in self._subscriptions:
-            self.sub.setsockopt(zmq.SUBSCRIBE, prefix)
         previous, self.opened = self.opened, {}
         mapping = {
             sid: self.open(pipeline, **options)["session"] for sid, (pipeline, options) in previous.items()
         }
+        subscriptions, self._subscriptions = self._subscriptions, []
+        for prefix in subscriptions:  # a subscription to one old session follows it to its new id
+            for old, new in mapping.items():
+                prefix = prefix.replace(old.encode(), new.encode())
+            self.subscribe(prefix)
         self.errors = [e for e in self.errors if e.get("session") not in mapping]
         self.events = [e for e in self.events if e.get("session") not in mapping]
         return mapping
