@@ -83,11 +83,20 @@ def test_keyed_client_talks_to_a_curve_bridge(curve_bridge: Bridge, keys: Path) 
     )
 
 
+def refusals_counted(bridge: Bridge, reason: str) -> bool:
+    """The I/O thread counts refused handshakes as libzmq reports them; give it a moment."""
+    deadline = time.monotonic() + 10
+    while bridge.stats.handshake_failures[reason] == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return bridge.stats.handshake_failures[reason] > 0
+
+
 def test_client_without_the_key_is_refused(curve_bridge: Bridge) -> None:
     port = curve_bridge.sockets.request_port
     assert refused(BridgeClient("127.0.0.1", port, REFUSED_TIMEOUT_S))
     wrong = zmq.curve_keypair()[0]
     assert refused(BridgeClient("127.0.0.1", port, REFUSED_TIMEOUT_S, server_key=wrong))
+    assert refusals_counted(curve_bridge, "protocol")
 
 
 def test_frames_do_not_reach_a_subscriber_without_the_key(curve_bridge: Bridge, keys: Path) -> None:
@@ -113,6 +122,7 @@ def test_allow_list_admits_only_listed_clients(keys: Path) -> None:
         assert streams_frames(BridgeClient("127.0.0.1", port, 10.0, server_key=server_key, client_keys=alice))
         stranger = BridgeClient("127.0.0.1", port, REFUSED_TIMEOUT_S, server_key=server_key)
         assert refused(stranger)
+        assert refusals_counted(server, "auth")
     finally:
         stop_bridge(server, thread)
 

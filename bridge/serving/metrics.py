@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 from bridge import __version__
 from bridge.pipelines.output_guard import stats_for
 from bridge.protocol.errors import ErrorCode
+from bridge.transport.zmq_sockets import HANDSHAKE_FAILURES
 
 try:
     from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -243,6 +244,16 @@ class BridgeCollector(Collector):
         for code in ErrorCode:
             errors.add_metric([str(code.value), code.name], counted.get(code.name, 0))
         yield errors
+        handshakes = CounterMetricFamily(
+            f"{PREFIX}_handshake_failures", "CURVE handshakes refused, by reason", labels=["reason"]
+        )
+        failures = self.bridge.stats.handshake_failures
+        for reason in (
+            *HANDSHAKE_FAILURES.values(),
+            *sorted(set(failures) - set(HANDSHAKE_FAILURES.values())),
+        ):
+            handshakes.add_metric([reason], failures[reason])
+        yield handshakes
         yield CounterMetricFamily(
             f"{PREFIX}_replies_dropped",
             "Replies to clients that stopped reading",

@@ -206,6 +206,7 @@ class Bridge:
                     except zmq.Again:
                         break
                     self._on_message(parts)
+            self.stats.handshake_failures.update(self.sockets.handshake_failures())
             while self._pending_errors:
                 envelope, payload = self._pending_errors.popleft()
                 self._send(envelope, payload)

@@ -63,6 +63,7 @@ class BridgeStats:
     sessions_reaped: int = 0
     replies_dropped: int = 0
     errors: Counter[str] = field(default_factory=Counter)  # by ErrorCode name
+    handshake_failures: Counter[str] = field(default_factory=Counter)  # failed CURVE handshakes by reason
     # By stage: decode, pre, queue, engine, post, publish, end_to_end.
     stages: dict[str, Histogram] = field(default_factory=dict)
     batch_sizes: Histogram = field(default_factory=lambda: Histogram(BATCH_BUCKETS))

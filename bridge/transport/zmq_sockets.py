@@ -16,12 +16,20 @@ import threading
 from dataclasses import dataclass
 
 import zmq
+from zmq.utils.monitor import recv_monitor_message
 
 from bridge.protocol.versions import DEFAULT_FRAMES_PORT, DEFAULT_REQUEST_PORT
 from bridge.transport.curve import start_authenticator
 
 # The PUB socket receives only subscriptions (a topic prefix); anything longer is not a subscription.
 MAX_SUBSCRIPTION_BYTES = 1024
+# Failed CURVE handshakes by libzmq's reason: a client without the key, with the wrong server key
+# (protocol), or with a key the allow-list refuses (auth). Counted so operators see who is knocking.
+HANDSHAKE_FAILURES: dict[int, str] = {
+    zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL: "no_detail",
+    zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL: "protocol",
+    zmq.EVENT_HANDSHAKE_FAILED_AUTH: "auth",
+}
 
 
 @dataclass(frozen=True)
@@ -85,6 +93,12 @@ class BridgeSockets:
                 sock.setsockopt(zmq.CURVE_SERVER, 1)
                 sock.setsockopt(zmq.CURVE_SECRETKEY, config.curve_secret_key)
         self._pub_lock = threading.Lock()
+        mask = sum(HANDSHAKE_FAILURES)
+        self._monitors = (
+            [sock.get_monitor_socket(mask) for sock in (self.router, self.pub)]
+            if config.curve_secret_key is not None
+            else []
+        )
         self.request_port = _bind(self.router, config.host, config.request_port)
         self.frames_port = _bind(self.pub, config.host, config.frames_port)
 
@@ -102,7 +116,18 @@ class BridgeSockets:
                 return False
         return True
 
+    def handshake_failures(self) -> list[str]:
+        """Reasons of the CURVE handshakes that failed since the last call (I/O thread only)."""
+        reasons = []
+        for monitor in self._monitors:
+            while monitor.poll(0):
+                event = recv_monitor_message(monitor)
+                reasons.append(HANDSHAKE_FAILURES.get(int(event["event"]), "other"))
+        return reasons
+
     def close(self) -> None:
+        for monitor in self._monitors:
+            monitor.close(0)
         self.router.close(0)
         with self._pub_lock:
             self.pub.close(0)
