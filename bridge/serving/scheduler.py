@@ -239,6 +239,4 @@ class Scheduler:
         t2 = time.perf_counter()
         self._stats.observe("publish", t2 - t1)
         self._stats.observe("end_to_end", t2 - oldest)  # queued -> published, the batch's oldest step
-        with self._stats._lock:  # one round per batch (BridgeStats.count_frame is one per frame)
-            self._stats.frames_published += published
-            self._stats.frames_dropped += dropped
+        self._stats.count_frames(published, dropped)  # one lock round per batch

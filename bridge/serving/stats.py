@@ -91,12 +91,10 @@ class BridgeStats:
         with self._lock:
             self.batch_sizes.observe(rows)
 
-    def count_frame(self, published: bool) -> None:
+    def count_frames(self, published: int, dropped: int) -> None:
         with self._lock:
-            if published:
-                self.frames_published += 1
-            else:
-                self.frames_dropped += 1
+            self.frames_published += published
+            self.frames_dropped += dropped
 
     def error_counts(self) -> dict[str, int]:
         with self._lock:
