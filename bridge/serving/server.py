@@ -160,12 +160,12 @@ class Bridge:
             self.defaults[name] = self.config.models.get(name) or sorted(models)[0]
 
     def start(self) -> None:
-        for scheduler in self.schedulers.values():
-            scheduler.start()
-        if self.config.metrics_port is not None:
+        if self.config.metrics_port is not None:  # first: a missing extra or a taken port stops the start
             from bridge.serving.metrics import MetricsServer  # prometheus-client is an optional extra
 
             self.metrics = MetricsServer(self, self.config.metrics_host, self.config.metrics_port)
+        for scheduler in self.schedulers.values():
+            scheduler.start()
         self.ready = True
         if self.config.ports_file is not None:
             ports = {"request_port": self.sockets.request_port, "frames_port": self.sockets.frames_port}
