@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
-import sys
 import tempfile
 import time
 import urllib.request
@@ -29,6 +27,7 @@ import zmq
 from prometheus_client.parser import text_string_to_metric_families
 
 from bridge.harness.client import BridgeClient
+from bridge.harness.process import BridgeProcess
 from bridge.harness.run import SessionTrack
 from bridge.harness.sources import audio_chunks, face_frames
 from bridge.pipelines.music_features import MusicFeatureStream
@@ -71,23 +70,6 @@ class SoakReport:
         )
 
 
-def start_bridge(workdir: Path) -> tuple[subprocess.Popen[bytes], dict[str, int]]:
-    ports = workdir / "ports.json"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "bridge.cli.main", "serve", "--request-port", "0", "--frames-port", "0",
-         "--metrics-port", "0", "--ports-file", str(ports), "--idle-timeout", "60"],
-        stdout=subprocess.DEVNULL,
-        stderr=(workdir / "bridge.log").open("wb"),
-        cwd=ROOT,
-    )  # fmt: skip
-    deadline = time.monotonic() + 120
-    while not ports.exists():
-        if proc.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError(f"bridge did not start: {(workdir / 'bridge.log').read_text()}")
-        time.sleep(0.05)
-    return proc, json.loads(ports.read_text())
-
-
 def rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -109,12 +91,9 @@ def soak(
     minutes: float, sessions: int = 16, face: int = 2, face_fps: float = 15.0, audio_input: bool = False
 ) -> SoakReport:
     with tempfile.TemporaryDirectory() as tmp:
-        proc, ports = start_bridge(Path(tmp))
-        try:
-            return _drive(proc.pid, ports, minutes, sessions, face, face_fps, audio_input)
-        finally:
-            proc.terminate()
-            proc.wait(timeout=60)
+        args = ("--metrics-port", "0", "--idle-timeout", "60")
+        with BridgeProcess(*args, start_timeout_s=120, log_path=Path(tmp) / "bridge.log") as bridge:
+            return _drive(bridge.proc.pid, bridge.ports, minutes, sessions, face, face_fps, audio_input)
 
 
 def _drive(

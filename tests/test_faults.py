@@ -22,6 +22,7 @@ import pytest
 import zmq
 
 from bridge.harness.client import BridgeClient
+from bridge.harness.process import BridgeProcess
 from bridge.protocol import ErrorCode, pack
 from bridge.serving.server import Bridge, ServeConfig
 from bridge.transport.zmq_sockets import TransportConfig
@@ -92,40 +93,17 @@ def free_port() -> int:
         return port
 
 
-def spawn_bridge(tmp: Path, request_port: int, frames_port: int) -> subprocess.Popen[bytes]:
-    ports = tmp / "ports.json"
-    ports.unlink(missing_ok=True)
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "bridge.cli.main",
-            "serve",
-            "--request-port",
-            str(request_port),
-            "--frames-port",
-            str(frames_port),
-            "--ports-file",
-            str(ports),
-            "--idle-timeout",
-            "60",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=(tmp / "bridge.log").open("ab"),
-        cwd=ROOT,
-    )
-    deadline = time.monotonic() + 90
-    while not ports.exists():
-        assert proc.poll() is None, (tmp / "bridge.log").read_text()
-        assert time.monotonic() < deadline, "bridge did not start"
-        time.sleep(0.05)
-    return proc
+def spawn_bridge(tmp: Path, request_port: int, frames_port: int) -> BridgeProcess:
+    ports = ("--request-port", str(request_port), "--frames-port", str(frames_port))
+    return BridgeProcess(
+        *ports, "--idle-timeout", "60", start_timeout_s=90, log_path=tmp / "bridge.log"
+    ).start()
 
 
 def test_bridge_restart_client_reconnects_and_reopens(tmp_path: Path) -> None:
     request_port, frames_port = free_port(), free_port()
     first = spawn_bridge(tmp_path, request_port, frames_port)
-    second: subprocess.Popen[bytes] | None = None
+    second: BridgeProcess | None = None
     client = BridgeClient("127.0.0.1", request_port, timeout_s=10)
     try:
         client.hello()
@@ -136,8 +114,8 @@ def test_bridge_restart_client_reconnects_and_reopens(tmp_path: Path) -> None:
         for seq in range(5):
             client.send_features(old, seq, ROW)
         collect(client, {old: []}, 5)
-        first.send_signal(signal.SIGKILL)  # a crash: no goodbye to anyone
-        first.wait(timeout=30)
+        first.proc.send_signal(signal.SIGKILL)  # a crash: no goodbye to anyone
+        first.proc.wait(timeout=30)
         second = spawn_bridge(tmp_path, request_port, frames_port)
         # The client keeps streaming; the new bridge answers UNKNOWN_SESSION, which is how it notices.
         deadline = time.monotonic() + 60
@@ -158,10 +136,9 @@ def test_bridge_restart_client_reconnects_and_reopens(tmp_path: Path) -> None:
         assert not client.lost_sessions()
     finally:
         client.close()
-        for proc in (first, second):
-            if proc is not None and proc.poll() is None:
-                proc.terminate()
-                proc.wait(timeout=30)
+        for bridge in (first, second):
+            if bridge is not None:
+                bridge.stop()
 
 
 def test_stuck_subscriber_does_not_slow_anyone_else() -> None:

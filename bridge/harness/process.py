@@ -15,10 +15,12 @@ from types import TracebackType
 class BridgeProcess:
     """`with BridgeProcess("--idle-timeout", "60") as b: BridgeClient(port=b.request_port)`."""
 
-    def __init__(self, *serve_args: str, start_timeout_s: float = 60.0, quiet: bool = True) -> None:
+    def __init__(self, *serve_args: str, start_timeout_s: float = 60.0, log_path: Path | None = None) -> None:
+        """`serve_args` come after the free-port flags, so e.g. "--request-port", "5570" overrides them;
+        the bridge's log goes to `log_path` (appended) or to this process's stderr."""
         self.serve_args = serve_args
         self.start_timeout_s = start_timeout_s
-        self.quiet = quiet
+        self.log_path = log_path
         self.ports: dict[str, int] = {}
         self._proc: subprocess.Popen[bytes] | None = None
 
@@ -47,9 +49,9 @@ class BridgeProcess:
             str(ports_file),
             *self.serve_args,
         ]
+        log = self.log_path.open("ab") if self.log_path is not None else None
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "bridge.cli.main", "serve", *args],
-            stdout=subprocess.DEVNULL if self.quiet else None,
+            [sys.executable, "-m", "bridge.cli.main", "serve", *args], stdout=subprocess.DEVNULL, stderr=log
         )
         deadline = time.monotonic() + self.start_timeout_s
         while not ports_file.exists():
