@@ -6,6 +6,10 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
+
+import zmq
+import zmq.auth
 
 from bridge.harness.client import BridgeClient, BridgeError
 from bridge.harness.run import HarnessReport, run_harness
@@ -24,10 +28,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--style", help="motion style (see `list`)")
     parser.add_argument("--json", type=Path, help="write the report here")
+    parser.add_argument("--server-key", type=Path, help="CURVE: the bridge's public key file (from `keys`)")
+    parser.add_argument(
+        "--client-key", type=Path, help="CURVE: this client's secret key file (default: a new pair)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    client = BridgeClient(args.host, args.request_port)
+    try:
+        client = BridgeClient(args.host, args.request_port, **curve_options(args))
+    except (OSError, ValueError) as exc:
+        print(f"harness: {exc}", file=sys.stderr)
+        return 2
     options = {"style": args.style} if args.style else {}
     try:
         report = run_harness(
@@ -48,6 +60,20 @@ def run(args: argparse.Namespace) -> int:
     if args.json is not None:
         args.json.write_text(json.dumps(report.to_json(), indent=2))
     return 0 if report.ok else 1
+
+
+def curve_options(args: argparse.Namespace) -> dict[str, Any]:
+    """BridgeClient keyword arguments for CURVE, read with pyzmq's own key-file reader."""
+    if args.server_key is None:
+        return {}
+    server_public, _ = zmq.auth.load_certificate(args.server_key)
+    options: dict[str, Any] = {"server_key": server_public}
+    if args.client_key is not None:
+        public, secret = zmq.auth.load_certificate(args.client_key)
+        if secret is None:
+            raise ValueError(f"{args.client_key} holds no secret key")
+        options["client_keys"] = (public, secret)
+    return options
 
 
 def print_report(report: HarnessReport) -> None:
