@@ -289,10 +289,12 @@ def memory(before: int, sessions: int) -> dict[str, float]:
     }
 
 
-def bench_motion(counts: Sequence[int], seconds: float, warmup_s: float) -> list[dict[str, Any]]:
+def bench_motion(
+    counts: Sequence[int], seconds: float, warmup_s: float, device_post: bool
+) -> list[dict[str, Any]]:
     manifest = load_manifest(ROOT / "engines" / "dance_lstm.manifest.json")
     tiers = [1 << i for i in range(max(counts).bit_length())]
-    engine = Engine(manifest, _backend(manifest, tiers))
+    engine = Engine(manifest, _backend(manifest, tiers, device_post))
     pipeline = MotionPipeline(engine)
     weights = torch.cuda.memory_allocated()
     rows = np.random.default_rng(1).standard_normal((int(FPS), 1, FEATURE_COLS)).astype(np.float32)
@@ -339,10 +341,12 @@ def bench_face(counts: Sequence[int], seconds: float, warmup_s: float, workers: 
     return out
 
 
-def _backend(manifest: ModelManifest, tiers: Sequence[int]) -> Any:
+def _backend(manifest: ModelManifest, tiers: Sequence[int], device_post: bool = False) -> Any:
     from bridge.runtime.torch.runner import TorchBackend
 
-    backend = TorchBackend(manifest, device="cuda", precision="float16", batch_tiers=tiers)
+    backend = TorchBackend(
+        manifest, device="cuda", precision="float16", batch_tiers=tiers, device_post=device_post
+    )
     backend.activate()
     return backend
 
@@ -410,7 +414,7 @@ def run(args: argparse.Namespace) -> int:
     print(HEADER, flush=True)
     records = []
     if args.only != "face":
-        records += bench_motion(motion_counts, args.seconds, args.warmup)
+        records += bench_motion(motion_counts, args.seconds, args.warmup, args.device_post)
     if args.only != "motion":
         records += bench_face(face_counts, args.seconds, args.warmup, args.prepare_workers)
     models = list(dict.fromkeys(r["model"] for r in records))
@@ -424,6 +428,7 @@ def run(args: argparse.Namespace) -> int:
         "baseline": "PyTorch eager float32, one call per session per frame, same GPU",
         "fps_per_session_target": FPS,
         "max_queue_delay_us": QUEUE_DELAY_US,
+        "motion_post": "device (torch, eager)" if args.device_post else "host (numpy, 4 threads)",
         "seconds_per_scenario": args.seconds,
         "largest_sessions_within_frame": {m: largest_within_frame(records, m) for m in models},
         "records": records,

@@ -25,11 +25,13 @@ ENGINES = Path(__file__).resolve().parents[1] / "engines"
 SIDS = [f"{i:016x}" for i in range(64)]
 
 
-@pytest.fixture(scope="module", params=["onnxruntime", "torch"])
+@pytest.fixture(scope="module", params=["onnxruntime", "torch", "torch device_post"])
 def motion(request: pytest.FixtureRequest) -> Iterator[MotionPipeline]:
-    if request.param == "torch":
+    backend, *post = str(request.param).split()
+    if backend == "torch":
         pytest.importorskip("torch")
-    engine = Engine.load(ENGINES / "dance_lstm.manifest.json", backend=request.param)
+    options = {"device_post": True} if post else {}
+    engine = Engine.load(ENGINES / "dance_lstm.manifest.json", backend=backend, **options)
     yield MotionPipeline(engine)
     engine.close()
 

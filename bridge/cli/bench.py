@@ -30,6 +30,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=min(16, os.cpu_count() or 1),
         help="threads for face pre-processing (detection and crop)",
     )
+    parser.add_argument(
+        "--device-post",
+        action="store_true",
+        help="motion post-processing on the GPU (torch backend device_post)",
+    )
     parser.add_argument("--out", type=Path, default=CHECKOUT / "bench" / "results" / "gpu.json")
 
 

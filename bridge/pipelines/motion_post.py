@@ -62,16 +62,15 @@ class BatchPost(Protocol):
 
 @runtime_checkable
 class PostBackend(Protocol):
-    """A backend that post-processes motion where it computes (the torch backend)."""
+    """A backend that can post-process motion where it computes (the torch backend, when asked)."""
 
-    def create_motion_post(self, stats: GuardStats, dt: float) -> BatchPost: ...
+    def create_motion_post(self, stats: GuardStats, dt: float) -> BatchPost | None: ...
 
 
 def create_motion_post(engine: Engine, stats: GuardStats, dt: float) -> BatchPost:
     backend = engine.backend
-    return (
-        backend.create_motion_post(stats, dt) if isinstance(backend, PostBackend) else MotionPost(stats, dt)
-    )
+    post = backend.create_motion_post(stats, dt) if isinstance(backend, PostBackend) else None
+    return post if post is not None else MotionPost(stats, dt)
 
 
 class MotionPost:

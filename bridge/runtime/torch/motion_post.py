@@ -2,11 +2,10 @@
 `bridge.pipelines.motion_post.MotionPost` (output guard, joint clamp, axis-angle -> quaternion,
 second-order low-pass with sign continuity) as one batch of tensor ops over all sessions of a call.
 
-The per-session rows live on the device, so a step's cost barely grows with the batch, instead of
-numpy passes over every session on the host; only the pose comes in and the quaternions, root and
-held flags go out. On CUDA the step is one captured graph per batch tier (powers of two; padding
-rows point at a scratch row past the live ones), so its hundred-odd small kernels cost one launch.
-Math is float32 (the numpy version converts axis-angle in float64: results agree to ~1e-6).
+The per-session rows live on the device, so a step costs a fixed few dozen kernel launches whatever
+the batch size, instead of numpy passes over every session on the host; only the pose comes in and
+the quaternions, root and held flags go out. Math is float32 (the numpy version converts axis-angle
+in float64: results agree to ~1e-6).
 """
 
 from __future__ import annotations
@@ -31,23 +30,6 @@ __all__ = ["DeviceMotionPost"]
 F32 = npt.NDArray[np.float32]
 
 
-class _Plan:
-    """Pinned host and fixed device buffers of one batch tier, and the graph between them."""
-
-    def __init__(self, tier: int, device: torch.device) -> None:
-        def pair(shape: tuple[int, ...], dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
-            return torch.zeros(shape, dtype=dtype, pin_memory=True), torch.zeros(
-                shape, dtype=dtype, device=device
-            )
-
-        self.idx_h, self.idx = pair((tier,), torch.int64)
-        self.x_h, self.x = pair((tier, POSE_DIM), torch.float32)
-        self.a_h, self.a = pair((tier,), torch.float32)
-        self.graph = torch.cuda.CUDAGraph()
-        self.outputs: tuple[torch.Tensor, ...] = ()
-        self.host: tuple[torch.Tensor, ...] = ()
-
-
 class DeviceMotionPost:
     chunk = 1 << 30  # one batch of launches: splitting over threads would only add launches
 
@@ -55,8 +37,7 @@ class DeviceMotionPost:
         self.stats = stats
         self.dt = dt
         self.device = device
-        self.capacity = 0  # live rows; one more, the scratch row for padding, is allocated
-        self._plans: dict[int, _Plan] = {}
+        self.capacity = 0
         self._lo = torch.as_tensor(_JOINT_LIMITS[:, 0], device=device)
         self._hi = torch.as_tensor(_JOINT_LIMITS[:, 1], device=device)
         self.rows: dict[str, torch.Tensor] = {}
@@ -74,12 +55,11 @@ class DeviceMotionPost:
             "r_stages": ((2, 3), torch.float32),
         }
         for name, (shape, dtype) in shapes.items():
-            rows = torch.zeros((capacity + 1, *shape), dtype=dtype, device=self.device)
+            rows = torch.zeros((capacity, *shape), dtype=dtype, device=self.device)
             if name in self.rows:
-                rows[: self.capacity] = self.rows[name][: self.capacity]
+                rows[: self.capacity] = self.rows[name]
             self.rows[name] = rows
         self.capacity = capacity
-        self._plans.clear()  # graphs hold the old rows' addresses
 
     def prepare(self, size: int, fresh: npt.NDArray[np.int64]) -> None:
         if size > self.capacity:
@@ -103,54 +83,18 @@ class DeviceMotionPost:
     def step(
         self, slots: npt.NDArray[np.int64], pose: F32, alpha: F32
     ) -> tuple[F32, F32, npt.NDArray[np.bool_]]:
-        n = len(slots)
-        if self.device.type == "cuda":
-            joints, root, bad, clamped = (t[:n].numpy() for t in self._replay(slots, pose, alpha))
-        else:
-            outputs = self._compute(torch.as_tensor(slots), torch.as_tensor(pose), torch.as_tensor(alpha))
-            joints, root, bad, clamped = (t.numpy() for t in outputs)
-        with self.stats._lock:  # one update per batch (GuardStats.record is one lock round per output)
-            self.stats.outputs += n
-            self.stats.held += int(bad.sum())
-            self.stats.clamped += int((clamped & ~bad).sum())
-        return joints.copy(), root.copy(), bad.copy()
-
-    def _replay(self, slots: npt.NDArray[np.int64], pose: F32, alpha: F32) -> tuple[torch.Tensor, ...]:
-        n = len(slots)
-        tier = 1 << max(n - 1, 0).bit_length()
-        plan = self._plans.get(tier)
-        if plan is None:
-            plan = self._plans[tier] = self._capture(tier)
-        plan.idx_h.numpy()[:n] = slots
-        plan.idx_h.numpy()[n:] = self.capacity  # padding rows read and write the scratch row
-        plan.x_h.numpy()[:n] = pose
-        plan.a_h.numpy()[:n] = alpha
-        for host, device in ((plan.idx_h, plan.idx), (plan.x_h, plan.x), (plan.a_h, plan.a)):
-            device.copy_(host, non_blocking=True)
-        plan.graph.replay()
-        for device, host in zip(plan.outputs, plan.host, strict=True):
-            host.copy_(device, non_blocking=True)
-        torch.cuda.current_stream(self.device).synchronize()
-        return plan.host
-
-    def _capture(self, tier: int) -> _Plan:
-        plan = _Plan(tier, self.device)
-        plan.idx.fill_(self.capacity)
-        stream = torch.cuda.Stream(self.device)  # type: ignore[no-untyped-call]
-        stream.wait_stream(torch.cuda.current_stream(self.device))
-        with torch.cuda.stream(stream):
-            self._compute(plan.idx, plan.x, plan.a)  # warm-up outside the capture, as CUDA graphs need
-        torch.cuda.current_stream(self.device).wait_stream(stream)
-        with torch.cuda.graph(plan.graph):
-            plan.outputs = self._compute(plan.idx, plan.x, plan.a)
-        plan.host = tuple(torch.empty(t.shape, dtype=t.dtype, pin_memory=True) for t in plan.outputs)
-        return plan
-
-    def _compute(self, idx: torch.Tensor, x: torch.Tensor, a: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        """The whole step as tensor ops with no host synchronisation (so it can be captured)."""
+        idx = torch.as_tensor(slots, device=self.device)
+        x = torch.as_tensor(np.ascontiguousarray(pose, np.float32)).to(self.device, non_blocking=True)
+        a = torch.as_tensor(np.ascontiguousarray(alpha, np.float32)).to(self.device, non_blocking=True)
         out, bad, clamped = self._guard(idx, x)
-        joints, root = self._low_pass(idx, self._quats(out), out[:, ANGLES:], a)
-        return joints, root, bad, clamped
+        joints, root = self._quats(out), out[:, ANGLES:]
+        joints, root = self._low_pass(idx, joints, root, a)
+        counts = torch.stack((bad.sum(), (clamped & ~bad).sum())).cpu().tolist()
+        with self.stats._lock:  # one update per batch (GuardStats.record is one lock round per output)
+            self.stats.outputs += len(slots)
+            self.stats.held += int(counts[0])
+            self.stats.clamped += int(counts[1])
+        return joints.cpu().numpy(), root.cpu().numpy(), bad.cpu().numpy()
 
     def _guard(self, idx: torch.Tensor, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         rows = self.rows
