@@ -162,12 +162,10 @@ class Scheduler:
         for sid, (last, interval) in list(self._senders.items()):
             if now - last > FORGET_S:
                 del self._senders[sid]
-            elif (
-                now - interval / 2 <= last + interval <= deadline
-            ):  # due (or a little late) within the window
+            elif now - interval / 2 <= last + interval <= deadline:  # due within the window, or a bit late
                 due.add(sid)
         if len(due) > self.max_batch:
-            return
+            return  # more than one call holds: waiting cannot make the next call fuller
         due -= {s.id for s in self._active.values() if s.steps or s.inbox}
         while self._running and not due <= self._arrived:
             remaining = deadline - time.perf_counter()
