@@ -229,10 +229,13 @@ class Scheduler:
                 continue
             topic = FRAME_TOPIC_PREFIX + s.id.encode()
             for payload in payloads:
+                # Counted before the send: a subscriber must never hold a frame that a racing `close`
+                # reply or `closed` event leaves out of frames_published.
+                s.frames_published += 1
                 if self._publish(topic, payload):
-                    s.frames_published += 1
                     published += 1
                 else:
+                    s.frames_published -= 1
                     dropped += 1
         t2 = time.perf_counter()
         self._stats.observe("publish", t2 - t1)
