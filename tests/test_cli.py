@@ -1,0 +1,52 @@
+"""The README's user-facing commands, run as a user runs them: as processes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from bridge.harness.process import BridgeProcess
+
+REPORT_KEYS = {"frames_received", "frames_lost", "latency_ms_p50", "latency_ms_p99"}
+
+
+def avatar_bridge(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "bridge.cli.main", *args], capture_output=True, text=True, timeout=timeout
+    )
+
+
+def test_demo_writes_a_bvh_a_png_and_a_summary(tmp_path: Path) -> None:
+    done = avatar_bridge("demo", "--out", str(tmp_path), "--seconds", "2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    bvh = (tmp_path / "dance.bvh").read_text()
+    assert bvh.startswith("HIERARCHY") and "MOTION" in bvh
+    assert (tmp_path / "demo.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert set(summary) == {"face", "motion"}
+    assert all(summary[p]["frames_lost"] == 0 and summary[p]["frames_received"] > 0 for p in summary)
+
+
+def test_harness_against_serve_writes_its_report(tmp_path: Path) -> None:
+    with BridgeProcess() as bridge:
+        for pipeline in ("motion", "face"):
+            out = tmp_path / f"{pipeline}.json"
+            port = str(bridge.request_port)
+            done = avatar_bridge("harness", "--request-port", port, "--pipeline", pipeline, "--seconds", "2",
+                                 "--json", str(out))  # fmt: skip
+            assert done.returncode == 0, done.stdout + done.stderr
+            report = json.loads(out.read_text())
+            assert set(report) >= REPORT_KEYS
+            assert report["frames_lost"] == 0 and report["frames_received"] > 60
+
+
+def test_harness_without_a_bridge_fails_with_a_message() -> None:
+    done = avatar_bridge("harness", "--request-port", "1", "--seconds", "1")
+    assert done.returncode == 2 and "no reply" in done.stderr
+
+
+def test_serve_refuses_a_folder_without_models(tmp_path: Path) -> None:
+    done = avatar_bridge("serve", "--engines", str(tmp_path), "--request-port", "0", "--frames-port", "0")
+    assert done.returncode == 2 and "manifest" in done.stderr
