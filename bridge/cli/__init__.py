@@ -1,1 +1,1 @@
-"""cli."""
+"""The `avatar-bridge` command line: one module per subcommand, wired together in main.py."""

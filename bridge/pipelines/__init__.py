@@ -1,1 +1,1 @@
-"""pipelines."""
+"""Pipelines: pre-process inputs, batch engine calls across sessions, post-process rows into frames."""

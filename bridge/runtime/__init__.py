@@ -1,4 +1,4 @@
-"""Inference runtime: model manifests, backends (ONNX Runtime now; TensorRT, torch later) and Engine.
+"""Inference runtime: model manifests, backends (ONNX Runtime, TensorRT, torch) and the Engine.
 
 Importing this package needs numpy only; each backend imports its framework when it is created.
 """

@@ -1,1 +1,1 @@
-"""transport."""
+"""The ZeroMQ sockets the bridge binds (ROUTER for requests, PUB for frames) and their CURVE security."""
