@@ -98,16 +98,18 @@ class ExecutionSlot:
             ctx.infer_shapes()
         return changed
 
+    def _execute(self, ctx: trt.IExecutionContext) -> None:
+        if not ctx.execute_async_v3(self.stream.handle):
+            raise RuntimeError("TensorRT enqueue failed (see the bridge.tensorrt log)")
+
     def _enqueue(self, tier: int, ctx: trt.IExecutionContext, key: tuple[Shape, ...]) -> None:
         if not self._capture:
-            if not ctx.execute_async_v3(self.stream.handle):
-                raise RuntimeError("TensorRT enqueue failed (see the bridge.tensorrt log)")
+            self._execute(ctx)
             return
         graph_key = (tier, key)
         if graph_key not in self._graphs:
             # One plain run first so deferred shape/profile work is not captured (as trtexec does).
-            if not ctx.execute_async_v3(self.stream.handle):
-                raise RuntimeError("TensorRT enqueue failed (see the bridge.tensorrt log)")
+            self._execute(ctx)
             self.stream.synchronize()
             self._graphs[graph_key] = capture_graph(
                 self.stream, lambda: bool(ctx.execute_async_v3(self.stream.handle))
@@ -115,8 +117,7 @@ class ExecutionSlot:
             return
         graph = self._graphs[graph_key]
         if graph is None:  # the engine cannot be captured: plain enqueue for this shape
-            if not ctx.execute_async_v3(self.stream.handle):
-                raise RuntimeError("TensorRT enqueue failed (see the bridge.tensorrt log)")
+            self._execute(ctx)
         else:
             graph.launch(self.stream)
 
