@@ -7,6 +7,7 @@ is a plain function; `build_engine` runs them in order for one `BuildRequest`.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import time
 from dataclasses import dataclass, field, replace
@@ -141,6 +142,7 @@ def _build_one(
     flavour: Flavour,
     request: BuildRequest,
     onnx_path: Path,
+    onnx_sha256: str,
     manifest: ModelManifest | None,
     profiles: list[Profile],
     out_dir: Path,
@@ -167,14 +169,15 @@ def _build_one(
         save_timing_cache(config, request.timing_cache)  # untested here: full TensorRT builds need a GPU
     out_dir.mkdir(parents=True, exist_ok=True)
     plan = out_dir / plan_name
-    plan.write_bytes(cast(bytes, serialized))  # IHostMemory is a buffer; the generated stubs do not say so
+    data = memoryview(cast(bytes, serialized))  # IHostMemory is a buffer; the generated stubs do not say so
+    plan.write_bytes(data)
     build_host = _build_host(host)
     pm = PlanManifest(
         model=manifest.name if manifest else onnx_path.stem,
         plan_file=plan.name,
-        plan_sha256=sha256_file(plan),
+        plan_sha256=hashlib.sha256(data).hexdigest(),
         onnx_path=str(onnx_path),
-        onnx_sha256=sha256_file(onnx_path),
+        onnx_sha256=onnx_sha256,
         model_manifest=str(manifest.path) if manifest else None,
         precision=network_precision(flavour, parsed.network),
         flavour=flavour.name,
@@ -206,15 +209,16 @@ def build_engine(request: BuildRequest, *, host: HostSnapshot | None = None) -> 
     onnx_path, manifest = resolve_source(request.source)
     if manifest is not None:
         validate_against_onnx(manifest)
+    # Hashed once for every tier; a pinned manifest hash was just checked against the file.
+    onnx_sha256 = (
+        manifest.onnx_sha256 if manifest is not None and manifest.onnx_sha256 else sha256_file(onnx_path)
+    )
     profiles = select_profiles(manifest, request.profile_flags, request.tiers)
     out_dir = request.out_dir or onnx_path.parent
     tag = _PLAN_TAG[flavour.name]
     if not request.per_tier or not profiles:
-        return [
-            _build_one(
-                flavour, request, onnx_path, manifest, profiles, out_dir, f"{onnx_path.stem}.{tag}.plan", host
-            )
-        ]
+        name = f"{onnx_path.stem}.{tag}.plan"
+        return [_build_one(flavour, request, onnx_path, onnx_sha256, manifest, profiles, out_dir, name, host)]
     results = []
     for i, p in enumerate(profiles):
         # Each tier's rebuild command names just that tier, so a stale tier is rebuilt alone.
@@ -223,5 +227,5 @@ def build_engine(request: BuildRequest, *, host: HostSnapshot | None = None) -> 
         else:
             one = replace(request, tiers=(p.name,))
         name = f"{onnx_path.stem}.{p.name}.{tag}.plan"
-        results.append(_build_one(flavour, one, onnx_path, manifest, [p], out_dir, name, host))
+        results.append(_build_one(flavour, one, onnx_path, onnx_sha256, manifest, [p], out_dir, name, host))
     return results
