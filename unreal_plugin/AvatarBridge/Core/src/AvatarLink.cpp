@@ -332,9 +332,14 @@ void AvatarLink::waitFor(std::chrono::milliseconds duration) {
     wake_.wait_for(lock, duration, [this] { return stopping_ || !events_.empty(); });
 }
 
-RequestEncoder::InputHeader AvatarLink::inputHeader(SubjectFeed& feed, std::int64_t tCaptureNs) {
+std::optional<RequestEncoder::InputHeader> AvatarLink::inputHeader(SubjectFeed& feed, std::int64_t tCaptureNs) {
+    const auto att = feed.attachment();
+    if (!att) {
+        return std::nullopt;
+    }
     RequestEncoder::InputHeader h;
     h.id = client_->nextId();
+    h.session = att->session;
     {
         const std::lock_guard<std::mutex> lock(mutex_);
         inputSenders_[h.id] = feed.name();
@@ -349,37 +354,31 @@ RequestEncoder::InputHeader AvatarLink::inputHeader(SubjectFeed& feed, std::int6
 
 bool AvatarLink::sendImage(SubjectFeed& feed, int width, int height, const std::uint8_t* rgb, std::size_t bytes,
                            std::int64_t tCaptureNs) {
-    const auto att = feed.attachment();
-    if (!att) {
+    const auto h = inputHeader(feed, tCaptureNs);
+    if (!h) {
         return false;
     }
-    auto h = inputHeader(feed, tCaptureNs);
-    h.session = att->session;
-    client_->send(RequestEncoder::image(h, width, height, rgb, bytes));
+    client_->send(RequestEncoder::image(*h, width, height, rgb, bytes));
     return true;
 }
 
 bool AvatarLink::sendAudio(SubjectFeed& feed, int rate, std::string_view format, const void* samples,
                            std::size_t bytes, std::int64_t tCaptureNs) {
-    const auto att = feed.attachment();
-    if (!att) {
+    const auto h = inputHeader(feed, tCaptureNs);
+    if (!h) {
         return false;
     }
-    auto h = inputHeader(feed, tCaptureNs);
-    h.session = att->session;
-    client_->send(RequestEncoder::audio(h, rate, format, samples, bytes));
+    client_->send(RequestEncoder::audio(*h, rate, format, samples, bytes));
     return true;
 }
 
 bool AvatarLink::sendFeatures(SubjectFeed& feed, int rows, int cols, const float* values, std::size_t bytes,
                               std::int64_t tCaptureNs) {
-    const auto att = feed.attachment();
-    if (!att) {
+    const auto h = inputHeader(feed, tCaptureNs);
+    if (!h) {
         return false;
     }
-    auto h = inputHeader(feed, tCaptureNs);
-    h.session = att->session;
-    client_->send(RequestEncoder::features(h, rows, cols, values, bytes));
+    client_->send(RequestEncoder::features(*h, rows, cols, values, bytes));
     return true;
 }
 

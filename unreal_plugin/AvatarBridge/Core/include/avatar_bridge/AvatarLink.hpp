@@ -88,7 +88,8 @@ private:
     void removeFeed(const std::shared_ptr<SubjectFeed>& feed);
     bool stopping() const;
     void waitFor(std::chrono::milliseconds duration);
-    RequestEncoder::InputHeader inputHeader(SubjectFeed& feed, std::int64_t tCaptureNs);
+    // The header of the feed's next input; empty when the feed has no session right now.
+    std::optional<RequestEncoder::InputHeader> inputHeader(SubjectFeed& feed, std::int64_t tCaptureNs);
 
     const Config config_;
     std::unique_ptr<BridgeClient> client_;
