@@ -17,10 +17,10 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from bridge.outputs.euler import quat_to_euler
 from bridge.outputs.recorder import Recording
 from bridge.outputs.session import BodyRig
 from bridge.protocol import MotionFrame
+from bridge.rig.rotations import quat_to_euler
 
 log = logging.getLogger(__name__)
 

@@ -24,12 +24,12 @@ from fractions import Fraction
 import numpy as np
 import numpy.typing as npt
 
-from bridge.outputs.euler import quat_to_euler
 from bridge.outputs.router import Output, Received
 from bridge.outputs.session import FaceRig, SessionInfo
 from bridge.outputs.udp import UdpDestination
 from bridge.protocol import FaceFrame, Frame
 from bridge.rig.arkit import ARKIT_INDEX, ARKIT_NAMES
+from bridge.rig.rotations import quat_to_euler
 
 log = logging.getLogger(__name__)
 
