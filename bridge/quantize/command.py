@@ -39,18 +39,19 @@ class QuantizeResult:
     report: AccuracyReport
 
 
-def _manifest(source: Path) -> ModelManifest:
+def _load(source: Path) -> tuple[ModelManifest, onnx.ModelProto]:
+    """The source's manifest, validated, and its ONNX model, parsed once."""
     if not source.exists():
         raise FileNotFoundError(f"no such file: {source}")
     if source.suffix not in (".onnx", ".json"):
         raise ValueError(f"{source}: expected an .onnx file or a model manifest (.manifest.json)")
     manifest = load_manifest(source)  # given an .onnx, the manifest beside it: roles drive calibration
     try:
-        onnx.load(str(manifest.onnx_path), load_external_data=False)
+        model = onnx.load(str(manifest.onnx_path))
     except Exception as e:  # onnx raises DecodeError, ValueError, ... for a damaged file
         raise ValueError(f"{manifest.onnx_path} is not a readable ONNX model: {e}") from None
     validate_against_onnx(manifest)
-    return manifest
+    return manifest, model
 
 
 def quantize(request: QuantizeRequest) -> QuantizeResult:
@@ -58,7 +59,7 @@ def quantize(request: QuantizeRequest) -> QuantizeResult:
     if precision not in PRECISIONS:
         raise ValueError(f"unknown precision {request.precision!r}; choose one of {', '.join(PRECISIONS)}")
     started = time.perf_counter()
-    manifest = _manifest(request.source)
+    manifest, fp32 = _load(request.source)
     src = manifest.onnx_path
     out = request.out or src.with_name(f"{src.stem}.{precision}.onnx")
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -69,7 +70,6 @@ def quantize(request: QuantizeRequest) -> QuantizeResult:
         holdout=request.holdout_samples,
         seed=request.seed,
     )
-    fp32 = onnx.load(str(src))
     notes: list[str] = []
     if precision == "int8":
         quantize_int8(src, out, samples.calibration)
