@@ -1,10 +1,10 @@
 #include "avatar_bridge/BridgeClient.hpp"
 
+#include <array>
 #include <deque>
 #include <map>
 #include <mutex>
 #include <set>
-#include <vector>
 
 #include <zmq.hpp>
 
@@ -300,16 +300,19 @@ void BridgeClient::run() {
     }
     while (running) {
         try {
-            std::vector<zmq::pollitem_t> items = {{shared_->wakeReceiver.handle(), 0, ZMQ_POLLIN, 0}};
-            const std::size_t dealerAt = items.size();
+            // Rebuilt every pass (the sockets may be replaced between passes), on the stack: no allocation per frame.
+            std::array<zmq::pollitem_t, 3> items{};
+            std::size_t count = 0;
+            items[count++] = {shared_->wakeReceiver.handle(), 0, ZMQ_POLLIN, 0};
+            const std::size_t dealerAt = count;
             if (dealer) {
-                items.push_back({dealer->handle(), 0, ZMQ_POLLIN, 0});
+                items[count++] = {dealer->handle(), 0, ZMQ_POLLIN, 0};
             }
-            const std::size_t subAt = items.size();
+            const std::size_t subAt = count;
             if (sub) {
-                items.push_back({sub->handle(), 0, ZMQ_POLLIN, 0});
+                items[count++] = {sub->handle(), 0, ZMQ_POLLIN, 0};
             }
-            zmq::poll(items, std::chrono::milliseconds(-1));
+            zmq::poll(items.data(), count, std::chrono::milliseconds(-1));
             if (items[0].revents & ZMQ_POLLIN) {
                 running = runCommands();
                 continue;  // the sockets may have been replaced; poll again with fresh handles
