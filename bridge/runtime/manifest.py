@@ -427,17 +427,18 @@ def validate_against_onnx(manifest: ModelManifest, *, check_hash: bool = True) -
         raise ManifestError(f"manifest {m.name!r}: " + "; ".join(problems))
     if not m.onnx_path.is_file():
         raise ManifestError(f"manifest {m.name!r}: ONNX file not found: {m.onnx_path}")
+    data = m.onnx_path.read_bytes()  # read once: hashed and parsed from the same bytes
     if check_hash:
         if not m.onnx_sha256:
             log.warning("manifest %s: onnx_sha256 is empty; the ONNX file is not pinned", m.name)
         else:
-            actual = sha256_file(m.onnx_path)
+            actual = hashlib.sha256(data).hexdigest()
             if actual != m.onnx_sha256:
                 raise ManifestError(
                     f"manifest {m.name!r}: sha256 mismatch for {m.onnx_path.name}: manifest says "
                     f"{m.onnx_sha256[:12]}..., file is {actual[:12]}... (re-export or update the manifest)"
                 )
-    graph_in, graph_out = _read_graph(m.onnx_path)
+    graph_in, graph_out = _read_graph(m.onnx_path, data)
     problems = _check_against_graph(m, graph_in, graph_out)
     if problems:
         raise ManifestError(f"manifest {m.name!r} does not match {m.onnx_path.name}: " + "; ".join(problems))
@@ -512,13 +513,14 @@ def _check_self_consistency(m: ModelManifest) -> list[str]:
     return out
 
 
-def _read_graph(path: Path) -> tuple[dict[str, _GraphTensor], dict[str, _GraphTensor]]:
-    """Graph inputs (initializers excluded) and outputs, via `onnx` or else onnxruntime metadata."""
+def _read_graph(path: Path, data: bytes) -> tuple[dict[str, _GraphTensor], dict[str, _GraphTensor]]:
+    """Graph inputs (initializers excluded) and outputs of the model `data` read from `path`, via `onnx`
+    or else onnxruntime metadata."""
     try:
         import onnx
     except ImportError:
         return _read_graph_ort(path)
-    model = onnx.load(str(path), load_external_data=False)
+    model = onnx.load_from_string(data)  # external data, if any, is not loaded
     inits = {i.name for i in model.graph.initializer}
 
     def conv(vi: Any) -> _GraphTensor:
