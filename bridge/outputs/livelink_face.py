@@ -19,13 +19,14 @@ import logging
 import math
 import struct
 import uuid
+from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
 import numpy.typing as npt
 
 from bridge.outputs.router import Output, Received
-from bridge.outputs.session import FaceRig, SessionInfo
+from bridge.outputs.session import FaceRig, SessionEvent, SessionInfo
 from bridge.outputs.udp import UdpDestination
 from bridge.protocol import FaceFrame, Frame
 from bridge.rig.arkit import ARKIT_INDEX, ARKIT_NAMES
@@ -108,28 +109,53 @@ class LiveLinkFaceOutput(Output):
         self.max_rate_hz = max_rate_hz
         self.subject = subject
         self.destination = UdpDestination(host, port, self.name)
-        self._order: dict[tuple[str, ...], npt.NDArray[np.intp]] = {}
+        self._sessions: dict[str, _Session] = {}
 
     def on_frame(self, frame: Frame, session: SessionInfo, received: Received) -> None:
         if not isinstance(frame, FaceFrame) or not isinstance(session.rig, FaceRig):
             return  # motion sessions have no face
         self.destination.send([self.packet(frame, session)])
 
+    def on_event(self, event: SessionEvent, received: Received) -> None:
+        if event.event == "closed":
+            self._sessions.pop(event.session, None)
+
     def close(self) -> None:
         self.destination.close()
 
     def packet(self, frame: FaceFrame, session: SessionInfo) -> bytes:
+        s = self._sessions.get(session.session)
+        if s is None or s.info is not session:
+            s = self._sessions[session.session] = _Session.of(session)
         values = np.zeros(len(CURVES), dtype=np.float64)
-        names = session.rig.blendshapes if isinstance(session.rig, FaceRig) else ()
-        if frame.blendshapes.size and frame.blendshapes.size == len(names):
-            # Map by name: the rig promises EARFaceBlendShape order, but names are the contract.
-            target = self._order.get(names)
-            if target is None:
-                target = self._order[names] = np.array([ARKIT_INDEX.get(n, -1) for n in names], dtype=np.intp)
-            known = target >= 0
-            values[target[known]] = np.clip(frame.blendshapes[known], 0.0, 1.0)
+        if frame.blendshapes.size and frame.blendshapes.size == s.n_blendshapes:
+            values[s.target] = np.clip(frame.blendshapes[s.source], 0.0, 1.0)
         values[len(ARKIT_NAMES) : len(ARKIT_NAMES) + 3] = head_angles(frame.head)
-        rate = Fraction(session.fps or DEFAULT_FPS).limit_denominator(1001)
-        number, sub = frame_time(frame.header.t_capture_ns, rate)
-        device = str(uuid.uuid5(_DEVICE_NAMESPACE, session.session))
-        return encode_packet(device, self.subject, number, sub, rate, values)
+        number, sub = frame_time(frame.header.t_capture_ns, s.rate)
+        return encode_packet(s.device_id, self.subject, number, sub, s.rate, values)
+
+
+@dataclass(frozen=True)
+class _Session:
+    """What every packet of one session shares, worked out once when its first frame arrives."""
+
+    info: SessionInfo
+    device_id: str
+    rate: Fraction
+    n_blendshapes: int  # in the rig, so in every frame that carries blendshapes
+    source: npt.NDArray[np.intp]  # rig blendshapes with an ARKit name ...
+    target: npt.NDArray[np.intp]  # ... and their EARFaceBlendShape index
+
+    @classmethod
+    def of(cls, info: SessionInfo) -> _Session:
+        names = info.rig.blendshapes if isinstance(info.rig, FaceRig) else ()
+        # Map by name: the rig promises EARFaceBlendShape order, but names are the contract.
+        index = np.array([ARKIT_INDEX.get(n, -1) for n in names], dtype=np.intp)
+        return cls(
+            info,
+            device_id=str(uuid.uuid5(_DEVICE_NAMESPACE, info.session)),
+            rate=Fraction(info.fps or DEFAULT_FPS).limit_denominator(1001),
+            n_blendshapes=len(names),
+            source=np.flatnonzero(index >= 0),
+            target=index[index >= 0],
+        )
