@@ -576,18 +576,13 @@ def _check_against_graph(
     m: ModelManifest, graph_in: Mapping[str, _GraphTensor], graph_out: Mapping[str, _GraphTensor]
 ) -> list[str]:
     out: list[str] = []
-    for s in m.inputs:
-        g = graph_in.get(s.tensor)
-        if g is None:
-            out.append(f"input tensor {s.tensor!r} (role {s.role!r}) is missing from the ONNX inputs")
-        else:
-            out += _check_tensor(f"input tensor {s.tensor!r}", s.shape, s.dtype, g)
-    for s in m.outputs:
-        g = graph_out.get(s.tensor)
-        if g is None:
-            out.append(f"output tensor {s.tensor!r} (role {s.role!r}) is missing from the ONNX outputs")
-        else:
-            out += _check_tensor(f"output tensor {s.tensor!r}", s.shape, s.dtype, g)
+    for specs, graph, side in ((m.inputs, graph_in, "input"), (m.outputs, graph_out, "output")):
+        for s in specs:
+            g = graph.get(s.tensor)
+            if g is None:
+                out.append(f"{side} tensor {s.tensor!r} (role {s.role!r}) is missing from the ONNX {side}s")
+            else:
+                out += _check_tensor(f"{side} tensor {s.tensor!r}", s.shape, s.dtype, g)
     for p in m.state:
         for name, table, side in ((p.input, graph_in, "input"), (p.output, graph_out, "output")):
             g = table.get(name)
