@@ -1,7 +1,5 @@
 using System;
 using System.IO;
-using System.Net;
-using System.Net.Sockets;
 using System.Threading;
 using AvatarBridge.Core.Client;
 using AvatarBridge.Core.Protocol;
@@ -15,7 +13,7 @@ namespace AvatarBridge.Tests.Core
         [Test]
         public void PingsKeepIdleSessionsAndTheClientReconnectsAfterABridgeRestart()
         {
-            int requestPort = FreePort(), framesPort = FreePort();
+            int requestPort = TestEnvironment.FreePort(), framesPort = TestEnvironment.FreePort();
             string portsFile = Path.Combine(Path.GetTempPath(), "avatar-bridge-reconnect-" + requestPort + ".json");
             var bridge = StartBridge(requestPort, framesPort, portsFile);
             try
@@ -66,15 +64,6 @@ namespace AvatarBridge.Tests.Core
                 "serve --request-port " + requestPort + " --frames-port " + framesPort + " --idle-timeout 1 --ports-file \"" + portsFile + "\"");
             bridge.WaitForFile(portsFile, 30000);
             return bridge;
-        }
-
-        static int FreePort()
-        {
-            var listener = new TcpListener(IPAddress.Loopback, 0);
-            listener.Start();
-            int port = ((IPEndPoint)listener.LocalEndpoint).Port;
-            listener.Stop();
-            return port;
         }
     }
 }

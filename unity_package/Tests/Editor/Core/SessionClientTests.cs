@@ -1,6 +1,4 @@
 using System.Diagnostics;
-using System.Net;
-using System.Net.Sockets;
 using System.Threading;
 using AvatarBridge.Core.Client;
 using AvatarBridge.Core.Protocol;
@@ -14,10 +12,7 @@ namespace AvatarBridge.Tests.Core
         [Test]
         public void KeepsRetryingWhileNobodyListensAndRefusesInputs()
         {
-            var listener = new TcpListener(IPAddress.Loopback, 0);
-            listener.Start();
-            int port = ((IPEndPoint)listener.LocalEndpoint).Port;
-            listener.Stop();
+            int port = TestEnvironment.FreePort();
             using (var client = new SessionClient(new ClientOptions { RequestPort = port, ReconnectMinMs = 50, ReconnectMaxMs = 100 }))
             {
                 var session = client.AddSession(new SessionRequest(Pipeline.Face));

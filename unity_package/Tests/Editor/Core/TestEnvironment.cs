@@ -1,5 +1,7 @@
 using System;
 using System.IO;
+using System.Net;
+using System.Net.Sockets;
 using System.Text.RegularExpressions;
 using NUnit.Framework;
 
@@ -27,6 +29,16 @@ namespace AvatarBridge.Tests.Core
         {
             string file = Require("AVATAR_BRIDGE_PORTS_FILE", "a running avatar-bridge serve");
             ReadPorts(File.ReadAllText(file), "request_port", "frames_port", out requestPort, out framesPort);
+        }
+
+        /// <summary>A loopback TCP port nobody listens on right now.</summary>
+        public static int FreePort()
+        {
+            var listener = new TcpListener(IPAddress.Loopback, 0);
+            listener.Start();
+            int port = ((IPEndPoint)listener.LocalEndpoint).Port;
+            listener.Stop();
+            return port;
         }
 
         public static byte[] Fixture(string name) => File.ReadAllBytes(Path.Combine(Fixtures, name + ".msgpack"));

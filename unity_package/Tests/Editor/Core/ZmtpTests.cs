@@ -194,10 +194,7 @@ namespace AvatarBridge.Tests.Core
         [Test]
         public void ConnectingToAClosedPortFailsFast()
         {
-            var listener = new TcpListener(IPAddress.Loopback, 0);
-            listener.Start();
-            int port = ((IPEndPoint)listener.LocalEndpoint).Port;
-            listener.Stop();
+            int port = TestEnvironment.FreePort();
             var watch = Stopwatch.StartNew();
             Assert.Catch<Exception>(() => ZmtpConnection.Connect("127.0.0.1", port, ZmtpSocketType.Dealer, 2000));
             Assert.Less(watch.ElapsedMilliseconds, 2500);
