@@ -17,6 +17,14 @@ namespace AvatarBridge.Tests.Core
             return Connected(new ClientOptions { RequestPort = requestPort, ClientName = "avatar-bridge C# tests" });
         }
 
+        /// <summary>A FrameRecorder of every frame the bridge the test script runs publishes.</summary>
+        public static FrameRecorder Recorder()
+        {
+            int requestPort, framesPort;
+            TestEnvironment.BridgePorts(out requestPort, out framesPort);
+            return new FrameRecorder(framesPort);
+        }
+
         public static SessionClient Connected(ClientOptions options)
         {
             var client = new SessionClient(options);

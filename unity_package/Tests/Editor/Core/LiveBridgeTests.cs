@@ -53,9 +53,7 @@ namespace AvatarBridge.Tests.Core
         [Test]
         public void MotionSessionStreamsOneFramePerFeatureRow()
         {
-            int requestPort, framesPort;
-            TestEnvironment.BridgePorts(out requestPort, out framesPort);
-            using (var recorder = new FrameRecorder(framesPort))
+            using (var recorder = Live.Recorder())
             using (var client = Live.Client())
             {
                 var session = client.AddSession(new SessionRequest(Pipeline.Motion));
@@ -132,9 +130,7 @@ namespace AvatarBridge.Tests.Core
         [Test]
         public void MotionSessionDancesToFloatAudio()
         {
-            int requestPort, framesPort;
-            TestEnvironment.BridgePorts(out requestPort, out framesPort);
-            using (var recorder = new FrameRecorder(framesPort))
+            using (var recorder = Live.Recorder())
             using (var client = Live.Client())
             {
                 var session = client.AddSession(new SessionRequest(Pipeline.Motion));
@@ -189,9 +185,7 @@ namespace AvatarBridge.Tests.Core
         [Test]
         public void FaceSessionStreamsFramesForImages()
         {
-            int requestPort, framesPort;
-            TestEnvironment.BridgePorts(out requestPort, out framesPort);
-            using (var recorder = new FrameRecorder(framesPort))
+            using (var recorder = Live.Recorder())
             using (var client = Live.Client())
             {
                 var session = client.AddSession(new SessionRequest(Pipeline.Face));
@@ -371,9 +365,7 @@ namespace AvatarBridge.Tests.Core
         [Test]
         public void OpenAndCloseByHandReportFramesPublished()
         {
-            int requestPort, framesPort;
-            TestEnvironment.BridgePorts(out requestPort, out framesPort);
-            using (var recorder = new FrameRecorder(framesPort))
+            using (var recorder = Live.Recorder())
             using (var client = Live.Client())
             {
                 // Requests without AddSession: the client does not keep this session open by itself.
