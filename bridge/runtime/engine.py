@@ -160,12 +160,15 @@ class Engine:
                     raise ValueError(self._bad_state(sp, s, batch))
                 feeds[sp.input] = s
         results = self.backend.infer(feeds)
-        outputs = {
+        new_state = {sp.input: results[sp.output] for sp in self._state}
+        return self.outputs_by_role(results), new_state
+
+    def outputs_by_role(self, results: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """The backend's results (by tensor name) as role outputs, slices applied as views."""
+        return {
             p.role: results[p.tensor] if p.slice is None else results[p.tensor][..., p.slice]
             for p in self._outputs
         }
-        new_state = {sp.input: results[sp.output] for sp in self._state}
-        return outputs, new_state
 
     def warmup(self) -> None:
         """Run zeros at each profile's min and max shapes (batch 1 and max batch for the bundled models)

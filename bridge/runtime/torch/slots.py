@@ -27,18 +27,14 @@ class DeviceStateSlots(StateSlots):
             p.input: torch.zeros(p.zeros_shape(0), dtype=backend.precision, device=backend.device)
             for p in self.pairs
         }
-        manifest = engine.manifest
-        self._inputs = [(s.role, s.tensor) for s in manifest.inputs]
-        self._outputs = [
-            (s.role, s.tensor, None if s.slice is None else slice(*s.slice)) for s in manifest.outputs
-        ]
+        self._inputs = [(s.role, s.tensor) for s in engine.manifest.inputs]
 
     def step(
         self, inputs: Mapping[str, np.ndarray], slots: np.ndarray, size: int, fresh: np.ndarray
     ) -> dict[str, np.ndarray]:
         feeds = {tensor: inputs[role] for role, tensor in self._inputs}
         results = self._backend.infer_slots(feeds, self, slots, size, fresh)
-        return {role: results[t] if s is None else results[t][..., s] for role, t, s in self._outputs}
+        return self.engine.outputs_by_role(results)
 
     def prepare(self, size: int, fresh: np.ndarray) -> None:
         """Grow to `size` rows and zero `fresh` ones (the backend calls this on its compute stream)."""
