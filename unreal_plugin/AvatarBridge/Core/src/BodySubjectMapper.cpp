@@ -8,6 +8,10 @@ namespace avatar_bridge {
 BodySubjectMapper::BodySubjectMapper(const BodyRig& rig) : restWire_(rig.restOffsets) {
     layout_.boneNames = rig.joints;
     layout_.boneParents = rig.parents;
+    restTranslations_.reserve(restWire_.size());
+    for (const Vec3& offset : restWire_) {
+        restTranslations_.push_back(UnrealAxes::position(offset));
+    }
 }
 
 SubjectPose BodySubjectMapper::pose(const DecodedFrame& decoded) const {
@@ -22,12 +26,11 @@ SubjectPose BodySubjectMapper::pose(const DecodedFrame& decoded) const {
     SubjectPose p;
     p.seq = f->header.seq;
     p.rotations.reserve(joints);
-    p.translations.reserve(joints);
     for (std::size_t j = 0; j < joints; ++j) {
         const Quat q{f->joints[4 * j], f->joints[4 * j + 1], f->joints[4 * j + 2], f->joints[4 * j + 3]};
         p.rotations.push_back(UnrealAxes::rotation(q.normalized()));
-        p.translations.push_back(UnrealAxes::position(restWire_[j]));
     }
+    p.translations = restTranslations_;
     const Vec3 root{f->root[0], f->root[1], f->root[2]};
     p.translations[0] = UnrealAxes::position(restWire_[0] + root);
     return p;

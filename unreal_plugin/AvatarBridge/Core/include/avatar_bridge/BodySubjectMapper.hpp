@@ -18,7 +18,8 @@ public:
 
 private:
     SubjectLayout layout_;
-    std::vector<Vec3> restWire_;  // metres, wire frame
+    std::vector<Vec3> restWire_;          // metres, wire frame
+    std::vector<Vec3> restTranslations_;  // the same in Unreal cm, converted once rather than per frame
 };
 
 }  // namespace avatar_bridge
