@@ -215,7 +215,6 @@ class TorchBackend(Backend):
                 computed = self._record(self._compute)
             with self._on(self._copy):
                 self._wait(self._copy, computed)
-                self._ensure_host_out(plan)
                 for name in fetched:
                     plan.host_out[name][:batch].copy_(plan.dev_out[name][:batch], non_blocking=True)
                 done = self._record(self._copy)
@@ -274,6 +273,10 @@ class TorchBackend(Backend):
             plan.dev_out = self._forward(plan.dev_in)  # also lets cuDNN pick its algorithms
             if self.cuda_graphs:
                 plan.graph = self._capture(plan)
+        plan.host_out = {
+            name: torch.empty(t.shape, dtype=torch.float32, pin_memory=pinned)
+            for name, t in plan.dev_out.items()
+        }
         return plan
 
     def _capture(self, plan: _Plan) -> torch.cuda.CUDAGraph | None:
@@ -291,14 +294,6 @@ class TorchBackend(Backend):
             plan.dev_out = self._forward(plan.dev_in)
             return None
         return graph
-
-    def _ensure_host_out(self, plan: _Plan) -> None:
-        if not plan.host_out:
-            pinned = self.device.type == "cuda"
-            plan.host_out = {
-                name: torch.empty(t.shape, dtype=torch.float32, pin_memory=pinned)
-                for name, t in plan.dev_out.items()
-            }
 
     # ------------------------------------------------------------------------------- streams
     @staticmethod
