@@ -17,12 +17,10 @@ _HI: npt.NDArray[np.float32] = np.ascontiguousarray(JOINT_LIMITS_RAD[..., 1], np
 
 
 def clamp_joint_limits(
-    pose: npt.ArrayLike,
-    limits: npt.ArrayLike | None = None,
-    out: npt.NDArray[np.float32] | None = None,
+    pose: npt.ArrayLike, out: npt.NDArray[np.float32] | None = None
 ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]:
-    """Clamp ``(..., 24, 3)`` or flat ``(..., 72)`` axis-angle (radians) to ``limits`` ``(24, 3, 2)``
-    (default: ``bridge.rig.smpl.JOINT_LIMITS_RAD``).
+    """Clamp ``(..., 24, 3)`` or flat ``(..., 72)`` axis-angle (radians) to the SMPL joint limits
+    (``bridge.rig.smpl.JOINT_LIMITS_RAD``).
 
     Returns the clamped pose (same shape as the input, float32; written into ``out`` when given)
     and the number of joints with at least one clamped component, one count per frame (a 0-d
@@ -33,14 +31,9 @@ def clamp_joint_limits(
     joints = p.reshape(*p.shape[:-1], NUM_JOINTS, 3) if flat else p
     if joints.shape[-2:] != (NUM_JOINTS, 3):
         raise ValueError(f"expected (..., 24, 3) or (..., 72) axis-angle, got {p.shape}")
-    if limits is None:
-        lo, hi = _LO, _HI
-    else:
-        lim = np.asarray(limits, dtype=np.float32)
-        lo, hi = lim[..., 0], lim[..., 1]
     if out is None:
         out = np.empty(p.shape, np.float32)
     # Counted before clipping so ``out`` may alias ``pose``; NaN compares False and is not counted.
-    changed = np.any((joints < lo) | (joints > hi), axis=-1)
-    np.clip(joints, lo, hi, out=out.reshape(joints.shape))
+    changed = np.any((joints < _LO) | (joints > _HI), axis=-1)
+    np.clip(joints, _LO, _HI, out=out.reshape(joints.shape))
     return out, np.count_nonzero(changed, axis=-1).astype(np.int64)
