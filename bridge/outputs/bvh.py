@@ -107,10 +107,10 @@ def bvh_text(
             )
         lines.append(f"{pad}}}")
 
-    for r in (j for j, p in enumerate(rig.parents) if p < 0):
+    roots = [j for j, p in enumerate(rig.parents) if p < 0]
+    for r in roots:
         write(r, 0)
     angles = np.degrees(quat_to_euler(joints[:, order], EULER_ORDER))  # (N, J, 3) z, x, y
-    roots = [j for j in order if rig.parents[j] < 0]
     positions = {r: (root + rig.rest_offsets[r]) * scale for r in roots}
     lines += ["MOTION", f"Frames: {len(joints)}", f"Frame Time: {frame_time:.8f}"]
     for n in range(len(joints)):
