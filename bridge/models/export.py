@@ -97,6 +97,25 @@ def export_face_small(out_dir: Path, seed: int = SEED) -> ModelManifest:
         dyn,
         f"{name}: {UNTRAINED}",
     )
+    return _face_manifest(
+        name,
+        path,
+        sha,
+        (
+            TensorSpec("flame.expression", "expression", ("batch", 50), "float32"),
+            TensorSpec("flame.jaw", "jaw", ("batch", 3), "float32"),
+            TensorSpec("flame.head", "head", ("batch", 3), "float32"),
+            TensorSpec("flame.eyelids", "eyelids", ("batch", 2), "float32"),
+        ),
+        f"Small CNN face expression encoder (CPU default). {UNTRAINED}",
+    )
+
+
+def _face_manifest(
+    name: str, path: Path, sha: str, outputs: tuple[TensorSpec, ...], description: str
+) -> ModelManifest:
+    """The face models share their input (one RGB crop), rate and shape tiers; they differ in outputs."""
+    one, four, eight = (1, *IMAGE), (4, *IMAGE), (8, *IMAGE)
     return _finish(
         ModelManifest(
             name=name,
@@ -106,24 +125,14 @@ def export_face_small(out_dir: Path, seed: int = SEED) -> ModelManifest:
             trained=False,
             fps=30.0,
             inputs=(TensorSpec("image", "image", ("batch", *IMAGE), "float32"),),
-            outputs=(
-                TensorSpec("flame.expression", "expression", ("batch", 50), "float32"),
-                TensorSpec("flame.jaw", "jaw", ("batch", 3), "float32"),
-                TensorSpec("flame.head", "head", ("batch", 3), "float32"),
-                TensorSpec("flame.eyelids", "eyelids", ("batch", 2), "float32"),
-            ),
+            outputs=outputs,
             state=(),
-            profiles=_image_profiles("image"),
-            description=f"Small CNN face expression encoder (CPU default). {UNTRAINED}",
+            profiles=(
+                Profile("realtime", {"image": (one, one, one)}),
+                Profile("batched", {"image": (one, four, eight)}),
+            ),
+            description=description,
         )
-    )
-
-
-def _image_profiles(tensor: str) -> tuple[Profile, ...]:
-    one, four, eight = (1, *IMAGE), (4, *IMAGE), (8, *IMAGE)
-    return (
-        Profile("realtime", {tensor: (one, one, one)}),
-        Profile("batched", {tensor: (one, four, eight)}),
     )
 
 
@@ -154,31 +163,21 @@ def export_emoca_size(
     def role(r: str, key: str) -> TensorSpec:
         return TensorSpec(r, "params", params, "float32", DECA_LAYOUT[key])
 
-    return _finish(
-        ModelManifest(
-            name=name,
-            task="face",
-            onnx_path=path.resolve(),
-            onnx_sha256=sha,
-            trained=False,
-            fps=30.0,
-            inputs=(TensorSpec("image", "image", ("batch", *IMAGE), "float32"),),
-            outputs=(
-                role("flame.expression", "exp"),
-                role("flame.head", "global_pose"),
-                role("flame.jaw", "jaw_pose"),
-                role("extra.flame.shape", "shape"),
-                role("extra.flame.texture", "tex"),
-                role("extra.camera", "cam"),
-                role("extra.light", "light"),
-            ),
-            state=(),
-            profiles=_image_profiles("image"),
-            description=(
-                "EMOCA-size encoder pair (DECA coarse ResNet-50 -> 236 DECA parameters, expression "
-                f"ResNet-50 -> 50 replacing the exp slot) for GPU benchmarks. {UNTRAINED}"
-            ),
-        )
+    return _face_manifest(
+        name,
+        path,
+        sha,
+        (
+            role("flame.expression", "exp"),
+            role("flame.head", "global_pose"),
+            role("flame.jaw", "jaw_pose"),
+            role("extra.flame.shape", "shape"),
+            role("extra.flame.texture", "tex"),
+            role("extra.camera", "cam"),
+            role("extra.light", "light"),
+        ),
+        "EMOCA-size encoder pair (DECA coarse ResNet-50 -> 236 DECA parameters, expression "
+        f"ResNet-50 -> 50 replacing the exp slot) for GPU benchmarks. {UNTRAINED}",
     )
 
 
