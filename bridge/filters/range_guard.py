@@ -34,14 +34,15 @@ class RangeGuard:
         self._lo = np.ascontiguousarray(r[:, 0])
         self._hi = np.ascontiguousarray(r[:, 1])
         # Neutral (zero) clamped into range is the "last good" value before any good frame.
-        self._last_good = np.clip(np.zeros_like(self._lo), self._lo, self._hi)
+        self._neutral = np.clip(np.zeros_like(self._lo), self._lo, self._hi)
+        self._last_good = self._neutral.copy()
         self._out = np.empty_like(self._lo)
         self.n_channels = r.shape[0]
         self.bad_frames = 0
         self.clamped_channels = 0
 
     def reset(self) -> None:
-        self._last_good = np.clip(np.zeros_like(self._lo), self._lo, self._hi)
+        self._last_good[:] = self._neutral
 
     def apply(self, frame: npt.ArrayLike) -> tuple[npt.NDArray[np.float32], bool]:
         """Guard one ``(n_channels,)`` frame. ``clamped_channels`` holds how many were clamped."""
