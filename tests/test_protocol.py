@@ -8,18 +8,29 @@ import pytest
 
 from bridge.protocol import (
     AudioInput,
+    BodyRig,
     ErrorCode,
     FaceFrame,
+    FaceRig,
     FeaturesInput,
     ImageInput,
     MotionFrame,
     OpenSession,
     ProtocolError,
+    decode_event,
     decode_frame,
     decode_request,
+    decode_rig,
     encode_face_frame,
     encode_motion_frame,
+    encode_rig,
     pack,
+)
+from bridge.protocol.events import (
+    FACE_EXPRESSION_NAMES,
+    FACE_EYELID_NAMES,
+    encode_closed_event,
+    encode_opened_event,
 )
 
 
@@ -220,3 +231,20 @@ def test_frame_with_wrong_array_size_is_rejected() -> None:
     with pytest.raises(ProtocolError) as info:
         decode_frame(msgpack.packb(good))
     assert info.value.code == ErrorCode.BAD_SIZE
+
+
+def test_events_round_trip() -> None:
+    body = BodyRig(("pelvis", "spine"), (-1, 0), np.array([[0, 1, 0], [0, 0.1, 0]]), ("Hips", "Spine"))
+    opened = decode_event(
+        encode_opened_event("a" * 16, pipeline="motion", model="m", fps=60, rig=encode_rig(body))
+    )
+    assert (opened.event, opened.pipeline, opened.model, opened.fps) == ("opened", "motion", "m", 60.0)
+    assert isinstance(opened.rig, BodyRig) and opened.rig.parents == (-1, 0)
+    np.testing.assert_allclose(opened.rig.rest_offsets, body.rest_offsets, atol=1e-7)
+    face = FaceRig(FACE_EXPRESSION_NAMES, FACE_EYELID_NAMES, ())
+    assert decode_rig(encode_rig(face)) == face
+    closed = decode_event(encode_closed_event("a" * 16, reason="client", frames_published=3))
+    assert (closed.event, closed.reason, closed.frames_published, closed.rig) == ("closed", "client", 3, None)
+    with pytest.raises(ProtocolError) as info:
+        decode_rig({**encode_rig(body), "parents": [0, 0]})
+    assert info.value.code == ErrorCode.BAD_VALUE

@@ -20,7 +20,8 @@ from bridge.harness.plots import plot_run
 from bridge.harness.run import HarnessReport, run_harness
 from bridge.outputs.bvh import write_bvh
 from bridge.outputs.recorder import Recording
-from bridge.outputs.session import SessionInfo, parse_rig
+from bridge.outputs.session import SessionInfo
+from bridge.protocol.events import BodyRig, decode_rig
 from bridge.serving.server import Bridge, ServeConfig
 from bridge.transport.zmq_sockets import TransportConfig
 
@@ -84,10 +85,9 @@ def run(args: argparse.Namespace) -> int:
         print("demo: a session failed; see the log above")
         return 1
     face, motion = reports["face"].tracks[0], reports["motion"].tracks[0]
-    rig = motion.opened["rig"]
-    info = SessionInfo(
-        motion.session, "motion", parse_rig(rig), fps=motion.opened["fps"], model=motion.opened["model"]
-    )
+    rig = decode_rig(motion.opened["rig"])
+    assert isinstance(rig, BodyRig)
+    info = SessionInfo(motion.session, "motion", rig, fps=motion.opened["fps"], model=motion.opened["model"])
     bvh = args.out / "dance.bvh"
     write_bvh(Recording(info, [r.frame for r in motion.frames]), bvh)
     png = plot_run(face, motion, rig, args.out / "demo.png")

@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from bridge.harness.run import SessionTrack
+from bridge.protocol.events import BodyRig
 from bridge.protocol.frames import FaceFrame, MotionFrame
 from bridge.rig.forward_kinematics import forward_kinematics_quat
 
 SKELETON_POSES = 8
 
 
-def plot_run(face: SessionTrack | None, motion: SessionTrack | None, rig: dict[str, Any], out: Path) -> Path:
+def plot_run(face: SessionTrack | None, motion: SessionTrack | None, rig: BodyRig, out: Path) -> Path:
     """Write a PNG with latency, channels and skeleton snapshots; matplotlib is imported only here."""
     import matplotlib
 
@@ -58,10 +58,8 @@ def plot_run(face: SessionTrack | None, motion: SessionTrack | None, rig: dict[s
     if motion_frames:
         joints = np.stack([f.joints for f in motion_frames])
         roots = np.stack([f.root for f in motion_frames])
-        offsets = np.frombuffer(rig["rest_offsets"], "<f4").reshape(-1, 3)
-        parents = tuple(rig["parents"])
-        positions, _ = forward_kinematics_quat(joints, roots, offsets, parents)
-        names = list(rig["joints"])
+        positions, _ = forward_kinematics_quat(joints, roots, rig.rest_offsets, rig.parents)
+        names = list(rig.joints)
         for name in ("left_wrist", "right_wrist", "left_ankle", "head"):
             if name in names:
                 ax_body.plot(positions[:, names.index(name), 1], lw=1, label=f"{name} height")
@@ -69,7 +67,7 @@ def plot_run(face: SessionTrack | None, motion: SessionTrack | None, rig: dict[s
     ax_body.set(xlabel="frame", ylabel="m", title="dance: joint heights (untrained reference model)")
 
     if len(positions):
-        parents = tuple(rig["parents"])
+        parents = rig.parents
         picks = np.linspace(0, len(positions) - 1, SKELETON_POSES).astype(int)
         for k, i in enumerate(picks):
             ax = fig.add_subplot(grid[2, k])

@@ -12,6 +12,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, TypeVar
 
+from bridge.protocol.events import Rig
 from bridge.protocol.requests import Input
 from bridge.runtime.engine import Engine
 
@@ -81,8 +82,8 @@ class Pipeline(ABC, Generic[StateT, StepT]):
         """Validate options (ProtocolError BAD_VALUE on a bad one) and allocate the session's state."""
 
     @abstractmethod
-    def rig(self, state: StateT) -> dict[str, Any]:
-        """The rig description sent once in the open reply and the `opened` event."""
+    def rig(self, state: StateT) -> Rig:
+        """The rig described once in the open reply and the `opened` event."""
 
     def validate(self, state: StateT, item: Input) -> None:
         """Checks that need the session (I/O thread, before queueing); raise ProtocolError to refuse."""

@@ -18,6 +18,7 @@ from bridge.pipelines.base import BatchResult, Pipeline, Step
 from bridge.pipelines.face_crop import FaceDetector, FaceTracker, crop_face
 from bridge.pipelines.options import check_options
 from bridge.pipelines.output_guard import FaceOutputGuard, stats_for
+from bridge.protocol.events import FACE_EXPRESSION_NAMES, FACE_EYELID_NAMES, FaceRig
 from bridge.protocol.frames import encode_face_frame
 from bridge.protocol.requests import ImageInput, Input
 from bridge.rig import flame
@@ -34,7 +35,6 @@ _ROLES = {
     "flame.head": flame.HEAD,
     "flame.eyelids": flame.EYELIDS,
 }
-_COORDINATES = {"handedness": "right", "up": "+y", "forward": "+z", "units": "m"}
 
 
 @dataclass
@@ -75,16 +75,8 @@ class FacePipeline(Pipeline[FaceState, np.ndarray | None]):
             blendshapes=options.get("blendshapes", True),
         )
 
-    def rig(self, state: FaceState) -> dict[str, Any]:
-        return {
-            "kind": "face",
-            "coordinates": _COORDINATES,
-            "quaternion_order": "xyzw",
-            "expression": [f"Exp{i:02d}" for i in range(flame.N_EXPRESSION)],
-            "eyelids": ["EyelidLeft", "EyelidRight"],
-            "rotations": ["head", "jaw"],
-            "blendshapes": list(ARKIT_NAMES) if state.blendshapes else [],
-        }
+    def rig(self, state: FaceState) -> FaceRig:
+        return FaceRig(FACE_EXPRESSION_NAMES, FACE_EYELID_NAMES, ARKIT_NAMES if state.blendshapes else ())
 
     def prepare(self, state: FaceState, item: Input) -> list[Step[np.ndarray | None]]:
         assert isinstance(item, ImageInput)

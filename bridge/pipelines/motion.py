@@ -30,6 +30,7 @@ from bridge.pipelines.options import check_options
 from bridge.pipelines.output_guard import RESTART_AFTER, stats_for
 from bridge.protocol.codec import ProtocolError
 from bridge.protocol.errors import ErrorCode
+from bridge.protocol.events import BodyRig
 from bridge.protocol.requests import AudioInput, FeaturesInput, Input
 from bridge.rig import smpl
 from bridge.runtime.engine import Engine
@@ -44,8 +45,9 @@ DEFAULT_SMOOTHING = 0.5
 MODES = ("realtime", "offline")
 OFFLINE_MAX_STEPS = 128  # time length of one offline engine call
 POST_WORKERS = 4
-_COORDINATES = {"handedness": "right", "up": "+y", "forward": "+z", "units": "m"}
-_REST_OFFSETS = np.asarray(smpl.REST_OFFSETS, dtype="<f4").tobytes()
+_RIG = BodyRig(
+    smpl.JOINT_NAMES, smpl.PARENTS, smpl.REST_OFFSETS, tuple(name or "" for name in smpl.UNITY_BONE_NAMES)
+)
 
 
 @dataclass
@@ -100,16 +102,8 @@ class MotionPipeline(Pipeline[MotionState, np.ndarray]):
             options=options,
         )
 
-    def rig(self, state: MotionState) -> dict[str, Any]:
-        return {
-            "kind": "body",
-            "coordinates": _COORDINATES,
-            "quaternion_order": "xyzw",
-            "joints": list(smpl.JOINT_NAMES),
-            "parents": list(smpl.PARENTS),
-            "rest_offsets": _REST_OFFSETS,
-            "humanoid": [name or "" for name in smpl.UNITY_BONE_NAMES],
-        }
+    def rig(self, state: MotionState) -> BodyRig:
+        return _RIG
 
     def validate(self, state: MotionState, item: Input) -> None:
         if isinstance(item, FeaturesInput) and item.rows.shape[1] != FEATURE_COLS:

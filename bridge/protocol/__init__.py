@@ -1,4 +1,4 @@
-"""The wire contract (docs/protocol.md): message types, error codes and the msgpack codec.
+"""The wire contract (docs/protocol.md): message types, events, error codes and the msgpack codec.
 
 A leaf package: it imports nothing else from bridge, so a client needs only this to talk to the bridge.
 """
@@ -7,6 +7,16 @@ from __future__ import annotations
 
 from bridge.protocol.codec import ProtocolError, pack, unpack_map
 from bridge.protocol.errors import ErrorCode
+from bridge.protocol.events import (
+    BodyRig,
+    FaceRig,
+    Rig,
+    SessionEvent,
+    decode_event,
+    decode_rig,
+    encode_rig,
+    event_topic,
+)
 from bridge.protocol.frames import (
     FaceFrame,
     Frame,
@@ -36,9 +46,11 @@ __all__ = [
     "DEFAULT_REQUEST_PORT",
     "PROTOCOL_VERSION",
     "AudioInput",
+    "BodyRig",
     "CloseSession",
     "ErrorCode",
     "FaceFrame",
+    "FaceRig",
     "FeaturesInput",
     "Frame",
     "Hello",
@@ -50,10 +62,16 @@ __all__ = [
     "Ping",
     "ProtocolError",
     "Request",
+    "Rig",
+    "SessionEvent",
+    "decode_event",
     "decode_frame",
     "decode_request",
+    "decode_rig",
     "encode_face_frame",
     "encode_motion_frame",
+    "encode_rig",
+    "event_topic",
     "frame_topic",
     "pack",
     "unpack_map",

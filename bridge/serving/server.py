@@ -25,8 +25,9 @@ import zmq
 from bridge import __version__
 from bridge.pipelines.base import Pipeline
 from bridge.pipelines.registry import PIPELINES
-from bridge.protocol.codec import ProtocolError, pack, unpack_map
+from bridge.protocol.codec import ProtocolError, unpack_map
 from bridge.protocol.errors import ErrorCode
+from bridge.protocol.events import encode_closed_event, encode_opened_event, encode_rig, event_topic
 from bridge.protocol.replies import error_reply, reply
 from bridge.protocol.requests import (
     AudioInput,
@@ -42,7 +43,7 @@ from bridge.protocol.requests import (
     decode_request,
     request_id_of,
 )
-from bridge.protocol.versions import EVENT_TOPIC_PREFIX, FRAME_TOPIC_PREFIX, PROTOCOL_VERSION
+from bridge.protocol.versions import FRAME_TOPIC_PREFIX
 from bridge.runtime.engine import Engine
 from bridge.runtime.manifest import ManifestError, find_manifests
 from bridge.serving.scheduler import Scheduler
@@ -299,13 +300,13 @@ class Bridge:
         session = Session(self.sessions.new_id(), pipeline, state, envelope)
         self.sessions.add(session)
         self.stats.sessions_opened += 1
-        description = {
+        description: dict[str, Any] = {
             "pipeline": pipeline.name,
             "model": model,
             "fps": pipeline.fps,
-            "rig": pipeline.rig(state),
+            "rig": encode_rig(pipeline.rig(state)),
         }
-        self._event(session, "opened", **description)
+        self.sockets.publish(event_topic(session.id), encode_opened_event(session.id, **description))
         extra: dict[str, Any] = {"feature_cols": 35} if "features" in pipeline.accepts else {}
         self._send(
             envelope,
@@ -350,11 +351,8 @@ class Bridge:
 
     def _end_session(self, session: Session, reason: str) -> None:
         if self.sessions.remove(session.id) is not None:
-            self._event(session, "closed", reason=reason, frames_published=session.frames_published)
-
-    def _event(self, session: Session, event: str, **fields: Any) -> None:
-        message = {"op": "event", "v": PROTOCOL_VERSION, "session": session.id, "event": event, **fields}
-        self.sockets.publish(EVENT_TOPIC_PREFIX + session.id.encode(), pack(message))
+            closed = encode_closed_event(session.id, reason=reason, frames_published=session.frames_published)
+            self.sockets.publish(event_topic(session.id), closed)
 
     def _model_list(self) -> list[dict[str, Any]]:
         return [
