@@ -35,8 +35,9 @@ SubjectPose FaceSubjectMapper::pose(const DecodedFrame& decoded) const {
     }
     SubjectPose p;
     p.seq = f->header.seq;
+    const Quat jaw = quatAt(f->jaw);
     const Quat head = UnrealAxes::rotation(quatAt(f->head));
-    p.rotations = {head, UnrealAxes::rotation(quatAt(f->jaw))};
+    p.rotations = {head, UnrealAxes::rotation(jaw)};
     p.translations = {Vec3{}, Vec3{}};
     p.curves.reserve(layout_.curveNames.size());
 
@@ -48,7 +49,7 @@ SubjectPose FaceSubjectMapper::pose(const DecodedFrame& decoded) const {
             }
         }
     } else {
-        arkit = FlameToArkit::map(f->expression, f->eyelids, quatAt(f->jaw));
+        arkit = FlameToArkit::map(f->expression, f->eyelids, jaw);
     }
     p.curves.assign(arkit.begin(), arkit.end());
     for (std::size_t i = 0; i < f->expression.size(); ++i) {
