@@ -125,8 +125,9 @@ void FAvatarBridgeSource::Update()
 	TSet<FName> Live;
 	for (const auto& Feed : *Feeds)
 	{
-		Live.Add(ToName(Feed->name()));
-		UpdateSubject(*Feed, PlatformNowSeconds, WallNowNs);
+		const FName Name = ToName(Feed->name());
+		Live.Add(Name);
+		UpdateSubject(*Feed, Name, PlatformNowSeconds, WallNowNs);
 	}
 	// Observed sessions that closed: their subjects go away with them.
 	for (auto It = Subjects.CreateIterator(); It; ++It)
@@ -139,14 +140,13 @@ void FAvatarBridgeSource::Update()
 	}
 }
 
-void FAvatarBridgeSource::UpdateSubject(avatar_bridge::SubjectFeed& Feed, double PlatformNowSeconds, int64 WallNowNs)
+void FAvatarBridgeSource::UpdateSubject(avatar_bridge::SubjectFeed& Feed, FName Name, double PlatformNowSeconds, int64 WallNowNs)
 {
 	const auto Attachment = Feed.attachment();
 	if (!Attachment)
 	{
 		return;  // not (re)opened yet: the subject keeps its last pose until frames flow again
 	}
-	const FName Name = ToName(Feed.name());
 	const FLiveLinkSubjectKey Key(SourceGuid, Name);
 	FSubjectState& State = Subjects.FindOrAdd(Name);
 	if (State.PushedVersion != Attachment->version)

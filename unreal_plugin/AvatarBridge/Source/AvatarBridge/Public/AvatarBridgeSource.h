@@ -57,7 +57,7 @@ private:
 		uint64 ReportedErrors = 0;
 	};
 
-	void UpdateSubject(avatar_bridge::SubjectFeed& Feed, double PlatformNowSeconds, int64 WallNowNs);
+	void UpdateSubject(avatar_bridge::SubjectFeed& Feed, FName Name, double PlatformNowSeconds, int64 WallNowNs);
 	void PushStaticData(const FLiveLinkSubjectKey& Key, const avatar_bridge::SubjectLayout& Layout) const;
 	void PushFrame(const FLiveLinkSubjectKey& Key, const avatar_bridge::SubjectPose& Pose, double FrameSeconds,
 		const FString& Session) const;
