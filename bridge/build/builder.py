@@ -25,7 +25,7 @@ from bridge.build.profiles import apply_profiles, check_profiles, network_inputs
 from bridge.build.progress import PhaseBars, progress_monitor
 from bridge.build.timing_cache import attach_timing_cache, save_timing_cache
 from bridge.build.trtlog import recent_errors, trt_logger
-from bridge.runtime.cuda import format_cuda_version
+from bridge.runtime.cuda import format_compute_capability, format_cuda_version
 from bridge.runtime.manifest import ModelManifest, Profile, load_manifest, sha256_file, validate_against_onnx
 
 if TYPE_CHECKING:
@@ -69,8 +69,8 @@ class BuildRequest:
             cmd += ["--workspace", str(self.workspace_bytes)]
         if self.timing_cache is not None:
             cmd += ["--timing-cache", str(self.timing_cache.resolve())]
-        for a, b in self.compute_capabilities or ():
-            cmd += ["--compute-capability", f"{a}.{b}"]
+        for cc in self.compute_capabilities or ():
+            cmd += ["--compute-capability", format_compute_capability(cc)]
         if self.optimization_level is not None:
             cmd += ["--opt-level", str(self.optimization_level)]
         return tuple(cmd)
@@ -102,7 +102,7 @@ def _build_host(host: HostSnapshot) -> BuildHost:
         system=host.system,
         machine=host.machine,
         gpu_name=dev.name if dev else None,
-        compute_capability=f"{dev.compute_capability[0]}.{dev.compute_capability[1]}" if dev else None,
+        compute_capability=format_compute_capability(dev.compute_capability) if dev else None,
         driver_release=host.cuda.driver_release,
         driver_cuda=format_cuda_version(host.cuda.driver_cuda),
         runtime_cuda=format_cuda_version(host.cuda.runtime_cuda),
@@ -112,7 +112,7 @@ def _build_host(host: HostSnapshot) -> BuildHost:
 def _targets(flavour: Flavour, request: BuildRequest, build_host: BuildHost) -> tuple[str, ...]:
     if flavour.is_rtx:
         ccs = request.compute_capabilities or flavour.default_targets()
-        return tuple(f"{a}.{b}" for a, b in ccs)
+        return tuple(format_compute_capability(cc) for cc in ccs)
     if build_host.compute_capability is None:
         raise BuildError(
             f"{flavour.name} {flavour.version} builds for the GPU it runs on, and this machine has none; "

@@ -14,7 +14,7 @@ from pathlib import Path
 from bridge.build.flavour import RTX_SUPPORTED_CCS
 from bridge.build.host import HostSnapshot
 from bridge.build.plan_manifest import PlanManifest
-from bridge.runtime.cuda import format_cuda_version
+from bridge.runtime.cuda import format_compute_capability, format_cuda_version
 from bridge.runtime.manifest import sha256_file
 
 __all__ = ["Mismatch", "PlanMismatchError", "check_plan", "raise_on_mismatch"]
@@ -47,17 +47,13 @@ class PlanMismatchError(RuntimeError):
         super().__init__(f"refusing TensorRT plan {plan}:\n{lines}\n{fix}")
 
 
-def _cc(cc: tuple[int, int]) -> str:
-    return f"{cc[0]}.{cc[1]}"
-
-
 def _gpu_mismatches(pm: PlanManifest, host: HostSnapshot, device: int) -> list[Mismatch]:
     dev = host.device(device)
     if dev is None:
         why = f"no usable GPU ({host.cuda.problem or f'no CUDA device {device}'})"
         return [Mismatch("GPU", f"compute capability {', '.join(pm.targets)}", why, rebuild_fixes=False)]
     out: list[Mismatch] = []
-    here = _cc(dev.compute_capability)
+    here = format_compute_capability(dev.compute_capability)
     if pm.flavour == "tensorrt_rtx" and dev.compute_capability not in RTX_SUPPORTED_CCS:
         out.append(
             Mismatch(

@@ -10,7 +10,7 @@ from bridge.build.flavour import RTX_SUPPORTED_CCS
 from bridge.build.host import HostSnapshot, snapshot
 from bridge.build.plan_manifest import PlanManifestError
 from bridge.build.rebuild import checked_plan
-from bridge.runtime.cuda import format_cuda_version
+from bridge.runtime.cuda import format_compute_capability, format_cuda_version
 
 __all__ = ["PlanStatus", "Report", "diagnose", "render"]
 
@@ -80,7 +80,7 @@ def render(report: Report) -> str:
         lines.append(f"  none: this machine has no usable NVIDIA GPU ({c.problem})")
     for d in c.devices:
         lines.append(
-            f"  {d.index}: {d.name}, compute capability {d.compute_capability[0]}.{d.compute_capability[1]}, "
+            f"  {d.index}: {d.name}, compute capability {format_compute_capability(d.compute_capability)}, "
             f"{d.total_memory / 2**30:.0f} GiB"
         )
     lines.append("Backends that can run here:")

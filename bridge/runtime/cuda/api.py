@@ -33,6 +33,7 @@ __all__ = [
     "capture_graph",
     "copy_device_to_host",
     "copy_host_to_device",
+    "format_compute_capability",
     "format_cuda_version",
     "query_environment",
     "set_device",
@@ -76,6 +77,11 @@ def _handle(obj: Any) -> int:
 def format_cuda_version(v: int | None) -> str | None:
     """CUDA's 1000*major + 10*minor encoding -> "13.0"."""
     return None if v is None else f"{v // 1000}.{(v % 1000) // 10}"
+
+
+def format_compute_capability(cc: tuple[int, int]) -> str:
+    """(8, 6) -> "8.6": how plan manifests, flags and reports write a compute capability."""
+    return f"{cc[0]}.{cc[1]}"
 
 
 # ---------------------------------------------------------------------------------------------------

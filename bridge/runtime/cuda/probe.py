@@ -28,6 +28,7 @@ from bridge.runtime.cuda.api import (
     capture_graph,
     copy_device_to_host,
     copy_host_to_device,
+    format_compute_capability,
     format_cuda_version,
     query_environment,
 )
@@ -196,7 +197,7 @@ def main() -> None:
         "devices": [
             {
                 "name": d.name,
-                "cc": f"{d.compute_capability[0]}.{d.compute_capability[1]}",
+                "cc": format_compute_capability(d.compute_capability),
                 "GiB": d.total_memory >> 30,
             }
             for d in env.devices
