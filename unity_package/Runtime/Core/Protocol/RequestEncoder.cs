@@ -1,5 +1,6 @@
 using System;
 using System.Collections.Generic;
+using System.Runtime.InteropServices;
 using AvatarBridge.Core.MsgPack;
 
 namespace AvatarBridge.Core.Protocol
@@ -90,14 +91,8 @@ namespace AvatarBridge.Core.Protocol
         }
 
         /// <summary>Mono float samples sent as f32le (no conversion: the platform is little-endian).</summary>
-        public static void Audio(MsgPackWriter w, ulong id, string session, ulong seq, long captureNs, int rate, ReadOnlySpan<float> samples, bool ack)
-        {
-            InputHeader(w, id, session, "audio", seq, captureNs, ack, 3);
-            Pair(w, "rate", rate);
-            Pair(w, "format", "f32le");
-            w.Write("data");
-            w.WriteFloat32Binary(samples);
-        }
+        public static void Audio(MsgPackWriter w, ulong id, string session, ulong seq, long captureNs, int rate, ReadOnlySpan<float> samples, bool ack) =>
+            Audio(w, id, session, seq, captureNs, rate, "f32le", MemoryMarshal.AsBytes(samples), ack);
 
         static void InputHeader(MsgPackWriter w, ulong id, string session, string kind, ulong seq, long captureNs, bool ack, int extraKeys)
         {
