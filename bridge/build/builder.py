@@ -26,7 +26,14 @@ from bridge.build.progress import PhaseBars, progress_monitor
 from bridge.build.timing_cache import attach_timing_cache, save_timing_cache
 from bridge.build.trtlog import recent_errors, trt_logger
 from bridge.runtime.cuda import format_compute_capability, format_cuda_version
-from bridge.runtime.manifest import ModelManifest, Profile, load_manifest, sha256_file, validate_against_onnx
+from bridge.runtime.manifest import (
+    ModelManifest,
+    Profile,
+    load_manifest,
+    manifest_path_for,
+    sha256_file,
+    validate_against_onnx,
+)
 
 if TYPE_CHECKING:
     import tensorrt_rtx as trt
@@ -92,7 +99,7 @@ def resolve_source(source: Path) -> tuple[Path, ModelManifest | None]:
         return manifest.onnx_path, manifest
     if source.suffix != ".onnx":
         raise BuildError(f"{source}: expected an .onnx file or a model manifest (.manifest.json)")
-    beside = source.with_name(source.stem + ".manifest.json")
+    beside = manifest_path_for(source)
     return source.resolve(), load_manifest(beside) if beside.is_file() else None
 
 
