@@ -24,7 +24,7 @@ import numpy as np
 
 from bridge.harness.client import BridgeClient
 from bridge.harness.process import BridgeProcess
-from bridge.harness.run import run_harness
+from bridge.harness.run import percentile, run_harness
 from bridge.media.music import synthesize_music
 from bridge.pipelines.music_features import MusicFeatureStream
 from bridge.protocol.frames import decode_frame, encode_motion_frame
@@ -32,10 +32,6 @@ from bridge.runtime.engine import Engine
 
 ROOT = Path(__file__).resolve().parents[1]
 SESSION_COUNTS = (1, 4, 16)
-
-
-def pct(values: list[float] | np.ndarray, q: float) -> float:
-    return float(np.percentile(np.asarray(values, dtype=np.float64), q))
 
 
 def music_feature_rows(seconds: float) -> np.ndarray:
@@ -61,14 +57,14 @@ def bench_sessions(port: int, sessions: int, seconds: float, rows: np.ndarray | 
         "frames_lost": report.frames_lost,
         "errors": len(report.errors),
         "fps_per_session": report.fps_per_session,
-        "latency_ms_p50": pct(latency_ms, 50),
-        "latency_ms_p99": pct(latency_ms, 99),
-        "engine_ms_p50": pct(engine_ms, 50),
-        "engine_ms_p99": pct(engine_ms, 99),
-        "overhead_ms_p50": pct(overhead, 50),
-        "overhead_ms_p99": pct(overhead, 99),
-        "bridge_overhead_ms_p50": pct(in_bridge, 50),
-        "bridge_overhead_ms_p99": pct(in_bridge, 99),
+        "latency_ms_p50": percentile(latency_ms, 50),
+        "latency_ms_p99": percentile(latency_ms, 99),
+        "engine_ms_p50": percentile(engine_ms, 50),
+        "engine_ms_p99": percentile(engine_ms, 99),
+        "overhead_ms_p50": percentile(overhead, 50),
+        "overhead_ms_p99": percentile(overhead, 99),
+        "bridge_overhead_ms_p50": percentile(in_bridge, 50),
+        "bridge_overhead_ms_p99": percentile(in_bridge, 99),
         "mean_batch": report.mean_batch,
     }
 
@@ -84,7 +80,7 @@ def bench_open(port: int, count: int = 200) -> dict[str, float]:
             client.close_session(sid)
     finally:
         client.close()
-    return {"open_ms_p50": pct(times, 50), "open_ms_p99": pct(times, 99)}
+    return {"open_ms_p50": percentile(times, 50), "open_ms_p99": percentile(times, 99)}
 
 
 def bench_codec(count: int = 20000) -> dict[str, float]:

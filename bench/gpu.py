@@ -40,6 +40,7 @@ import numpy as np
 import torch
 
 from bridge.cli.bench import add_arguments
+from bridge.harness.run import percentile
 from bridge.media.face_video import FaceVideo
 from bridge.models.export import export_emoca_size
 from bridge.pipelines.base import Pipeline
@@ -205,7 +206,7 @@ def record(
     model: str, sessions: int, m: Measured, stats: BridgeStats, baseline_ms: float, mem: dict[str, float]
 ) -> dict[str, Any]:
     steps = np.asarray(m.steps_ms)
-    p50, p99 = float(np.percentile(steps, 50)), float(np.percentile(steps, 99))
+    p50, p99 = percentile(steps, 50), percentile(steps, 99)
     mean = float(steps.mean())
     compute = np.asarray(m.compute_ms)
     per_session_step = mean / sessions
@@ -216,8 +217,8 @@ def record(
         "p99_ms": round(p99, 3),
         "mean_ms": round(mean, 3),
         "max_ms": round(float(steps.max()), 3),
-        "compute_p50_ms": round(float(np.percentile(compute, 50)), 3),
-        "compute_p99_ms": round(float(np.percentile(compute, 99)), 3),
+        "compute_p50_ms": round(percentile(compute, 50), 3),
+        "compute_p99_ms": round(percentile(compute, 99), 3),
         "fps_per_session": round(m.frames / sessions / m.seconds, 2),
         "within_frame": p99 <= FRAME_MS,
         "ticks": len(steps),

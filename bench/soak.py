@@ -28,7 +28,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from bridge.harness.client import BridgeClient
 from bridge.harness.process import BridgeProcess
-from bridge.harness.run import SessionTrack
+from bridge.harness.run import SessionTrack, percentile
 from bridge.harness.sources import audio_chunks, face_frames
 from bridge.pipelines.music_features import MusicFeatureStream
 
@@ -205,8 +205,8 @@ def _report(
         ms = np.array([x for t in tracks if t.pipeline == pipeline for x in t.latencies_ns], np.float64) / 1e6
         if ms.size:
             latency[pipeline] = {
-                "p50": float(np.percentile(ms, 50)),
-                "p99": float(np.percentile(ms, 99)),
+                "p50": percentile(ms, 50),
+                "p99": percentile(ms, 99),
                 "max": float(ms.max()),
             }
 

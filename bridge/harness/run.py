@@ -9,12 +9,19 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from bridge.harness.client import BridgeClient, ReceivedFrame
 from bridge.harness.sources import audio_chunks, face_frames
 from bridge.protocol.frames import FaceFrame, MotionFrame
 
 DRAIN_S = 2.0  # after the last input, wait this long at most for the remaining frames
+
+
+def percentile(values: npt.ArrayLike, q: float) -> float:
+    """The q-th percentile of `values` as a float; NaN when there are none."""
+    array = np.asarray(values, dtype=np.float64)
+    return float(np.percentile(array, q)) if array.size else float("nan")
 
 
 @dataclass
@@ -186,9 +193,6 @@ def _report(
     engine = np.array([x for t in tracks for x in t.engine_us], dtype=np.float64) / 1e3
     batches = np.array([x for t in tracks for x in t.batches], dtype=np.float64)
 
-    def pct(values: np.ndarray, q: float) -> float:
-        return float(np.percentile(values, q)) if values.size else float("nan")
-
     return HarnessReport(
         pipeline=pipeline,
         sessions=sessions,
@@ -200,10 +204,10 @@ def _report(
         frames_lost=max(0, published - received),
         invalid_frames=len(client.invalid_frames) + sum(len(t.violations) for t in tracks),
         errors=[f"{e.get('name')}: {e.get('message')}" for e in client.errors],
-        latency_ms_p50=pct(latencies, 50),
-        latency_ms_p99=pct(latencies, 99),
+        latency_ms_p50=percentile(latencies, 50),
+        latency_ms_p99=percentile(latencies, 99),
         latency_ms_max=float(latencies.max()) if latencies.size else float("nan"),
-        engine_ms_p50=pct(engine, 50),
+        engine_ms_p50=percentile(engine, 50),
         mean_batch=float(batches.mean()) if batches.size else 0.0,
         fps_per_session=received / sessions / seconds if seconds else 0.0,
         tracks=tracks,
