@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
-#include <string_view>
 
 #include "avatar_bridge/ArkitNames.hpp"
 
@@ -23,38 +22,48 @@ constexpr float kJawSideFull = 0.15f;  // radians of lateral jaw for JawLeft/Jaw
 constexpr float kPsiFull = 2.0f;       // expression components are ~unit variance; 2 sigma drives a shape fully
 
 struct Term {
-    std::string_view shape;
+    std::size_t shape;  // index in kArkitNames, looked up at compile time
     std::size_t input;
     float gain;
 };
 
 // Same terms and gains as the bridge's default heuristic; see that file for the assumptions behind them.
 constexpr Term kTerms[] = {
-    {"JawOpen", kJawX, 1.0f / kJawOpenFull},
-    {"JawLeft", kJawY, 1.0f / kJawSideFull},
-    {"JawRight", kJawY, -1.0f / kJawSideFull},
-    {"EyeBlinkLeft", kEyelidLeft, 1.0f},
-    {"EyeBlinkRight", kEyelidRight, 1.0f},
-    {"MouthLowerDownLeft", 0, 0.6f / kPsiFull},
-    {"MouthLowerDownRight", 0, 0.6f / kPsiFull},
-    {"MouthUpperUpLeft", 0, 0.6f / kPsiFull},
-    {"MouthUpperUpRight", 0, 0.6f / kPsiFull},
-    {"MouthSmileLeft", 1, 1.0f / kPsiFull},
-    {"MouthSmileRight", 1, 1.0f / kPsiFull},
-    {"CheekSquintLeft", 1, 0.5f / kPsiFull},
-    {"CheekSquintRight", 1, 0.5f / kPsiFull},
-    {"MouthFrownLeft", 1, -1.0f / kPsiFull},
-    {"MouthFrownRight", 1, -1.0f / kPsiFull},
-    {"BrowInnerUp", 2, 1.0f / kPsiFull},
-    {"BrowOuterUpLeft", 2, 0.8f / kPsiFull},
-    {"BrowOuterUpRight", 2, 0.8f / kPsiFull},
-    {"BrowDownLeft", 2, -1.0f / kPsiFull},
-    {"BrowDownRight", 2, -1.0f / kPsiFull},
-    {"MouthPucker", 3, 1.0f / kPsiFull},
-    {"MouthFunnel", 3, 0.5f / kPsiFull},
-    {"MouthStretchLeft", 3, -0.7f / kPsiFull},
-    {"MouthStretchRight", 3, -0.7f / kPsiFull},
+    {arkitIndex("JawOpen"), kJawX, 1.0f / kJawOpenFull},
+    {arkitIndex("JawLeft"), kJawY, 1.0f / kJawSideFull},
+    {arkitIndex("JawRight"), kJawY, -1.0f / kJawSideFull},
+    {arkitIndex("EyeBlinkLeft"), kEyelidLeft, 1.0f},
+    {arkitIndex("EyeBlinkRight"), kEyelidRight, 1.0f},
+    {arkitIndex("MouthLowerDownLeft"), 0, 0.6f / kPsiFull},
+    {arkitIndex("MouthLowerDownRight"), 0, 0.6f / kPsiFull},
+    {arkitIndex("MouthUpperUpLeft"), 0, 0.6f / kPsiFull},
+    {arkitIndex("MouthUpperUpRight"), 0, 0.6f / kPsiFull},
+    {arkitIndex("MouthSmileLeft"), 1, 1.0f / kPsiFull},
+    {arkitIndex("MouthSmileRight"), 1, 1.0f / kPsiFull},
+    {arkitIndex("CheekSquintLeft"), 1, 0.5f / kPsiFull},
+    {arkitIndex("CheekSquintRight"), 1, 0.5f / kPsiFull},
+    {arkitIndex("MouthFrownLeft"), 1, -1.0f / kPsiFull},
+    {arkitIndex("MouthFrownRight"), 1, -1.0f / kPsiFull},
+    {arkitIndex("BrowInnerUp"), 2, 1.0f / kPsiFull},
+    {arkitIndex("BrowOuterUpLeft"), 2, 0.8f / kPsiFull},
+    {arkitIndex("BrowOuterUpRight"), 2, 0.8f / kPsiFull},
+    {arkitIndex("BrowDownLeft"), 2, -1.0f / kPsiFull},
+    {arkitIndex("BrowDownRight"), 2, -1.0f / kPsiFull},
+    {arkitIndex("MouthPucker"), 3, 1.0f / kPsiFull},
+    {arkitIndex("MouthFunnel"), 3, 0.5f / kPsiFull},
+    {arkitIndex("MouthStretchLeft"), 3, -0.7f / kPsiFull},
+    {arkitIndex("MouthStretchRight"), 3, -0.7f / kPsiFull},
 };
+
+constexpr bool allArkitNames() {
+    for (const Term& t : kTerms) {
+        if (t.shape >= kArkitNames.size()) {
+            return false;
+        }
+    }
+    return true;
+}
+static_assert(allArkitNames(), "every term must name an ARKit shape");
 
 // Axis-angle (axis * angle, radians) of a unit quaternion, taking the short way (angle in [0, pi]).
 Vec3 axisAngle(const Quat& q) {
@@ -83,7 +92,7 @@ FlameToArkit::Weights FlameToArkit::map(const F32View& expression, const F32View
     }
     Weights out{};
     for (const Term& t : kTerms) {
-        out[arkitIndex(t.shape)] += t.gain * in[t.input];
+        out[t.shape] += t.gain * in[t.input];
     }
     for (float& w : out) {
         w = std::isfinite(w) ? std::clamp(w, 0.0f, 1.0f) : 0.0f;
