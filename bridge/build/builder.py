@@ -43,7 +43,6 @@ __all__ = ["BuildRequest", "BuildResult", "build_engine", "resolve_source"]
 log = logging.getLogger(__name__)
 
 _FLAVOUR_FLAG = {"tensorrt": "tensorrt", "tensorrt_rtx": "rtx"}
-_PLAN_TAG = {"tensorrt": "trt", "tensorrt_rtx": "rtx"}
 
 
 @dataclass(frozen=True)
@@ -222,7 +221,7 @@ def build_engine(request: BuildRequest, *, host: HostSnapshot | None = None) -> 
     )
     profiles = select_profiles(manifest, request.profile_flags, request.tiers)
     out_dir = request.out_dir or onnx_path.parent
-    tag = _PLAN_TAG[flavour.name]
+    tag = flavour.plan_tag
     if not request.per_tier or not profiles:
         name = f"{onnx_path.stem}.{tag}.plan"
         return [_build_one(flavour, request, onnx_path, onnx_sha256, manifest, profiles, out_dir, name, host)]

@@ -76,6 +76,11 @@ class Flavour:
         return self.name == "tensorrt_rtx"
 
     @property
+    def plan_tag(self) -> str:
+        """The flavour's part of a plan's file name: `<stem>.trt.plan`, `<stem>.rtx.plan`."""
+        return "rtx" if self.is_rtx else "trt"
+
+    @property
     def builds_without_gpu(self) -> bool:
         return self.is_rtx
 

@@ -19,8 +19,6 @@ if TYPE_CHECKING:
 
 __all__ = ["EngineLoadError", "LoadedEngine", "find_plan", "load_engine"]
 
-_PLAN_TAGS = {"tensorrt": "trt", "tensorrt_rtx": "rtx"}
-
 
 class EngineLoadError(RuntimeError):
     """The plan passed the manifest check but TensorRT still refused it; the message has TensorRT's reason."""
@@ -39,7 +37,7 @@ def find_plan(model: ModelManifest, flavours: list[Flavour] | None = None) -> Pa
     """`<stem>.trt.plan` or `<stem>.rtx.plan` beside the model's ONNX, for the installed flavours in order."""
     flavours = installed_flavours() if flavours is None else flavours
     stem = model.onnx_path.with_suffix("")
-    tried = [stem.with_name(f"{stem.name}.{_PLAN_TAGS[f.name]}.plan") for f in flavours]
+    tried = [stem.with_name(f"{stem.name}.{f.plan_tag}.plan") for f in flavours]
     for plan in tried:
         if plan.is_file():
             return plan
