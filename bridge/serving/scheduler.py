@@ -35,7 +35,6 @@ from typing import Any
 from bridge.pipelines.base import Pipeline
 from bridge.protocol.errors import ErrorCode
 from bridge.protocol.requests import Input
-from bridge.protocol.versions import FRAME_TOPIC_PREFIX
 from bridge.serving.sessions import Session
 from bridge.serving.stats import BridgeStats
 
@@ -227,15 +226,15 @@ class Scheduler:
             s.out_seq += len(payloads)
             if s.closed:  # closed while its step ran: its frames go nowhere, the others' are untouched
                 continue
-            topic = FRAME_TOPIC_PREFIX + s.id.encode()
             for payload in payloads:
                 # Counted before the send: a subscriber must never hold a frame that a racing `close`
                 # reply or `closed` event leaves out of frames_published.
                 s.frames_published += 1
-                if self._publish(topic, payload):
+                if self._publish(s.topic, payload):
                     published += 1
                 else:
                     s.frames_published -= 1
+                    s.frames_dropped += 1
                     dropped += 1
         t2 = time.perf_counter()
         self._stats.observe("publish", t2 - t1)

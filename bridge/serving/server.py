@@ -43,7 +43,6 @@ from bridge.protocol.requests import (
     decode_request,
     request_id_of,
 )
-from bridge.protocol.versions import FRAME_TOPIC_PREFIX
 from bridge.runtime.engine import Engine
 from bridge.runtime.manifest import ManifestError, find_manifests
 from bridge.serving.scheduler import Scheduler
@@ -102,7 +101,7 @@ class Bridge:
         self.schedulers: dict[tuple[str, str], Scheduler] = {
             (name, model): Scheduler(
                 p,
-                self._publish_frame,
+                self.sockets.publish,
                 self._report_error,
                 self.stats.child(model),
                 max_pending=config.max_pending,
@@ -314,7 +313,7 @@ class Bridge:
                 "open",
                 request.id,
                 session=session.id,
-                topic=session.topic,
+                topic=session.topic.decode(),
                 accepts=list(pipeline.accepts),
                 **description,
                 **extra,
@@ -374,15 +373,6 @@ class Bridge:
             self.sockets.router.send_multipart((*envelope, payload), flags=zmq.NOBLOCK)
         except zmq.Again:
             self.stats.replies_dropped += 1
-
-    def _publish_frame(self, topic: bytes, payload: bytes) -> bool:
-        """Publish for a scheduler, counting a frame libzmq could not queue against its session."""
-        if self.sockets.publish(topic, payload):
-            return True
-        session = self.sessions.get(topic[len(FRAME_TOPIC_PREFIX) :].decode())
-        if session is not None:
-            session.frames_dropped += 1
-        return False
 
     def _error(
         self,

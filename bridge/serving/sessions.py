@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bridge.pipelines.base import Pipeline, Step
+from bridge.protocol.frames import frame_topic
 from bridge.protocol.requests import Input
 from bridge.protocol.versions import SESSION_ID_LENGTH
 
@@ -31,10 +32,10 @@ class Session:
     # touched only by the session's scheduler thread, except `inbox`, which the I/O thread appends to.
     inbox: deque[tuple[float, Input]] = field(default_factory=deque)  # (perf_counter at submit, input)
     steps: deque[Step[Any]] = field(default_factory=deque)
+    topic: bytes = field(init=False)  # PUB topic of its frames, built once
 
-    @property
-    def topic(self) -> str:
-        return f"frame/{self.id}"
+    def __post_init__(self) -> None:
+        self.topic = frame_topic(self.id)
 
 
 class SessionTable:
