@@ -96,21 +96,7 @@ namespace AvatarBridge.Core.Zmtp
         {
             if (data == null) throw new ArgumentNullException(nameof(data));
             if (offset < 0 || count < 0 || offset + count > data.Length) throw new ArgumentOutOfRangeException(nameof(count));
-            lock (_sendLock)
-            {
-                int headerLength = WriteHeader(_sendScratch, more ? FlagMore : (byte)0, count);
-                if (count <= SmallSendBytes)
-                {
-                    // One write for header and body: a single TCP segment for every typical request.
-                    System.Buffer.BlockCopy(data, offset, _sendScratch, headerLength, count);
-                    SendAll(_sendScratch, 0, headerLength + count);
-                }
-                else
-                {
-                    SendAll(_sendScratch, 0, headerLength);
-                    SendAll(data, offset, count);
-                }
-            }
+            SendFrame(more ? FlagMore : (byte)0, data, offset, count);
         }
 
         /// <summary>SUB only: asks the publisher for messages whose first frame starts with prefix (ZMTP 3.0 form: 0x01 + prefix).</summary>
@@ -164,6 +150,26 @@ namespace AvatarBridge.Core.Zmtp
             _socket.Close();
         }
 
+        /// <summary>One frame, message or command: header and body under the send lock.</summary>
+        void SendFrame(byte flags, byte[] data, int offset, int count)
+        {
+            lock (_sendLock)
+            {
+                int headerLength = WriteHeader(_sendScratch, flags, count);
+                if (count <= SmallSendBytes)
+                {
+                    // One write for header and body: a single TCP segment for every typical request.
+                    System.Buffer.BlockCopy(data, offset, _sendScratch, headerLength, count);
+                    SendAll(_sendScratch, 0, headerLength + count);
+                }
+                else
+                {
+                    SendAll(_sendScratch, 0, headerLength);
+                    SendAll(data, offset, count);
+                }
+            }
+        }
+
         void SendSubscription(byte kind, string prefix)
         {
             if (_type != ZmtpSocketType.Sub) throw new InvalidOperationException("only a SUB connection subscribes");
@@ -211,12 +217,7 @@ namespace AvatarBridge.Core.Zmtp
             BinaryPrimitives.WriteInt32BigEndian(new Span<byte>(command, p, 4), ownType.Length);
             p += 4;
             Encoding.ASCII.GetBytes(ownType, 0, ownType.Length, command, p);
-            lock (_sendLock)
-            {
-                int headerLength = WriteHeader(_sendScratch, FlagCommand, command.Length);
-                System.Buffer.BlockCopy(command, 0, _sendScratch, headerLength, command.Length);
-                SendAll(_sendScratch, 0, headerLength + command.Length);
-            }
+            SendFrame(FlagCommand, command, 0, command.Length);
         }
 
         void ReceiveReady()
@@ -279,12 +280,7 @@ namespace AvatarBridge.Core.Zmtp
             pong[0] = 4;
             Encoding.ASCII.GetBytes("PONG", 0, 4, pong, 1);
             if (contextLength > 0) System.Buffer.BlockCopy(ping, contextOffset, pong, 5, contextLength);
-            lock (_sendLock)
-            {
-                int headerLength = WriteHeader(_sendScratch, FlagCommand, pong.Length);
-                System.Buffer.BlockCopy(pong, 0, _sendScratch, headerLength, pong.Length);
-                SendAll(_sendScratch, 0, headerLength + pong.Length);
-            }
+            SendFrame(FlagCommand, pong, 0, pong.Length);
         }
 
         byte ReadRawHeader(out int length)
