@@ -120,20 +120,10 @@ class EmocaSizeNet(nn.Module):
 
 
 def build_face_small(seed: int = 0) -> FaceExpressionNet:
-    def make() -> FaceExpressionNet:
-        net = FaceExpressionNet()
-        net.reset_reference_weights()
-        return net
-
-    return seeded(make, seed)
+    return seeded(FaceExpressionNet, seed)
 
 
 def build_emoca_size(
     seed: int = 0, layers: tuple[int, int, int, int] = (3, 4, 6, 3), base_width: int = 64
 ) -> EmocaSizeNet:
-    def make() -> EmocaSizeNet:
-        net = EmocaSizeNet(layers, base_width)
-        net.reset_reference_weights()
-        return net
-
-    return seeded(make, seed)
+    return seeded(lambda: EmocaSizeNet(layers, base_width), seed)

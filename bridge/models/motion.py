@@ -110,9 +110,4 @@ class DanceLSTM(nn.Module):
 
 
 def build_dance_lstm(seed: int = 0) -> DanceLSTM:
-    def make() -> DanceLSTM:
-        net = DanceLSTM()
-        net.reset_reference_weights()
-        return net
-
-    return seeded(make, seed)
+    return seeded(DanceLSTM, seed)
