@@ -98,17 +98,17 @@ class Bridge:
         self.metrics: MetricsServer | None = None
         self._load_engines()
         self.sockets = BridgeSockets(config.transport)
-        self.schedulers: dict[tuple[str, str], Scheduler] = {
-            (name, model): Scheduler(
+        self.schedulers: dict[Pipeline[Any, Any], Scheduler] = {
+            p: Scheduler(
                 p,
                 self.sockets.publish,
                 self._report_error,
-                self.stats.child(model),
+                self.stats.child(p.model_name),
                 max_pending=config.max_pending,
                 max_queue_delay_us=config.max_queue_delay_us,
             )
-            for name, models in self.pipelines.items()
-            for model, p in models.items()
+            for models in self.pipelines.values()
+            for p in models.values()
         }
         self._pending_errors: deque[tuple[tuple[bytes, ...], bytes]] = deque()
         self._stop = threading.Event()
@@ -330,7 +330,7 @@ class Bridge:
                 f"{session.pipeline.name} sessions accept {', '.join(session.pipeline.accepts)}, not {kind}",
             )
         session.pipeline.validate(session.state, item)
-        if not self.schedulers[(session.pipeline.name, session.pipeline.model_name)].submit(session, item):
+        if not self.schedulers[session.pipeline].submit(session, item):
             self.stats.inputs_dropped += 1
             raise ProtocolError(
                 ErrorCode.OVERLOADED,
