@@ -35,6 +35,7 @@ multiply-adds per output frame, which is noise next to the FFT.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 import numpy.typing as npt
@@ -117,8 +118,10 @@ def chroma_filterbank(sr: float, n_fft: int = N_FFT) -> npt.NDArray[np.float64]:
     return np.concatenate([np.zeros((N_CHROMA, 1)), w], axis=1)
 
 
+@lru_cache(maxsize=16)
 def _kaiser_sinc_bank(up: int, down: int, phases: int) -> npt.NDArray[np.float64]:
-    """Polyphase windowed-sinc bank, (phases, 2·half) taps, for resampling by up/down."""
+    """Polyphase windowed-sinc bank, (phases, 2·half) taps, for resampling by up/down (cached, read-only:
+    every stream of one input rate shares it)."""
     half = _RESAMPLE_HALF_TAPS
     cutoff = 0.95 * min(1.0, up / down)  # fraction of the input Nyquist kept
     frac = np.arange(phases)[:, None] / phases
@@ -127,7 +130,22 @@ def _kaiser_sinc_bank(up: int, down: int, phases: int) -> npt.NDArray[np.float64
     window = np.i0(beta * np.sqrt(np.clip(1.0 - (x / half) ** 2, 0.0, 1.0))) / np.i0(beta)
     taps: npt.NDArray[np.float64] = cutoff * np.sinc(cutoff * x) * window
     bank: npt.NDArray[np.float64] = taps / taps.sum(axis=1, keepdims=True)
+    bank.setflags(write=False)
     return bank
+
+
+_Table = npt.NDArray[np.float64]
+
+
+@lru_cache(maxsize=4)
+def _analysis_tables(analysis_rate: int) -> tuple[_Table, _Table, _Table, _Table]:
+    """The constant tables of one analysis rate: STFT window, mel and chroma filterbanks, DCT (cached,
+    read-only: built once, not on the scheduler thread at every session's first audio)."""
+    window = np.hanning(N_FFT + 1)[:-1]  # periodic Hann, as librosa's get_window
+    tables = (window, mel_filterbank(analysis_rate), dct_matrix(), chroma_filterbank(analysis_rate))
+    for table in tables:
+        table.setflags(write=False)
+    return tables
 
 
 class _Resampler:
@@ -244,10 +262,7 @@ class MusicFeatureStream:
         self.latency_samples = N_FFT // 2  # at analysis_rate, after the row's own time
         self.latency_ms = 1000.0 * self.latency_samples / self.analysis_rate
         self._resampler = _Resampler(self.sample_rate, self.analysis_rate)
-        self._window = np.hanning(N_FFT + 1)[:-1]  # periodic Hann, as librosa's get_window
-        self._mel = mel_filterbank(self.analysis_rate)
-        self._dct = dct_matrix()
-        self._chroma = chroma_filterbank(self.analysis_rate)
+        self._window, self._mel, self._dct, self._chroma = _analysis_tables(self.analysis_rate)
         hann = np.hanning(2 * _CENS_FRAMES + 1)[_CENS_FRAMES + 1 :][::-1]  # one-sided, newest heaviest
         self._cens_window = hann / hann.sum()
         self._cens_hist = np.zeros((_CENS_FRAMES, N_CHROMA), np.float64)
