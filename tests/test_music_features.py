@@ -7,7 +7,8 @@ import time
 import numpy as np
 import pytest
 
-from bridge.pipelines.music_features import FEATURE_DIM, MusicFeatureStream, synthesize_music
+from bridge.media.music import synthesize_music
+from bridge.pipelines.music_features import FEATURE_DIM, MusicFeatureStream
 
 FPS = 60.0
 SR = 30720  # FACT's analysis rate at 60 FPS: no resampling, rows compare 1:1 with librosa

@@ -40,9 +40,7 @@ from functools import lru_cache
 import numpy as np
 import numpy.typing as npt
 
-from bridge.media.music import synthesize_music
-
-__all__ = ["FEATURE_DIM", "HOP", "N_FFT", "MusicFeatureStream", "synthesize_music"]
+__all__ = ["FEATURE_DIM", "HOP", "N_FFT", "MusicFeatureStream"]
 
 HOP = 512
 N_FFT = 2048
