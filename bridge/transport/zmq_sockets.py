@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import zmq
 from zmq.utils.monitor import recv_monitor_message
 
-from bridge.protocol.versions import DEFAULT_FRAMES_PORT, DEFAULT_REQUEST_PORT
+from bridge.protocol.versions import DEFAULT_FRAMES_PORT, DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_REQUEST_PORT
 from bridge.transport.curve import start_authenticator
 
 # The PUB socket receives only subscriptions (a topic prefix); anything longer is not a subscription.
@@ -39,7 +39,7 @@ class TransportConfig:
     frames_port: int = DEFAULT_FRAMES_PORT
     frames_hwm: int = 64  # per subscriber; older frames are dropped beyond this
     request_hwm: int = 1000
-    max_message_bytes: int = 8 * 1024 * 1024
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     insecure_remote: bool = False
     curve_secret_key: bytes | None = None  # Z85; enables CURVE on both sockets
     curve_client_keys: frozenset[bytes] | None = None  # Z85 public keys admitted; None: any keyed client
