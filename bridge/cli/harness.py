@@ -8,12 +8,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import zmq
-import zmq.auth
-
 from bridge.harness.client import BridgeClient, BridgeError
 from bridge.harness.run import HarnessReport, run_harness
 from bridge.protocol.versions import DEFAULT_REQUEST_PORT
+from bridge.transport.curve import load_public_key, load_secret_key
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -63,16 +61,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def curve_options(args: argparse.Namespace) -> dict[str, Any]:
-    """BridgeClient keyword arguments for CURVE, read with pyzmq's own key-file reader."""
+    """BridgeClient keyword arguments for CURVE, from the key files `avatar-bridge keys` writes."""
     if args.server_key is None:
         return {}
-    server_public, _ = zmq.auth.load_certificate(args.server_key)
-    options: dict[str, Any] = {"server_key": server_public}
+    options: dict[str, Any] = {"server_key": load_public_key(args.server_key)}
     if args.client_key is not None:
-        public, secret = zmq.auth.load_certificate(args.client_key)
-        if secret is None:
-            raise ValueError(f"{args.client_key} holds no secret key")
-        options["client_keys"] = (public, secret)
+        options["client_keys"] = load_secret_key(args.client_key)
     return options
 
 
