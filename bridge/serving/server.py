@@ -24,6 +24,7 @@ import zmq
 
 from bridge import __version__
 from bridge.pipelines.base import Pipeline
+from bridge.pipelines.motion import FEATURE_COLS
 from bridge.pipelines.registry import PIPELINES
 from bridge.protocol.codec import ProtocolError, unpack_map
 from bridge.protocol.errors import ErrorCode
@@ -306,7 +307,7 @@ class Bridge:
             "rig": encode_rig(pipeline.rig(state)),
         }
         self.sockets.publish(event_topic(session.id), encode_opened_event(session.id, **description))
-        extra: dict[str, Any] = {"feature_cols": 35} if "features" in pipeline.accepts else {}
+        extra: dict[str, Any] = {"feature_cols": FEATURE_COLS} if "features" in pipeline.accepts else {}
         self._send(
             envelope,
             reply(
