@@ -39,7 +39,6 @@ from bridge.serving.slots import SlotLease, SlotPool, create_state_slots
 log = logging.getLogger(__name__)
 
 FEATURE_COLS = 35
-POSE_DIM = smpl.NUM_JOINTS * 3 + 3
 DEFAULT_STYLE = "house"
 DEFAULT_SMOOTHING = 0.5
 MODES = ("realtime", "offline")
