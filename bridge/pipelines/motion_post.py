@@ -34,6 +34,7 @@ F32 = npt.NDArray[np.float32]
 ANGLES = smpl.NUM_JOINTS * 3
 POSE_DIM = ANGLES + 3
 _LO, _HI = _JOINT_LIMITS[:, 0], _JOINT_LIMITS[:, 1]
+_GROSS_LO, _GROSS_HI = _LO - ANGLE_MARGIN_RAD, _HI + ANGLE_MARGIN_RAD  # beyond these an output is bad
 
 
 def low_pass_alpha(cutoff_hz: float, dt: float) -> float:
@@ -149,9 +150,7 @@ class MotionPost:
         angles, root = x[:, :ANGLES], x[:, ANGLES:]
         with np.errstate(invalid="ignore"):
             bad = ~np.isfinite(x).all(axis=1)
-            bad |= (angles < _LO - ANGLE_MARGIN_RAD).any(axis=1) | (angles > _HI + ANGLE_MARGIN_RAD).any(
-                axis=1
-            )
+            bad |= (angles < _GROSS_LO).any(axis=1) | (angles > _GROSS_HI).any(axis=1)
         last = self.last_good[rows].copy()
         step = root - last[:, ANGLES:]
         distance = np.where(self.has_good[rows], np.linalg.norm(step, axis=1), 0.0)

@@ -45,6 +45,10 @@ _FACE_MARGINS[flame.EXPRESSION] = EXPRESSION_MARGIN
 _FACE_MARGINS[flame.JAW] = ANGLE_MARGIN_RAD
 _FACE_MARGINS[flame.HEAD] = ANGLE_MARGIN_RAD
 _FACE_MARGINS[flame.EYELIDS] = EYELID_MARGIN
+_FACE_LO = np.ascontiguousarray(FLAME_RANGES[:, 0])
+_FACE_HI = np.ascontiguousarray(FLAME_RANGES[:, 1])
+# Beyond these a face output is bad (held), not clamped.
+_FACE_GROSS_LO, _FACE_GROSS_HI = _FACE_LO - _FACE_MARGINS, _FACE_HI + _FACE_MARGINS
 _JOINT_LIMITS = np.asarray(JOINT_LIMITS_RAD, np.float32).reshape(NUM_JOINTS * 3, 2)
 
 
@@ -125,18 +129,12 @@ class FaceOutputGuard(OutputGuard):
         self, stats: GuardStats, reopen: Callable[[], object], restart_after: int = RESTART_AFTER
     ) -> None:
         super().__init__(stats, reopen, flame.FLAME_DIM, restart_after)
-        self._lo = np.ascontiguousarray(FLAME_RANGES[:, 0])
-        self._hi = np.ascontiguousarray(FLAME_RANGES[:, 1])
 
     def apply(self, params: npt.ArrayLike) -> npt.NDArray[np.float32]:
         x = np.array(params, dtype=np.float32)
-        if (
-            not np.isfinite(x).all()
-            or np.any(x < self._lo - _FACE_MARGINS)
-            or np.any(x > self._hi + _FACE_MARGINS)
-        ):
+        if not np.isfinite(x).all() or np.any(x < _FACE_GROSS_LO) or np.any(x > _FACE_GROSS_HI):
             return self._hold()
-        out = np.clip(x, self._lo, self._hi)
+        out = np.clip(x, _FACE_LO, _FACE_HI)
         return self._accept(out, clamped=bool(np.any(out != x)))
 
 
