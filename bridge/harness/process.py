@@ -4,6 +4,7 @@ need a real bridge in its own process (so client and server do not share a GIL).
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -23,6 +24,7 @@ class BridgeProcess:
         self.log_path = log_path
         self.ports: dict[str, int] = {}
         self._proc: subprocess.Popen[bytes] | None = None
+        self._tmp: Path | None = None  # holds the ports file; removed on stop
 
     @property
     def request_port(self) -> int:
@@ -39,7 +41,8 @@ class BridgeProcess:
         return self._proc
 
     def start(self) -> BridgeProcess:
-        ports_file = Path(tempfile.mkdtemp(prefix="avatar-bridge-")) / "ports.json"
+        self._tmp = Path(tempfile.mkdtemp(prefix="avatar-bridge-"))
+        ports_file = self._tmp / "ports.json"
         args = [
             "--request-port",
             "0",
@@ -67,6 +70,9 @@ class BridgeProcess:
         return self
 
     def stop(self) -> None:
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
         if self._proc is None:
             return
         self._proc.terminate()
