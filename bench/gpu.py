@@ -4,7 +4,7 @@
 
 Scenarios (issue 4): motion (DanceLSTM) at 1..4096 sessions and face (EMOCA-size: two ResNet-50 at
 224x224) at 1..128 sessions, each session sending one input per tick at 60 Hz. Sessions are real
-bridge sessions: inputs go through `Scheduler.submit_many` (what the I/O thread does after decoding),
+bridge sessions: inputs are queued with `Scheduler.submit_many` (the I/O thread's `submit`, a tick at a time),
 then pre-processing (motion: feature rows; face: face tracking and DECA crop of a 320x240 camera
 frame), one batched engine call per tick on the torch backend (CUDA graphs, FP16, state slots on the
 device), batched post-processing and frame encoding, and publishing on a real ZeroMQ PUB socket to a
