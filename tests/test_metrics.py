@@ -61,6 +61,25 @@ def value(samples: dict[str, list[tuple[dict[str, str], float]]], metric: str, *
     return matches[0]
 
 
+def scrape_when_settled(
+    bridge: Bridge, motion_model: str, face_model: str
+) -> dict[str, list[tuple[dict[str, str], float]]]:
+    """Scrape once the schedulers have recorded their last batch: a subscriber can hold a frame a
+    moment before the scheduler thread that sent it updates its statistics."""
+    deadline = time.monotonic() + 10
+    while True:
+        m = scrape(bridge)
+        counts = {
+            model: sum(
+                v for lab, v in m.get("avatar_bridge_end_to_end_seconds_count", []) if lab["model"] == model
+            )
+            for model in (motion_model, face_model)
+        }
+        if (counts[motion_model] >= MOTION_FRAMES and counts[face_model] >= 1) or time.monotonic() > deadline:
+            return m
+        time.sleep(0.05)
+
+
 def test_metrics_after_a_real_face_and_motion_session(metered: Bridge) -> None:
     client = BridgeClient("127.0.0.1", metered.sockets.request_port, timeout_s=10)
     try:
@@ -84,7 +103,7 @@ def test_metrics_after_a_real_face_and_motion_session(metered: Bridge) -> None:
             for r in client.recv_frames(50):
                 assert isinstance(r.frame, (FaceFrame, MotionFrame))
                 got[r.frame.header.session] = got.get(r.frame.header.session, 0) + 1
-        m = scrape(metered)
+        m = scrape_when_settled(metered, motion["model"], face["model"])
     finally:
         client.close()
     motion_model, face_model = motion["model"], face["model"]
