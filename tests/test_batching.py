@@ -9,12 +9,12 @@ from typing import Any, cast
 import numpy as np
 import pytest
 
-from bridge.filters.low_pass import QuatLowPass, VectorLowPass
+from bridge.filters.low_pass import QuatLowPass, VectorLowPass, smoothing_factor, time_constant
 from bridge.pipelines.base import Step
 from bridge.pipelines.face import FacePipeline, FaceState
 from bridge.pipelines.motion import OFFLINE_MAX_STEPS, MotionPipeline, MotionState, smoothing_cutoff_hz
 from bridge.pipelines.motion_frames import encode_motion_frames
-from bridge.pipelines.motion_post import BatchPost, MotionPost, low_pass_alpha
+from bridge.pipelines.motion_post import BatchPost, MotionPost
 from bridge.pipelines.output_guard import GuardStats, MotionOutputGuard
 from bridge.protocol.frames import MotionFrame, decode_frame, encode_motion_frame
 from bridge.protocol.requests import FeaturesInput
@@ -120,7 +120,7 @@ def test_batched_post_processing_equals_per_session_filters(where: str) -> None:
     n, steps, fps = 9, 8, 60.0
     dt = 1.0 / fps
     cutoffs = [smoothing_cutoff_hz(s, fps) if s > 0 else 0.0 for s in rng.choice([0.0, 0.3, 0.5, 0.8], n)]
-    alpha = np.array([low_pass_alpha(c, dt) if c > 0 else 0.0 for c in cutoffs], np.float32)
+    alpha = np.array([smoothing_factor(time_constant(c), dt) if c > 0 else 0.0 for c in cutoffs], np.float32)
     stats = GuardStats()
     post: BatchPost = MotionPost(stats, dt)
     if where == "torch":

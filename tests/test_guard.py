@@ -10,7 +10,6 @@ from typing import Any
 import numpy as np
 import pytest
 
-from bridge.filters.range_guard import FLAME_RANGES
 from bridge.harness.client import BridgeClient
 from bridge.pipelines.output_guard import (
     GROSS_ROOT_SPEED_M_S,
@@ -23,6 +22,7 @@ from bridge.pipelines.output_guard import (
 )
 from bridge.protocol import MotionFrame
 from bridge.rig import flame
+from bridge.rig.flame import FLAME_RANGES
 from bridge.rig.smpl import JOINT_LIMITS_RAD
 from bridge.serving.server import Bridge
 

@@ -1,1 +1,1 @@
-"""Per-session post-processing: One-Euro and low-pass smoothing, joint limits, FLAME range guard."""
+"""Per-session post-processing: One-Euro and low-pass smoothing, joint limits."""

@@ -25,6 +25,16 @@ F32 = npt.NDArray[np.float32]
 _CASCADE_3DB = math.sqrt(math.sqrt(2.0) - 1.0)
 
 
+def time_constant(cutoff_hz: float, order: int = 2) -> float:
+    """τ of each first-order stage so that the whole filter is -3 dB at ``cutoff_hz``."""
+    return (_CASCADE_3DB if order == 2 else 1.0) / (2.0 * math.pi * cutoff_hz)
+
+
+def smoothing_factor(tau: float, dt: float) -> float:
+    """Per-sample factor ``1 - exp(-dt/τ)`` of one first-order stage."""
+    return 1.0 - math.exp(-max(dt, 0.0) / tau)
+
+
 class VectorLowPass:
     """Low-pass over a fixed-shape array (e.g. root translation, (3,)).
 
@@ -39,8 +49,7 @@ class VectorLowPass:
             raise ValueError("order must be 1 or 2")
         self.cutoff_hz = cutoff_hz
         self.order = order
-        scale = _CASCADE_3DB if order == 2 else 1.0
-        self._tau = scale / (2.0 * math.pi * cutoff_hz)
+        self._tau = time_constant(cutoff_hz, order)
         self._stages = np.zeros((order, *shape), np.float32)
         self._last: F32 = self._stages[-1]
         self._started = False
@@ -55,7 +64,7 @@ class VectorLowPass:
             self._stages[:] = xa
             self._started = True
             return self._last
-        a = 1.0 - math.exp(-max(dt, 0.0) / self._tau)
+        a = smoothing_factor(self._tau, dt)
         self._stages[0] += a * (xa - self._stages[0])
         if self.order == 2:
             self._stages[1] += a * (self._stages[0] - self._stages[1])

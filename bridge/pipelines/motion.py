@@ -22,9 +22,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from bridge.filters.low_pass import smoothing_factor, time_constant
 from bridge.pipelines.base import BatchResult, Pipeline, Step
 from bridge.pipelines.motion_frames import encode_motion_frames
-from bridge.pipelines.motion_post import create_motion_post, low_pass_alpha
+from bridge.pipelines.motion_post import create_motion_post
 from bridge.pipelines.music_features import MusicFeatureStream
 from bridge.pipelines.options import check_options
 from bridge.pipelines.output_guard import RESTART_AFTER, stats_for
@@ -96,7 +97,7 @@ class MotionPipeline(Pipeline[MotionState, np.ndarray]):
         return MotionState(
             style=styles.index(style),
             slot=self.slot_pool.acquire(),
-            alpha=low_pass_alpha(cutoff, 1.0 / self.fps) if smoothing > 0 else 0.0,
+            alpha=smoothing_factor(time_constant(cutoff), 1.0 / self.fps) if smoothing > 0 else 0.0,
             offline=mode == "offline",
             options=options,
         )

@@ -10,13 +10,11 @@ the filters are `low_pass.QuatLowPass` and `low_pass.VectorLowPass` (second orde
 
 from __future__ import annotations
 
-import math
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
-from bridge.filters.low_pass import _CASCADE_3DB
 from bridge.pipelines.output_guard import (
     _JOINT_LIMITS,
     ANGLE_MARGIN_RAD,
@@ -28,19 +26,13 @@ from bridge.rig import smpl
 from bridge.rig.rotations import axis_angle_to_quat
 from bridge.runtime.engine import Engine
 
-__all__ = ["BatchPost", "MotionPost", "create_motion_post", "low_pass_alpha"]
+__all__ = ["BatchPost", "MotionPost", "create_motion_post"]
 
 F32 = npt.NDArray[np.float32]
 ANGLES = smpl.NUM_JOINTS * 3
 POSE_DIM = ANGLES + 3
 _LO, _HI = _JOINT_LIMITS[:, 0], _JOINT_LIMITS[:, 1]
 _GROSS_LO, _GROSS_HI = _LO - ANGLE_MARGIN_RAD, _HI + ANGLE_MARGIN_RAD  # beyond these an output is bad
-
-
-def low_pass_alpha(cutoff_hz: float, dt: float) -> float:
-    """Per-step factor of the second-order low-pass at `cutoff_hz` (as VectorLowPass computes it)."""
-    tau = _CASCADE_3DB / (2.0 * math.pi * cutoff_hz)
-    return 1.0 - math.exp(-dt / tau)
 
 
 class BatchPost(Protocol):

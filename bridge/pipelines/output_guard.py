@@ -26,8 +26,8 @@ import numpy as np
 import numpy.typing as npt
 
 from bridge.filters.joint_limits import clamp_joint_limits
-from bridge.filters.range_guard import FLAME_RANGES
 from bridge.rig import flame
+from bridge.rig.flame import FLAME_RANGES
 from bridge.rig.smpl import JOINT_LIMITS_RAD, NUM_JOINTS
 
 log = logging.getLogger(__name__)

@@ -7,6 +7,9 @@ eyelids are closure in [0, 1] (0 open, 1 closed), as SMIRK predicts them.
 
 from __future__ import annotations
 
+import numpy as np
+import numpy.typing as npt
+
 N_EXPRESSION = 50
 N_JAW = 3
 N_HEAD = 3
@@ -30,3 +33,14 @@ FLAME_CHANNEL_NAMES: tuple[str, ...] = (
     "eyelid_left",
     "eyelid_right",
 )
+
+# (lo, hi) per FLAME channel, shape (FLAME_DIM, 2). Expression: ψ is roughly unit-variance, ±3 σ.
+# Jaw (rad): opening x in [-0.05, 0.6] (SMIRK's jaw-open is ReLU'd ≥ 0; 0.6 rad ≈ 34° is past a
+# wide yawn), lateral y/z ±0.2 (SMIRK clamps them there). Head (rad, axis-angle components):
+# pitch x ±1.0, yaw y ±1.5, roll z ±0.8 — beyond this a frontal face crop no longer tracks.
+# Eyelids: closure in [0, 1].
+FLAME_RANGES: npt.NDArray[np.float32] = np.empty((FLAME_DIM, 2), np.float32)
+FLAME_RANGES[EXPRESSION] = (-3.0, 3.0)
+FLAME_RANGES[JAW] = ((-0.05, 0.6), (-0.2, 0.2), (-0.2, 0.2))
+FLAME_RANGES[HEAD] = ((-1.0, 1.0), (-1.5, 1.5), (-0.8, 0.8))
+FLAME_RANGES[EYELIDS] = (0.0, 1.0)
