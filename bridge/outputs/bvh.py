@@ -18,14 +18,13 @@ import numpy as np
 import numpy.typing as npt
 
 from bridge.outputs.recorder import Recording
-from bridge.outputs.session import BodyRig
+from bridge.outputs.session import DEFAULT_FPS, BodyRig
 from bridge.protocol import MotionFrame
 from bridge.rig.rotations import quat_to_euler
 
 log = logging.getLogger(__name__)
 
 CM_PER_M = 100.0
-DEFAULT_FPS = 60.0  # when the log lacks the session's opened event
 ROTATION_CHANNELS = "Zrotation Xrotation Yrotation"
 EULER_ORDER = "zxy"  # the rotation channels' order, as quat_to_euler reads it
 

@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from bridge.outputs.router import Output, Received
-from bridge.outputs.session import FaceRig, SessionEvent, SessionInfo
+from bridge.outputs.session import DEFAULT_FPS, FaceRig, SessionEvent, SessionInfo
 from bridge.outputs.udp import UdpDestination
 from bridge.protocol import FaceFrame, Frame
 from bridge.rig.arkit import ARKIT_INDEX, ARKIT_NAMES
@@ -49,7 +49,6 @@ EXTRA_CURVES = (
     "RightEyeRoll",
 )
 CURVES: tuple[str, ...] = (*ARKIT_NAMES, *EXTRA_CURVES)  # EARFaceBlendShape, 61 entries
-DEFAULT_FPS = 60.0  # frame rate stamped on packets when the session's opened event was not seen
 # UE reads a packet into a fixed buffer sized for names of up to 256 characters and drops longer ones.
 MAX_SUBJECT_BYTES = 200
 _NS_PER_DAY = 86_400 * 10**9

@@ -20,8 +20,9 @@ from typing import Any, BinaryIO
 import msgpack
 
 from bridge.outputs.router import Output, Received
-from bridge.outputs.session import SessionEvent, SessionInfo, SessionTable, parse_event
+from bridge.outputs.session import SessionInfo, SessionTable
 from bridge.protocol import Frame, ProtocolError, decode_frame
+from bridge.protocol.events import SessionEvent, decode_event
 from bridge.protocol.versions import EVENT_TOPIC_PREFIX, FRAME_TOPIC_PREFIX
 
 log = logging.getLogger(__name__)
@@ -115,7 +116,7 @@ def load_recordings(path: str | Path) -> dict[str, Recording]:
     for record in read_log(path):
         try:
             if record.topic.startswith(EVENT_TOPIC_PREFIX):
-                table.observe(parse_event(record.payload))
+                table.observe(decode_event(record.payload))
             elif record.topic.startswith(FRAME_TOPIC_PREFIX):
                 frame = decode_frame(record.payload)
                 session = frame.header.session

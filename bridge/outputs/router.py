@@ -21,8 +21,9 @@ from types import TracebackType
 
 import zmq
 
-from bridge.outputs.session import SessionEvent, SessionInfo, SessionTable, parse_event
+from bridge.outputs.session import SessionInfo, SessionTable
 from bridge.protocol import Frame, ProtocolError, decode_frame
+from bridge.protocol.events import SessionEvent, decode_event
 from bridge.protocol.versions import EVENT_TOPIC_PREFIX, FRAME_TOPIC_PREFIX
 
 log = logging.getLogger(__name__)
@@ -237,7 +238,7 @@ class OutputRouter:
                 self._count_loss(frame)
                 item = _Item(received, frame=frame, info=self._table.info_for(frame))
             elif topic.startswith(EVENT_TOPIC_PREFIX):
-                event = parse_event(payload)
+                event = decode_event(payload)
                 self._table.observe(event)
                 if event.event == "closed":
                     self._last_seq.pop(event.session, None)

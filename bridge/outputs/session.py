@@ -18,24 +18,23 @@ from bridge.protocol.events import (
     Rig,
     SessionEvent,
 )
-from bridge.protocol.events import decode_event as parse_event
-from bridge.protocol.events import decode_rig as parse_rig
 from bridge.rig import arkit, smpl
 
 __all__ = [
     "DEFAULT_BODY_RIG",
     "DEFAULT_FACE_RIG",
+    "DEFAULT_FPS",
     "BodyRig",
     "FaceRig",
     "Rig",
     "SessionEvent",
     "SessionInfo",
     "SessionTable",
-    "parse_event",
-    "parse_rig",
 ]
 
 log = logging.getLogger(__name__)
+
+DEFAULT_FPS = 60.0  # assumed when a session's opened event (which carries its fps) was not seen
 
 DEFAULT_BODY_RIG = BodyRig(
     joints=smpl.JOINT_NAMES,
