@@ -12,10 +12,10 @@ import pytest
 
 pytest.importorskip("tensorrt_rtx")
 
-from bridge.build.builder import BuildRequest, build_engine
-from bridge.build.cli import main, register_commands
-from bridge.build.plan_manifest import PlanManifest, plan_manifest_path
-from bridge.build.progress import PhaseBars
+from bridge.engine_builder.builder import BuildRequest, build_engine
+from bridge.engine_builder.cli import main, register_commands
+from bridge.engine_builder.plan_manifest import PlanManifest, plan_manifest_path
+from bridge.engine_builder.progress import PhaseBars
 
 ENGINES = Path(__file__).resolve().parents[1] / "engines"
 

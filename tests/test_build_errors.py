@@ -10,12 +10,12 @@ from onnx import TensorProto, helper
 
 pytest.importorskip("tensorrt_rtx")
 
-from bridge.build.builder import BuildRequest, build_engine
-from bridge.build.cli import main
-from bridge.build.errors import BuildError, ProfileError
-from bridge.build.flavour import load_flavour
-from bridge.build.network import OnnxParseError
-from bridge.build.profiles import parse_profile_flag
+from bridge.engine_builder.builder import BuildRequest, build_engine
+from bridge.engine_builder.cli import main
+from bridge.engine_builder.errors import BuildError, ProfileError
+from bridge.engine_builder.flavour import load_flavour
+from bridge.engine_builder.network import OnnxParseError
+from bridge.engine_builder.profiles import parse_profile_flag
 
 ENGINES = Path(__file__).resolve().parents[1] / "engines"
 FACE = ENGINES / "face_expression_small.onnx"

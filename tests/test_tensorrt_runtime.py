@@ -30,10 +30,10 @@ pytest.importorskip("tensorrt_rtx")
 import bridge.runtime.cuda.api as cuda_api
 import bridge.runtime.tensorrt.loader as loader_mod
 import bridge.runtime.tensorrt.runner as runner_mod
-from bridge.build.builder import BuildRequest, BuildResult, build_engine
-from bridge.build.compat import PlanMismatchError
-from bridge.build.flavour import Flavour, load_flavour
-from bridge.build.host import HostSnapshot
+from bridge.engine_builder.builder import BuildRequest, BuildResult, build_engine
+from bridge.engine_builder.compat import PlanMismatchError
+from bridge.engine_builder.flavour import Flavour, load_flavour
+from bridge.engine_builder.host import HostSnapshot
 from bridge.runtime.backend import create_backend
 from bridge.runtime.cuda import CudaEnvironment, CudaError, DeviceInfo, query_environment
 from bridge.runtime.manifest import ModelManifest, load_manifest

@@ -7,7 +7,7 @@ import logging
 from collections.abc import Sequence
 
 from bridge import __version__
-from bridge.build import cli as build_cli
+from bridge.engine_builder import cli as build_cli
 from bridge.cli import bench, demo, harness, keys, serve
 from bridge.outputs import cli as outputs_cli
 

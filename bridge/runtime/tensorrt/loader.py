@@ -6,11 +6,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bridge.build.flavour import Flavour, installed_flavours, load_flavour
-from bridge.build.host import HostSnapshot, snapshot
-from bridge.build.plan_manifest import PlanManifest
-from bridge.build.rebuild import checked_plan
-from bridge.build.trtlog import recent_errors, trt_logger
+from bridge.engine_builder.flavour import Flavour, installed_flavours, load_flavour
+from bridge.engine_builder.host import HostSnapshot, snapshot
+from bridge.engine_builder.plan_manifest import PlanManifest
+from bridge.engine_builder.rebuild import checked_plan
+from bridge.engine_builder.trtlog import recent_errors, trt_logger
 from bridge.runtime.cuda import set_device
 from bridge.runtime.manifest import ModelManifest
 

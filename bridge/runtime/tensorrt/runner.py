@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
-from bridge.build.flavour import installed_flavours
-from bridge.build.host import HostSnapshot
+from bridge.engine_builder.flavour import installed_flavours
+from bridge.engine_builder.host import HostSnapshot
 from bridge.runtime.backend import Backend
 from bridge.runtime.manifest import ModelManifest
 from bridge.runtime.tensorrt.loader import LoadedEngine, find_plan, load_engine

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bridge.build.dims import to_tuple
+from bridge.engine_builder.dims import to_tuple
 from bridge.runtime.cuda import (
     DeviceBuffer,
     GraphExec,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import platform
 from dataclasses import dataclass, field
 
-from bridge.build.flavour import installed_flavours
+from bridge.engine_builder.flavour import installed_flavours
 from bridge.runtime.cuda import CudaEnvironment, DeviceInfo, query_environment
 
 __all__ = ["HostSnapshot", "snapshot"]

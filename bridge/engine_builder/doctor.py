@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bridge.build.compat import PlanMismatchError
-from bridge.build.flavour import RTX_SUPPORTED_CCS
-from bridge.build.host import HostSnapshot, snapshot
-from bridge.build.plan_manifest import PlanManifestError
-from bridge.build.rebuild import checked_plan
+from bridge.engine_builder.compat import PlanMismatchError
+from bridge.engine_builder.flavour import RTX_SUPPORTED_CCS
+from bridge.engine_builder.host import HostSnapshot, snapshot
+from bridge.engine_builder.plan_manifest import PlanManifestError
+from bridge.engine_builder.rebuild import checked_plan
 from bridge.runtime.cuda import format_compute_capability, format_cuda_version
 
 __all__ = ["PlanStatus", "Report", "diagnose", "render"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from bridge.build.flavour import Flavour
+from bridge.engine_builder.flavour import Flavour
 
 if TYPE_CHECKING:
     import tensorrt_rtx as trt

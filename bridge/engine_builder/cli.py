@@ -1,7 +1,7 @@
 """`build-engine`, `quantize` and `doctor` subcommands for `avatar-bridge`.
 
 `register_commands(subparsers)` adds them; each sets `func` (Namespace -> exit code) as its default, so
-the main CLI runs `args.func(args)`. `python -m bridge.build.cli ...` runs them standalone.
+the main CLI runs `args.func(args)`. `python -m bridge.engine_builder.cli ...` runs them standalone.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ def _fail(e: Exception) -> int:
 
 
 def _build(ns: argparse.Namespace) -> int:
-    from bridge.build.arguments import request_from_args
-    from bridge.build.builder import build_engine
+    from bridge.engine_builder.arguments import request_from_args
+    from bridge.engine_builder.builder import build_engine
 
     try:
         results = build_engine(request_from_args(ns))
@@ -68,7 +68,7 @@ def _quantize(ns: argparse.Namespace) -> int:
 
 
 def _doctor(ns: argparse.Namespace) -> int:
-    from bridge.build.doctor import diagnose, render
+    from bridge.engine_builder.doctor import diagnose, render
 
     report = diagnose(ns.engines, rebuild_on_mismatch=ns.rebuild_on_mismatch)
     if ns.json:
@@ -80,7 +80,7 @@ def _doctor(ns: argparse.Namespace) -> int:
 
 def register_commands(subparsers: Any) -> None:
     """Add build-engine, quantize and doctor to an argparse subparsers object."""
-    from bridge.build.arguments import add_build_arguments
+    from bridge.engine_builder.arguments import add_build_arguments
 
     p = subparsers.add_parser(
         "build-engine",

@@ -8,8 +8,8 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from bridge.build.builder import BuildRequest
-from bridge.build.flavour import FLAVOUR_ALIASES
+from bridge.engine_builder.builder import BuildRequest
+from bridge.engine_builder.flavour import FLAVOUR_ALIASES
 
 __all__ = [
     "add_build_arguments",

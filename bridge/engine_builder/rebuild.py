@@ -5,11 +5,11 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from bridge.build.arguments import request_from_command
-from bridge.build.builder import build_engine
-from bridge.build.compat import PlanMismatchError, check_plan
-from bridge.build.host import HostSnapshot
-from bridge.build.plan_manifest import PlanManifest
+from bridge.engine_builder.arguments import request_from_command
+from bridge.engine_builder.builder import build_engine
+from bridge.engine_builder.compat import PlanMismatchError, check_plan
+from bridge.engine_builder.host import HostSnapshot
+from bridge.engine_builder.plan_manifest import PlanManifest
 
 __all__ = ["checked_plan"]
 

@@ -6,7 +6,7 @@ signatures, so mypy's own `stubgen` writes accurate stubs from them. Two fixes m
 is marked `# mypy: ignore-errors` (generated stubs are not --strict clean, and they are not our code), and
 a parameter without a default that follows defaulted ones (a docstring slip in the bindings) gets `= ...`.
 
-    python -m bridge.build.typestubs typings/ && MYPYPATH=typings mypy bridge
+    python -m bridge.engine_builder.typestubs typings/ && MYPYPATH=typings mypy bridge
 
 Our TensorRT code imports `tensorrt_rtx` under TYPE_CHECKING only; full TensorRT has the same class names,
 so one set of stubs checks both flavours' code paths.

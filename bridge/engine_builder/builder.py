@@ -15,16 +15,16 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, cast
 
-from bridge.build.errors import BuildError
-from bridge.build.flavour import Flavour, load_flavour
-from bridge.build.host import HostSnapshot, snapshot
-from bridge.build.network import parse_onnx
-from bridge.build.plan_manifest import BuildHost, PlanManifest, plan_manifest_path
-from bridge.build.precision import network_precision
-from bridge.build.profiles import apply_profiles, check_profiles, network_inputs, select_profiles
-from bridge.build.progress import PhaseBars, progress_monitor
-from bridge.build.timing_cache import attach_timing_cache, save_timing_cache
-from bridge.build.trtlog import recent_errors, trt_logger
+from bridge.engine_builder.errors import BuildError
+from bridge.engine_builder.flavour import Flavour, load_flavour
+from bridge.engine_builder.host import HostSnapshot, snapshot
+from bridge.engine_builder.network import parse_onnx
+from bridge.engine_builder.plan_manifest import BuildHost, PlanManifest, plan_manifest_path
+from bridge.engine_builder.precision import network_precision
+from bridge.engine_builder.profiles import apply_profiles, check_profiles, network_inputs, select_profiles
+from bridge.engine_builder.progress import PhaseBars, progress_monitor
+from bridge.engine_builder.timing_cache import attach_timing_cache, save_timing_cache
+from bridge.engine_builder.trtlog import recent_errors, trt_logger
 from bridge.runtime.cuda import format_compute_capability, format_cuda_version
 from bridge.runtime.manifest import (
     ModelManifest,

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bridge.build.errors import BuildError
-from bridge.build.flavour import Flavour
+from bridge.engine_builder.errors import BuildError
+from bridge.engine_builder.flavour import Flavour
 
 if TYPE_CHECKING:
     import tensorrt_rtx as trt

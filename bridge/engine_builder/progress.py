@@ -13,7 +13,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from tqdm import tqdm
 
-from bridge.build.flavour import Flavour
+from bridge.engine_builder.flavour import Flavour
 
 if TYPE_CHECKING:
     import tensorrt_rtx as trt

@@ -10,7 +10,7 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
-from bridge.build.flavour import Flavour
+from bridge.engine_builder.flavour import Flavour
 
 if TYPE_CHECKING:
     import tensorrt_rtx as trt

@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from bridge.build.flavour import RTX_SUPPORTED_CCS
-from bridge.build.host import HostSnapshot
-from bridge.build.plan_manifest import PlanManifest
+from bridge.engine_builder.flavour import RTX_SUPPORTED_CCS
+from bridge.engine_builder.host import HostSnapshot
+from bridge.engine_builder.plan_manifest import PlanManifest
 from bridge.runtime.cuda import format_compute_capability, format_cuda_version
 from bridge.runtime.manifest import sha256_file
 

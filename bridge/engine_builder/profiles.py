@@ -11,9 +11,9 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from bridge.build.dims import to_tuple
-from bridge.build.errors import ProfileError
-from bridge.build.flavour import Flavour
+from bridge.engine_builder.dims import to_tuple
+from bridge.engine_builder.errors import ProfileError
+from bridge.engine_builder.flavour import Flavour
 from bridge.runtime.manifest import ModelManifest, Profile
 
 if TYPE_CHECKING:
