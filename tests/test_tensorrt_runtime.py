@@ -406,17 +406,17 @@ def test_rtx_uses_its_builtin_graphs(
     assert cudart.calls["cudaStreamBeginCapture"] == 0
 
 
-def test_slots_serve_concurrent_callers(
+def test_lanes_serve_concurrent_callers(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cudart: FakeCudart
 ) -> None:
     manifest, result = built(tmp_path, "face_expression_small")
-    backend, engine = fake_backend(monkeypatch, cudart, manifest, result, slots=2)
+    backend, engine = fake_backend(monkeypatch, cudart, manifest, result, lanes=2)
     batches = [face_feeds(1 + i % 3, seed=i) for i in range(8)]
     with backend, ThreadPoolExecutor(4) as pool:
         outs = list(pool.map(backend.infer, batches))
     for feeds, got in zip(batches, outs, strict=True):
         assert_same(got, reference(manifest, feeds))
-    assert len(engine.contexts) == 4  # 2 slots x 2 tiers
+    assert len(engine.contexts) == 4  # 2 lanes x 2 tiers
 
 
 def test_dance_state_tensors_round_trip(
@@ -439,10 +439,10 @@ def test_dance_state_tensors_round_trip(
             backend.infer(feeds | {"features": np.zeros((2, 300, 35), np.float32)})
 
 
-def test_infer_before_activate_and_bad_slot_count(tmp_path: Path) -> None:
+def test_infer_before_activate_and_bad_lane_count(tmp_path: Path) -> None:
     manifest, result = built(tmp_path, "face_expression_small")
-    with pytest.raises(ValueError, match="slots"):
-        TensorRTBackend(manifest, slots=0)
+    with pytest.raises(ValueError, match="lanes"):
+        TensorRTBackend(manifest, lanes=0)
     with pytest.raises(RuntimeError, match="before activate"):
         TensorRTBackend(manifest, plan=result.plan).infer(face_feeds(1))
 

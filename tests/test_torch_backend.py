@@ -10,12 +10,12 @@ import pytest
 
 from bridge.runtime.backend import available_backends
 from bridge.runtime.engine import Engine
-from bridge.serving.slots import HostStateSlots, SlotPool, create_state_slots
+from bridge.runtime.state_slots import HostStateSlots, SlotPool, create_state_slots
 
 pytest.importorskip("torch")
 
 from bridge.runtime.torch.runner import TorchBackend
-from bridge.runtime.torch.slots import DeviceStateSlots
+from bridge.runtime.torch.state_slots import DeviceStateSlots
 
 ENGINES = Path(__file__).resolve().parents[1] / "engines"
 DANCE = ENGINES / "dance_lstm.manifest.json"

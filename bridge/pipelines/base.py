@@ -2,7 +2,7 @@
 
 Pipelines know nothing of sockets: they turn decoded inputs into engine steps and engine outputs into
 encoded frame payloads. All per-session state lives in the object `open_session` returns (recurrent
-engine state may live in rows of a batched store that the state indexes, bridge.serving.slots).
+engine state may live in rows of a batched store that the state indexes, bridge.runtime.state_slots).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ rows, and one engine call runs a chunk of every ready offline session at once (t
 
 A session's recurrent state (h, c) is one row of the engine's batched state store and its guard
 and filter state one row of `MotionPost`, both at the session's slot index: a batch gathers and
-scatters rows by index (bridge.serving.slots), and post-processing and frame encoding run once per
+scatters rows by index (bridge.runtime.state_slots), and post-processing and frame encoding run once per
 batch over all of its sessions (bridge.pipelines.motion_post, bridge.pipelines.motion_frames).
 """
 
@@ -35,7 +35,7 @@ from bridge.protocol.events import BodyRig
 from bridge.protocol.requests import AudioInput, FeaturesInput, Input
 from bridge.rig import smpl
 from bridge.runtime.engine import Engine
-from bridge.serving.slots import SlotLease, SlotPool, create_state_slots
+from bridge.runtime.state_slots import SlotLease, SlotPool, create_state_slots
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""TensorRT runner: the Backend lifecycle around one engine and a pool of execution slots."""
+"""TensorRT runner: the Backend lifecycle around one engine and a pool of execution lanes."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from bridge.engine_builder.flavour import installed_flavours
 from bridge.engine_builder.host import HostSnapshot
 from bridge.runtime.backend import Backend
 from bridge.runtime.manifest import ModelManifest
+from bridge.runtime.tensorrt.lane import ExecutionLane
 from bridge.runtime.tensorrt.loader import LoadedEngine, find_plan, load_engine
-from bridge.runtime.tensorrt.slot import ExecutionSlot
 from bridge.runtime.tensorrt.tiers import select_tier
 
 __all__ = ["TensorRTBackend"]
@@ -26,7 +26,7 @@ if not installed_flavours():
 class TensorRTBackend(Backend):
     """Runs a TensorRT plan of the manifest's model.
 
-    `slots` is how many batches may run at once (each on its own stream and contexts, sharing the engine's
+    `lanes` is how many batches may run at once (each on its own stream and contexts, sharing the engine's
     weights); `infer` blocks while all are busy. The tier is chosen per batch from the input shapes.
     """
 
@@ -37,24 +37,24 @@ class TensorRTBackend(Backend):
         manifest: ModelManifest,
         *,
         plan: Path | str | None = None,
-        slots: int = 1,
+        lanes: int = 1,
         cuda_graphs: bool = False,
         rebuild_on_mismatch: bool = False,
         device: int = 0,
         host: HostSnapshot | None = None,
     ) -> None:
         super().__init__(manifest)
-        if slots < 1:
-            raise ValueError("slots must be >= 1")
+        if lanes < 1:
+            raise ValueError("lanes must be >= 1")
         self._plan = Path(plan) if plan is not None else None
-        self._slot_count = slots
+        self._lane_count = lanes
         self._cuda_graphs = cuda_graphs
         self._rebuild = rebuild_on_mismatch
         self._device = device
         self._host = host
         self._loaded: LoadedEngine | None = None
-        self._slots: list[ExecutionSlot] = []
-        self._free: queue.SimpleQueue[ExecutionSlot] = queue.SimpleQueue()
+        self._lanes: list[ExecutionLane] = []
+        self._free: queue.SimpleQueue[ExecutionLane] = queue.SimpleQueue()
 
     @property
     def plan(self) -> Path:
@@ -64,26 +64,26 @@ class TensorRTBackend(Backend):
         self._loaded = load_engine(
             self.plan, host=self._host, rebuild_on_mismatch=self._rebuild, device=self._device
         )
-        self._slots = [
-            ExecutionSlot(self._loaded, cuda_graphs=self._cuda_graphs) for _ in range(self._slot_count)
+        self._lanes = [
+            ExecutionLane(self._loaded, cuda_graphs=self._cuda_graphs) for _ in range(self._lane_count)
         ]
-        for slot in self._slots:
-            self._free.put(slot)
+        for lane in self._lanes:
+            self._free.put(lane)
 
     def deactivate_impl(self) -> None:
         while not self._free.empty():
             self._free.get_nowait()
-        for slot in self._slots:
-            slot.close()
-        self._slots = []
+        for lane in self._lanes:
+            lane.close()
+        self._lanes = []
         self._loaded = None  # engine, then runtime, released by refcount in that order
 
     def infer(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         if self._loaded is None:
             raise RuntimeError(f"{self!r}: infer() before activate()")
         tier = select_tier(self._loaded.manifest.profiles, {n: tuple(a.shape) for n, a in feeds.items()})
-        slot = self._free.get()
+        lane = self._free.get()
         try:
-            return slot.run(tier, feeds)
+            return lane.run(tier, feeds)
         finally:
-            self._free.put(slot)
+            self._free.put(lane)

@@ -28,7 +28,7 @@ from bridge.runtime.engine import Engine
 from bridge.runtime.manifest import ModelManifest
 from bridge.runtime.torch.modules import reference_module
 from bridge.runtime.torch.motion_post import DeviceMotionPost
-from bridge.runtime.torch.slots import DeviceStateSlots
+from bridge.runtime.torch.state_slots import DeviceStateSlots
 
 __all__ = ["Device", "Precision", "TorchBackend"]
 

@@ -11,7 +11,7 @@ import numpy as np
 import torch
 
 from bridge.runtime.engine import Engine
-from bridge.serving.slots import StateSlots
+from bridge.runtime.state_slots import StateSlots
 
 if TYPE_CHECKING:
     from bridge.runtime.torch.runner import TorchBackend

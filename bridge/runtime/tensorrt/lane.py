@@ -1,8 +1,8 @@
-"""One execution slot: a CUDA stream, one execution context per tier, fixed device and pinned buffers.
+"""One execution lane: a CUDA stream, one execution context per tier, fixed device and pinned buffers.
 
-A slot serves one batch at a time. Several slots share the engine (its weights) and run concurrently on
-their own streams, so one slot's copies overlap another's compute. Within a slot the tier contexts
-run strictly one after another on the slot's stream, which is what lets them share one scratch buffer
+A lane serves one batch at a time. Several lanes share the engine (its weights) and run concurrently on
+their own streams, so one lane's copies overlap another's compute. Within a lane the tier contexts
+run strictly one after another on the lane's stream, which is what lets them share one scratch buffer
 (TensorRT forbids sharing only between contexts that may run at the same time). Each context is bound to
 its tier once, so the hot path never switches profiles. Buffers are sized for the largest shape any tier
 allows and their addresses never change, which keeps captured CUDA graphs valid.
@@ -34,7 +34,7 @@ from bridge.runtime.tensorrt.loader import LoadedEngine
 if TYPE_CHECKING:
     import tensorrt_rtx as trt
 
-__all__ = ["ExecutionSlot"]
+__all__ = ["ExecutionLane"]
 
 Shape = tuple[int, ...]
 
@@ -43,7 +43,7 @@ def _nbytes(shape: Shape, dtype: np.dtype[Any]) -> int:
     return int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
 
 
-class ExecutionSlot:
+class ExecutionLane:
     def __init__(self, loaded: LoadedEngine, *, cuda_graphs: bool) -> None:
         self._loaded = loaded
         engine = loaded.engine
@@ -136,7 +136,7 @@ class ExecutionSlot:
             views[name] = self._host[name].view(self._dtypes[name], shape)
             copy_device_to_host(self._host[name], self._device[name], views[name].nbytes, self.stream)
         self.stream.synchronize()
-        # Copies: the pinned buffers are reused by the next batch on this slot.
+        # Copies: the pinned buffers are reused by the next batch on this lane.
         return {name: v.copy() for name, v in views.items()}
 
     def close(self) -> None:
