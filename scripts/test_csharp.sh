@@ -35,6 +35,13 @@ fi
 # mcs accepts C# up to 7.2; Unity compiles the same files as C# 9.
 MCS=(mcs -langversion:7.2 -debug- -optimize+ -nologo -warnaserror+)
 
+echo "== tests dial loopback only"
+# Any IPv4 literal in the tests other than 127.x is a target we must never send to (private ranges included).
+if grep -rnoE '\b[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}\b' "$PKG/Tests" --include='*.cs' | grep -vE ':127\.[0-9.]+$'; then
+    echo "non-loopback address in the C# tests" >&2
+    exit 1
+fi
+
 echo "== compile: core"
 mapfile -t CORE < <(find "$PKG/Runtime/Core" -name '*.cs' | sort)
 "${MCS[@]}" -target:library -out:"$WORK/AvatarBridge.Core.dll" "${CORE[@]}"

@@ -30,15 +30,35 @@ namespace AvatarBridge.Tests.Core
         [Test]
         public void DisposeDuringAConnectionAttemptIsQuick()
         {
-            // A non-routable address: the connect hangs (or fails at once where there is no route).
-            var client = new SessionClient(new ClientOptions { Host = "10.255.255.1", ConnectTimeoutMs = 10000 });
-            client.Start();
-            Thread.Sleep(200);
-            var watch = Stopwatch.StartNew();
-            client.Dispose(1000);
-            Assert.Less(watch.ElapsedMilliseconds, 1200);
-            Assert.AreEqual(ConnectionState.Stopped, client.State);
-            client.Dispose(); // twice is harmless
+            // A loopback server that accepts and never greets: the attempt hangs in the handshake
+            // until the 10 s connect timeout unless Dispose cuts it short.
+            using (var silent = new SilentListener())
+            {
+                var client = new SessionClient(new ClientOptions { RequestPort = silent.Port, ConnectTimeoutMs = 10000 });
+                client.Start();
+                Assert.IsTrue(Live.Eventually(() => silent.Accepted == 1, 5000), "the client reached the listener");
+                Thread.Sleep(100);
+                Assert.AreEqual(ConnectionState.Connecting, client.State);
+                var watch = Stopwatch.StartNew();
+                client.Dispose(1000);
+                Assert.Less(watch.ElapsedMilliseconds, 1200);
+                Assert.AreEqual(ConnectionState.Stopped, client.State);
+                Assert.AreEqual(0, client.Connects);
+                client.Dispose(); // twice is harmless
+            }
+        }
+
+        [Test]
+        public void AHandshakeThatNeverCompletesTimesOutAndIsRetried()
+        {
+            using (var silent = new SilentListener())
+            using (var client = new SessionClient(new ClientOptions { RequestPort = silent.Port, ConnectTimeoutMs = 200, ReconnectMinMs = 50, ReconnectMaxMs = 50 }))
+            {
+                client.Start();
+                Assert.IsTrue(Live.Eventually(() => silent.Accepted >= 2, 5000), "a second attempt after the first timed out");
+                Assert.IsNotNull(client.LastError);
+                Assert.AreEqual(0, client.Connects);
+            }
         }
     }
 }
