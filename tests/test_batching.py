@@ -125,7 +125,7 @@ def test_batched_post_processing_equals_per_session_filters(where: str) -> None:
     post: BatchPost = MotionPost(stats, dt)
     if where == "torch":
         torch = pytest.importorskip("torch")
-        from bridge.runtime.torch.motion_post import DeviceMotionPost
+        from bridge.pipelines.motion_post_torch import DeviceMotionPost
 
         post = DeviceMotionPost(stats, dt, torch.device("cpu"))
     post.prepare(n, np.arange(n))

@@ -10,13 +10,12 @@ the filters are `low_pass.QuatLowPass` and `low_pass.VectorLowPass` (second orde
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
 from bridge.pipelines.output_guard import (
-    _JOINT_LIMITS,
     ANGLE_MARGIN_RAD,
     GROSS_ROOT_SPEED_M_S,
     MAX_ROOT_SPEED_M_S,
@@ -24,6 +23,7 @@ from bridge.pipelines.output_guard import (
 )
 from bridge.rig import smpl
 from bridge.rig.rotations import axis_angle_to_quat
+from bridge.rig.smpl import JOINT_LIMIT_ROWS
 from bridge.runtime.engine import Engine
 
 __all__ = ["BatchPost", "MotionPost", "create_motion_post"]
@@ -31,13 +31,13 @@ __all__ = ["BatchPost", "MotionPost", "create_motion_post"]
 F32 = npt.NDArray[np.float32]
 ANGLES = smpl.NUM_JOINTS * 3
 POSE_DIM = ANGLES + 3
-_LO, _HI = _JOINT_LIMITS[:, 0], _JOINT_LIMITS[:, 1]
+_LO, _HI = JOINT_LIMIT_ROWS[:, 0], JOINT_LIMIT_ROWS[:, 1]
 _GROSS_LO, _GROSS_HI = _LO - ANGLE_MARGIN_RAD, _HI + ANGLE_MARGIN_RAD  # beyond these an output is bad
 
 
 class BatchPost(Protocol):
     """Guard and filter rows of every session and the batched step over them (numpy on the host,
-    or torch where the engine computes: bridge.runtime.torch.motion_post)."""
+    or torch where the engine computes: bridge.pipelines.motion_post_torch)."""
 
     stats: GuardStats
     chunk: int  # rows per task when a large batch is split over worker threads
@@ -54,16 +54,22 @@ class BatchPost(Protocol):
 
 
 @runtime_checkable
-class PostBackend(Protocol):
-    """A backend that can post-process motion where it computes (the torch backend, when asked)."""
+class DevicePostBackend(Protocol):
+    """A backend that offers a torch device for post-processing where it computes (the torch backend
+    with `device_post=True`); None where it does not."""
 
-    def create_motion_post(self, stats: GuardStats, dt: float) -> BatchPost | None: ...
+    @property
+    def post_device(self) -> Any: ...
 
 
 def create_motion_post(engine: Engine, stats: GuardStats, dt: float) -> BatchPost:
     backend = engine.backend
-    post = backend.create_motion_post(stats, dt) if isinstance(backend, PostBackend) else None
-    return post if post is not None else MotionPost(stats, dt)
+    device = backend.post_device if isinstance(backend, DevicePostBackend) else None
+    if device is None:
+        return MotionPost(stats, dt)
+    from bridge.pipelines.motion_post_torch import DeviceMotionPost  # torch only where the backend has it
+
+    return DeviceMotionPost(stats, dt, device)
 
 
 class MotionPost:

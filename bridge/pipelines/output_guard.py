@@ -28,7 +28,7 @@ import numpy.typing as npt
 from bridge.filters.joint_limits import clamp_joint_limits
 from bridge.rig import flame
 from bridge.rig.flame import FLAME_RANGES
-from bridge.rig.smpl import JOINT_LIMITS_RAD, NUM_JOINTS
+from bridge.rig.smpl import JOINT_LIMIT_ROWS, NUM_JOINTS
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +49,6 @@ _FACE_LO = np.ascontiguousarray(FLAME_RANGES[:, 0])
 _FACE_HI = np.ascontiguousarray(FLAME_RANGES[:, 1])
 # Beyond these a face output is bad (held), not clamped.
 _FACE_GROSS_LO, _FACE_GROSS_HI = _FACE_LO - _FACE_MARGINS, _FACE_HI + _FACE_MARGINS
-_JOINT_LIMITS = np.asarray(JOINT_LIMITS_RAD, np.float32).reshape(NUM_JOINTS * 3, 2)
 
 
 @dataclass
@@ -151,8 +150,8 @@ class MotionOutputGuard(OutputGuard):
         angles, root = x[: NUM_JOINTS * 3], x[NUM_JOINTS * 3 :]
         if (
             not np.isfinite(x).all()
-            or np.any(angles < _JOINT_LIMITS[:, 0] - ANGLE_MARGIN_RAD)
-            or np.any(angles > _JOINT_LIMITS[:, 1] + ANGLE_MARGIN_RAD)
+            or np.any(angles < JOINT_LIMIT_ROWS[:, 0] - ANGLE_MARGIN_RAD)
+            or np.any(angles > JOINT_LIMIT_ROWS[:, 1] + ANGLE_MARGIN_RAD)
         ):
             return self._hold()
         # Speed is judged against the last good root only: the first output may start anywhere.

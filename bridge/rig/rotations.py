@@ -13,7 +13,7 @@ FloatArray = npt.NDArray[np.floating]
 
 # Below this angle (radians) sin(θ/2)/θ is replaced by its Taylor series, which is exact to
 # float64 rounding there and avoids 0/0 at the identity rotation.
-_SMALL_ANGLE = 1e-4
+SMALL_ANGLE = 1e-4
 
 
 def normalize_quat(q: npt.ArrayLike) -> FloatArray:
@@ -30,7 +30,7 @@ def axis_angle_to_quat(aa: npt.ArrayLike) -> FloatArray:
     v = np.asarray(aa, dtype=np.float64)
     angle = np.linalg.norm(v, axis=-1, keepdims=True)
     half = 0.5 * angle
-    small = angle < _SMALL_ANGLE
+    small = angle < SMALL_ANGLE
     # sin(θ/2)/θ ≈ 1/2 - θ²/48 near zero.
     scale = np.where(small, 0.5 - angle * angle / 48.0, np.sin(half) / np.where(small, 1.0, angle))
     return np.concatenate([v * scale, np.cos(half)], axis=-1)
@@ -47,7 +47,7 @@ def quat_to_axis_angle(q: npt.ArrayLike) -> FloatArray:
     xyz = qa[..., :3]
     s = np.linalg.norm(xyz, axis=-1, keepdims=True)
     angle = 2.0 * np.arctan2(s, qa[..., 3:4])
-    small = s < 0.5 * _SMALL_ANGLE
+    small = s < 0.5 * SMALL_ANGLE
     # θ/sin(θ/2) ≈ 2 + θ²/12 near zero (w ≈ 1 there).
     scale = np.where(small, 2.0 + angle * angle / 12.0, angle / np.where(small, 1.0, s))
     out: FloatArray = xyz * scale

@@ -147,3 +147,5 @@ JOINT_LIMITS_DEG: npt.NDArray[np.float64] = np.array(
 )
 
 JOINT_LIMITS_RAD: npt.NDArray[np.float64] = np.deg2rad(JOINT_LIMITS_DEG)
+# The same limits as float32 (lo, hi) rows, one per pose component: the layout batched clamps use.
+JOINT_LIMIT_ROWS: npt.NDArray[np.float32] = np.asarray(JOINT_LIMITS_RAD, np.float32).reshape(-1, 2)

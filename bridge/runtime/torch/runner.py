@@ -22,12 +22,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from bridge.pipelines.output_guard import GuardStats
 from bridge.runtime.backend import Backend
 from bridge.runtime.engine import Engine
 from bridge.runtime.manifest import ModelManifest
 from bridge.runtime.torch.modules import reference_module
-from bridge.runtime.torch.motion_post import DeviceMotionPost
 from bridge.runtime.torch.state_slots import DeviceStateSlots
 
 __all__ = ["Device", "Precision", "TorchBackend"]
@@ -131,11 +129,12 @@ class TorchBackend(Backend):
     def create_state_slots(self, engine: Engine) -> DeviceStateSlots:
         return DeviceStateSlots(engine, self)
 
-    def create_motion_post(self, stats: GuardStats, dt: float) -> DeviceMotionPost | None:
-        """Motion post-processing on the device, with `device_post=True`. Off by default: its fixed
+    @property
+    def post_device(self) -> torch.device | None:
+        """The device for pipelines' post-processing, with `device_post=True`. Off by default: its fixed
         cost (eager kernel launches, ~3 ms per call on the H200 host) beats numpy only beyond
         ~1000 sessions per call (docs/scheduling.md)."""
-        return DeviceMotionPost(stats, dt, self.device) if self.device_post else None
+        return self.device if self.device_post else None
 
     # ------------------------------------------------------------------------------- inference
     def staging(self, name: str, shape: Sequence[int]) -> np.ndarray:

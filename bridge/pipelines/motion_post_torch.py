@@ -16,14 +16,14 @@ import torch
 
 from bridge.pipelines.motion_post import ANGLES, POSE_DIM
 from bridge.pipelines.output_guard import (
-    _JOINT_LIMITS,
     ANGLE_MARGIN_RAD,
     GROSS_ROOT_SPEED_M_S,
     MAX_ROOT_SPEED_M_S,
     GuardStats,
 )
 from bridge.rig import smpl
-from bridge.rig.rotations import _SMALL_ANGLE
+from bridge.rig.rotations import SMALL_ANGLE
+from bridge.rig.smpl import JOINT_LIMIT_ROWS
 
 __all__ = ["DeviceMotionPost"]
 
@@ -38,8 +38,8 @@ class DeviceMotionPost:
         self.dt = dt
         self.device = device
         self.capacity = 0
-        self._lo = torch.as_tensor(_JOINT_LIMITS[:, 0], device=device)
-        self._hi = torch.as_tensor(_JOINT_LIMITS[:, 1], device=device)
+        self._lo = torch.as_tensor(JOINT_LIMIT_ROWS[:, 0], device=device)
+        self._hi = torch.as_tensor(JOINT_LIMIT_ROWS[:, 1], device=device)
         self.rows: dict[str, torch.Tensor] = {}
         self._grow(0)
 
@@ -120,7 +120,7 @@ class DeviceMotionPost:
     def _quats(pose: torch.Tensor) -> torch.Tensor:
         v = pose[:, :ANGLES].reshape(-1, smpl.NUM_JOINTS, 3)
         angle = torch.linalg.vector_norm(v, dim=-1, keepdim=True)
-        small = angle < _SMALL_ANGLE
+        small = angle < SMALL_ANGLE
         # sin(θ/2)/θ ≈ 1/2 - θ²/48 near zero (as bridge.rig.rotations.axis_angle_to_quat).
         scale = torch.where(
             small, 0.5 - angle * angle / 48.0, torch.sin(0.5 * angle) / torch.where(small, 1.0, angle)
