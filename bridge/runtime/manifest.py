@@ -49,7 +49,11 @@ EXTRA_ROLE_PREFIX = "extra."
 Dim = int | str
 Shape = tuple[Dim, ...]
 StaticShape = tuple[int, ...]
-Task = Literal["face", "motion"]
+# face_landmarks, face_detector, face_blendshapes: the three networks of the face-tracking pipeline
+# (MediaPipe FaceLandmarker's, converted by bridge.models.mediapipe); the mesh model is the one a
+# pipeline serves, the other two are loaded beside it.
+Task = Literal["face", "motion", "face_landmarks", "face_detector", "face_blendshapes"]
+TASKS: tuple[str, ...] = ("face", "motion", "face_landmarks", "face_detector", "face_blendshapes")
 
 
 class ManifestError(ValueError):
@@ -74,6 +78,15 @@ INPUT_ROLES: dict[str, RoleSpec] = {
     "features": RoleSpec("motion", 3, (35,), _FLOAT, True, "music features per frame [B,T,35] (AIST++/FACT)"),
     "pose.previous": RoleSpec("motion", 2, (75,), _FLOAT, False, "previous output pose [B,75]"),
     "style": RoleSpec("motion", 1, (), ("int64", "int32"), False, "style/genre index [B]"),
+    "face.detector_image": RoleSpec(
+        "face_detector", 4, (3, 128, 128), _FLOAT, True, "letterboxed frame, RGB, NCHW, values in [0,1]"
+    ),
+    "face.mesh_image": RoleSpec(
+        "face_landmarks", 4, (3, 256, 256), _FLOAT, True, "rotated face crop, RGB, NCHW, values in [0,1]"
+    ),
+    "face.landmark_subset": RoleSpec(
+        "face_blendshapes", 3, (146, 2), _FLOAT, True, "146 mesh landmarks (x, y), image pixels"
+    ),
 }
 OUTPUT_ROLES: dict[str, RoleSpec] = {
     "flame.expression": RoleSpec("face", 2, (50,), _FLOAT, True, "FLAME expression psi, first 50"),
@@ -82,6 +95,15 @@ OUTPUT_ROLES: dict[str, RoleSpec] = {
     "flame.eyelids": RoleSpec("face", 2, (2,), _FLOAT, False, "left/right eyelid closure in [0,1]"),
     "pose.axis_angle": RoleSpec("motion", 3, (72,), _FLOAT, True, "24 SMPL joints x axis-angle, radians"),
     "pose.root_translation": RoleSpec("motion", 3, (3,), _FLOAT, False, "root translation, metres"),
+    "face.detections": RoleSpec(
+        "face_detector", 3, (896, 16), _FLOAT, True, "per anchor: box and 6 keypoints, input pixels"
+    ),
+    "face.detection_scores": RoleSpec("face_detector", 2, (896,), _FLOAT, True, "per anchor: score logit"),
+    "face.landmarks": RoleSpec("face_landmarks", 2, (1434,), _FLOAT, True, "478 x (x, y, z), crop pixels"),
+    "face.presence": RoleSpec("face_landmarks", 2, (1,), _FLOAT, True, "face presence probability"),
+    "arkit.blendshapes": RoleSpec(
+        "face_blendshapes", 2, (52,), _FLOAT, True, "_neutral + 51 ARKit blendshapes in [0,1]"
+    ),
 }
 
 # ONNX TensorProto element types -> numpy dtype names (the subset a manifest may use).
@@ -321,8 +343,8 @@ def _parse(raw: Mapping[str, Any], manifest_file: Path) -> ModelManifest:
     if version != FORMAT_VERSION:
         raise ManifestError(f"format_version {version} is not supported (this bridge reads {FORMAT_VERSION})")
     task = raw["task"]
-    if task not in ("face", "motion"):
-        raise ManifestError(f"task must be 'face' or 'motion', got {task!r}")
+    if task not in TASKS:
+        raise ManifestError(f"task must be one of {list(TASKS)}, got {task!r}")
     inputs = tuple(_parse_spec(d, "inputs") for d in raw["inputs"])
     outputs = tuple(_parse_spec(d, "outputs") for d in raw["outputs"])
     state = tuple(
