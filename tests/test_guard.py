@@ -17,7 +17,6 @@ from bridge.pipelines.output_guard import (
     RESTART_AFTER,
     FaceOutputGuard,
     GuardStats,
-    MotionOutputGuard,
     stats_for,
 )
 from bridge.protocol import MotionFrame
@@ -25,6 +24,7 @@ from bridge.rig import flame
 from bridge.rig.flame import FLAME_RANGES
 from bridge.rig.smpl import JOINT_LIMITS_RAD
 from bridge.serving.server import Bridge
+from tests.oracles.motion_guard import MotionOutputGuard
 
 DT = 1 / 60
 

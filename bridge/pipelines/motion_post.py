@@ -3,9 +3,9 @@ low-pass. One numpy pass per step over every session in the batch, no Python loo
 
 Per-session filter and guard state lives in rows indexed by the session's state slot (the same
 `SlotPool` index as its recurrent state), so a batch gathers and scatters it by index. Each rule is
-the per-session one applied row-wise: the guard is `output_guard.MotionOutputGuard` (a bad output is
-replaced by the session's last good one; a good one is clamped to the joint limits and a root speed),
-the filters are `low_pass.QuatLowPass` and `low_pass.VectorLowPass` (second order, sign continuity).
+a per-session one applied row-wise (the tests keep those per-session versions as oracles, in
+tests/oracles/): a bad output is replaced by the session's last good one, a good one is clamped to
+the joint limits and a root speed; the filters are second order with sign continuity.
 """
 
 from __future__ import annotations

@@ -25,10 +25,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from bridge.filters.joint_limits import clamp_joint_limits
 from bridge.rig import flame
 from bridge.rig.flame import FLAME_RANGES
-from bridge.rig.smpl import JOINT_LIMIT_ROWS, NUM_JOINTS
 
 log = logging.getLogger(__name__)
 
@@ -135,33 +133,3 @@ class FaceOutputGuard(OutputGuard):
             return self._hold()
         out = np.clip(x, _FACE_LO, _FACE_HI)
         return self._accept(out, clamped=bool(np.any(out != x)))
-
-
-class MotionOutputGuard(OutputGuard):
-    """SMPL pose (24 x axis-angle + root translation) against joint limits and root speed."""
-
-    def __init__(
-        self, stats: GuardStats, reopen: Callable[[], object], restart_after: int = RESTART_AFTER
-    ) -> None:
-        super().__init__(stats, reopen, NUM_JOINTS * 3 + 3, restart_after)
-
-    def apply(self, pose: npt.ArrayLike, dt: float) -> npt.NDArray[np.float32]:
-        x = np.array(pose, dtype=np.float32)
-        angles, root = x[: NUM_JOINTS * 3], x[NUM_JOINTS * 3 :]
-        if (
-            not np.isfinite(x).all()
-            or np.any(angles < JOINT_LIMIT_ROWS[:, 0] - ANGLE_MARGIN_RAD)
-            or np.any(angles > JOINT_LIMIT_ROWS[:, 1] + ANGLE_MARGIN_RAD)
-        ):
-            return self._hold()
-        # Speed is judged against the last good root only: the first output may start anywhere.
-        step = root - self._last_good[NUM_JOINTS * 3 :]
-        distance = float(np.linalg.norm(step)) if self._has_good else 0.0
-        if distance > GROSS_ROOT_SPEED_M_S * dt:
-            return self._hold()
-        _, joints_clamped = clamp_joint_limits(angles, out=angles)
-        clamped = bool(joints_clamped)
-        if distance > MAX_ROOT_SPEED_M_S * dt:
-            root[:] = self._last_good[NUM_JOINTS * 3 :] + step * (MAX_ROOT_SPEED_M_S * dt / distance)
-            clamped = True
-        return self._accept(x, clamped)
