@@ -74,6 +74,7 @@ class ServeConfig:
     ports_file: Path | None = None
     metrics_port: int | None = None  # HTTP /metrics, /healthz, /readyz; 0 picks a free port
     metrics_host: str = "127.0.0.1"
+    extra_engine_dirs: tuple[Path, ...] = ()  # more model folders (the converted face tracker)
 
 
 @dataclass(frozen=True)
@@ -116,7 +117,8 @@ class Bridge:
 
     # ----------------------------------------------------------------- lifecycle
     def _load_engines(self) -> None:
-        manifests = find_manifests(self.config.engines_dir)
+        folders = (self.config.engines_dir, *self.config.extra_engine_dirs)
+        manifests = [m for folder in folders for m in find_manifests(folder)]
         if not manifests:
             raise FileNotFoundError(f"no model manifests (*.manifest.json) in {self.config.engines_dir}")
         for manifest in manifests:
@@ -158,7 +160,9 @@ class Bridge:
                     f"default model {wanted!r} for {name} not loaded from {self.config.engines_dir}"
                 )
         for name, models in self.pipelines.items():
-            self.defaults[name] = self.config.models.get(name) or sorted(models)[0]
+            # A pipeline class may ask to be the default (face tracking over the FLAME encoder).
+            first = min(models, key=lambda m: (not getattr(models[m], "preferred", False), m))
+            self.defaults[name] = self.config.models.get(name) or first
 
     def start(self) -> None:
         if self.config.metrics_port is not None:  # first: a missing extra or a taken port stops the start

@@ -40,6 +40,9 @@ namespace AvatarBridge.Core.Client
 
         public FrameStats Stats { get; } = new FrameStats();
 
+        /// <summary>The newest image waiting for the sender thread.</summary>
+        internal ImageMailbox Images { get; } = new ImageMailbox();
+
         internal ulong NextInputSeq() => (ulong)Interlocked.Increment(ref _inputSeq);
 
         internal void Opened(SessionInfo info)

@@ -19,6 +19,8 @@ namespace AvatarBridge.Core.Client
         public int PingIntervalMs;
         public int ReconnectMinMs = 250;
         public int ReconnectMaxMs = 5000;
+        /// <summary>Audio and feature chunks that may wait for the sender thread (a power of two); more are dropped and counted. 64 chunks of Unity's 1024-sample audio blocks are 1.4 s at 48 kHz.</summary>
+        public int InputQueueChunks = 64;
         /// <summary>Largest frame accepted from the bridge.</summary>
         public int MaxFrameBytes = 16 << 20;
     }

@@ -2,7 +2,7 @@ using AvatarBridge.Core.Protocol;
 
 namespace AvatarBridge.Core.Client
 {
-    /// <summary>A receive buffer and the Frame that views it: one of the three rotating in LatestFrameBuffer.</summary>
+    /// <summary>A receive buffer and the Frame decoded from it: one of the three rotating in LatestFrameBuffer.</summary>
     sealed class FrameSlot
     {
         public byte[] Buffer = new byte[4096];

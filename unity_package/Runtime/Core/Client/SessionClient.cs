@@ -10,10 +10,13 @@ namespace AvatarBridge.Core.Client
 {
     /// <summary>
     /// A client of one bridge: a DEALER for requests and inputs, a SUB for frames and events.
-    /// Three background threads: a supervisor (connect, hello, open sessions, ping, reconnect with
-    /// backoff), a reply reader and a frame reader. Frames go straight from the socket into each
-    /// session's LatestFrameBuffer; nothing on the frame path allocates.
-    /// Requests block the calling thread up to RequestTimeoutMs; inputs never wait for an answer.
+    /// Four background threads: a supervisor (connect, hello, open sessions, ping, reconnect with
+    /// backoff), a reply reader, a frame reader and an input sender. Frames go straight from the
+    /// socket into each session's LatestFrameBuffer; nothing on the frame path allocates.
+    /// Requests block the calling thread up to RequestTimeoutMs. Inputs never block: SendImage,
+    /// SendAudio and SendFeatures copy the data into a lock-free queue (images: each session's newest
+    /// only) and return; the sender thread converts, encodes and writes them, so neither the main
+    /// thread nor Unity's audio thread ever waits on the socket.
     /// Dispose is bounded in time and safe to call from Unity's domain-reload and quit callbacks.
     /// </summary>
     public sealed class SessionClient : IDisposable
@@ -21,10 +24,12 @@ namespace AvatarBridge.Core.Client
         readonly ClientOptions _options;
         readonly object _signal = new object();      // supervisor wake-ups
         readonly object _pendingGate = new object(); // request/reply matching
-        readonly object _inputGate = new object();   // the input writer
         readonly HashSet<ulong> _waiting = new HashSet<ulong>();
         readonly Dictionary<ulong, Reply> _replies = new Dictionary<ulong, Reply>();
-        readonly MsgPackWriter _inputWriter = new MsgPackWriter(64 * 1024);
+        readonly MsgPackWriter _inputWriter = new MsgPackWriter(64 * 1024); // the sender thread's
+        readonly InputRing _inputs;
+        readonly SemaphoreSlim _wakeSender = new SemaphoreSlim(0);
+        int _senderParked;
         readonly FrameDecoder _decoder = new FrameDecoder();
         volatile BridgeSession[] _sessions = new BridgeSession[0];
         volatile ZmtpConnection _dealer;
@@ -39,17 +44,21 @@ namespace AvatarBridge.Core.Client
         Thread _supervisor;
         Thread _replyThread;
         Thread _frameThread;
+        Thread _senderThread;
         int _generation;
         long _nextId;
         long _clockOffsetNs;
         long _roundTripNs;
         long _inputErrors;
         long _connects;
+        long _inputsDropped;
+        long _imagesReplaced;
         volatile BridgeErrorException _lastInputError;
 
         public SessionClient(ClientOptions options)
         {
             _options = options ?? throw new ArgumentNullException(nameof(options));
+            _inputs = new InputRing(options.InputQueueChunks);
         }
 
         public ConnectionState State => (ConnectionState)_state;
@@ -63,6 +72,10 @@ namespace AvatarBridge.Core.Client
         /// <summary>Error replies to inputs (e.g. OVERLOADED, BAD_SIZE) since start.</summary>
         public long InputErrors => Interlocked.Read(ref _inputErrors);
         public BridgeErrorException LastInputError => _lastInputError;
+        /// <summary>Inputs refused because the queue was full, or dropped because the connection was down when their turn came.</summary>
+        public long InputsDropped => Interlocked.Read(ref _inputsDropped);
+        /// <summary>Images replaced by a newer one before the sender got to them (latest wins).</summary>
+        public long ImagesReplaced => Interlocked.Read(ref _imagesReplaced);
         /// <summary>Successful connections since start (1 + reconnects).</summary>
         public long Connects => Interlocked.Read(ref _connects);
 
@@ -75,6 +88,7 @@ namespace AvatarBridge.Core.Client
             if (_supervisor != null) throw new InvalidOperationException("already started");
             _supervisor = new Thread(Supervise) { IsBackground = true, Name = "AvatarBridge supervisor" };
             _supervisor.Start();
+            _senderThread = StartThread(SendInputs, "AvatarBridge inputs");
         }
 
         /// <summary>Adds a session to keep open; it is opened as soon as (and whenever) the client is connected.</summary>
@@ -145,43 +159,51 @@ namespace AvatarBridge.Core.Client
 
         public ModelInfo[] ListModels() => ModelInfo.FromReply(Request((w, id) => RequestEncoder.List(w, id)));
 
-        /// <summary>Sends an rgb8 image (rows top to bottom) to a face session. False when the session is not open or the send failed.</summary>
-        public bool SendImage(BridgeSession session, int width, int height, ReadOnlySpan<byte> rgb, long captureNs)
+        /// <summary>Queues an rgb8 image (rows top to bottom) for a face session. False when the session is not open or another thread is queuing an image for it.</summary>
+        public bool SendImage(BridgeSession session, int width, int height, ReadOnlySpan<byte> rgb, long captureNs) =>
+            SendImage(session, width, height, rgb, ImageSource.Rgb8, captureNs);
+
+        /// <summary>
+        /// Queues camera pixels for a face session; the sender thread turns them into upright rgb8
+        /// (see ImageSource). Only the newest image per session waits: an unsent one is replaced.
+        /// </summary>
+        public bool SendImage(BridgeSession session, int width, int height, ReadOnlySpan<byte> pixels, ImageSource source, long captureNs)
         {
-            var info = session.Info;
-            var dealer = _dealer;
-            if (info == null || dealer == null) return false;
-            lock (_inputGate)
-            {
-                RequestEncoder.Image(_inputWriter, NextId(), info.Session, session.NextInputSeq(), captureNs, width, height, rgb, false);
-                return SendInput(dealer);
-            }
+            if (width < 1 || height < 1) throw new ArgumentOutOfRangeException(nameof(width), "image size must be positive");
+            if (pixels.Length != width * height * source.BytesPerPixel) throw new ArgumentException("pixels must be width*height*" + source.BytesPerPixel + " bytes", nameof(pixels));
+            if (session.Info == null || _dealer == null) return false;
+            bool replaced;
+            if (!session.Images.Post(pixels, width, height, source, captureNs, out replaced)) return false;
+            if (replaced) Interlocked.Increment(ref _imagesReplaced);
+            WakeSender();
+            return true;
         }
 
-        /// <summary>Sends rows of 35 music features to a motion session.</summary>
+        /// <summary>Queues rows of music features (35 per row) for a motion session. False when the session is not open or the queue is full.</summary>
         public bool SendFeatures(BridgeSession session, int rows, ReadOnlySpan<float> values, long captureNs)
         {
             var info = session.Info;
-            var dealer = _dealer;
-            if (info == null || dealer == null) return false;
-            lock (_inputGate)
-            {
-                RequestEncoder.Features(_inputWriter, NextId(), info.Session, session.NextInputSeq(), captureNs, rows, info.FeatureColumns, values, false);
-                return SendInput(dealer);
-            }
+            if (info == null || _dealer == null) return false;
+            if (values.Length != rows * info.FeatureColumns) throw new ArgumentException("features must hold rows*" + info.FeatureColumns + " values", nameof(values));
+            return Enqueue(session, InputKind.Features, rows, values, captureNs);
         }
 
-        /// <summary>Sends mono float audio (f32le) to a motion session; the bridge computes the music features.</summary>
+        /// <summary>Queues mono float audio (sent as f32le) for a motion session; the bridge computes the music features. Safe on Unity's audio thread.</summary>
         public bool SendAudio(BridgeSession session, int sampleRate, ReadOnlySpan<float> samples, long captureNs)
         {
-            var info = session.Info;
-            var dealer = _dealer;
-            if (info == null || dealer == null) return false;
-            lock (_inputGate)
+            if (session.Info == null || _dealer == null) return false;
+            return Enqueue(session, InputKind.Audio, sampleRate, samples, captureNs);
+        }
+
+        bool Enqueue(BridgeSession session, InputKind kind, int rateOrRows, ReadOnlySpan<float> values, long captureNs)
+        {
+            if (!_inputs.TryEnqueue(session, kind, rateOrRows, values, captureNs))
             {
-                RequestEncoder.Audio(_inputWriter, NextId(), info.Session, session.NextInputSeq(), captureNs, sampleRate, samples, false);
-                return SendInput(dealer);
+                Interlocked.Increment(ref _inputsDropped);
+                return false;
             }
+            WakeSender();
+            return true;
         }
 
         /// <summary>Stops: closes open sessions on the bridge, closes the sockets, joins the threads, all within about timeoutMs.</summary>
@@ -193,6 +215,7 @@ namespace AvatarBridge.Core.Client
             _stopping = true;
             _stop.Cancel(); // ends a connection attempt in progress
             lock (_signal) Monitor.PulseAll(_signal);
+            _wakeSender.Release();
             var supervisor = _supervisor;
             if (supervisor != null && !supervisor.Join(timeoutMs))
             {
@@ -201,6 +224,7 @@ namespace AvatarBridge.Core.Client
                 lock (_pendingGate) Monitor.PulseAll(_pendingGate);
                 CloseSockets();
             }
+            JoinQuietly(_senderThread); // closing the sockets ends a send in progress
             _state = (int)ConnectionState.Stopped;
         }
 
@@ -209,17 +233,103 @@ namespace AvatarBridge.Core.Client
         // Monotonic milliseconds; Environment.TickCount wraps after 24.8 days of uptime.
         static long NowMs() => (long)(Stopwatch.GetTimestamp() * (1000.0 / Stopwatch.Frequency));
 
-        bool SendInput(ZmtpConnection dealer)
+        void WakeSender()
         {
+            // Only a parked sender needs the semaphore; the common case is one interlocked read.
+            if (Interlocked.Exchange(ref _senderParked, 0) == 1) _wakeSender.Release();
+        }
+
+        /// <summary>The sender thread: each session's newest image, then queued audio and features, in turns.</summary>
+        void SendInputs()
+        {
+            while (!_stopping)
+            {
+                bool worked = false;
+                foreach (var session in _sessions)
+                {
+                    var job = session.Images.Take();
+                    if (job != null)
+                    {
+                        SendImageJob(session, job);
+                        worked = true;
+                    }
+                }
+                // A bounded turn for chunks, so a long audio backlog cannot starve images.
+                for (int n = 0; n < 16; n++)
+                {
+                    var chunk = _inputs.Peek();
+                    if (chunk == null) break;
+                    SendChunk(chunk);
+                    _inputs.Release();
+                    worked = true;
+                }
+                if (!worked) Park();
+            }
+        }
+
+        void Park()
+        {
+            Interlocked.Exchange(ref _senderParked, 1);
+            if (_inputs.Peek() != null || AnyImagePending()) // arrived between the last look and parking
+            {
+                Interlocked.Exchange(ref _senderParked, 0);
+                return;
+            }
+            _wakeSender.Wait(100);
+            Interlocked.Exchange(ref _senderParked, 0);
+        }
+
+        bool AnyImagePending()
+        {
+            foreach (var session in _sessions)
+                if (session.Images.HasPending) return true;
+            return false;
+        }
+
+        void SendImageJob(BridgeSession session, ImageJob job)
+        {
+            var info = session.Info;
+            var dealer = _dealer;
+            if (info == null || dealer == null)
+            {
+                Interlocked.Increment(ref _inputsDropped);
+                return;
+            }
+            int width, height;
+            ImageConversion.UprightSize(job.Width, job.Height, job.Source, out width, out height);
+            var target = RequestEncoder.BeginImage(_inputWriter, NextId(), info.Session, session.NextInputSeq(), job.CaptureNs, width, height, false);
+            ImageConversion.ToUprightRgb(new ReadOnlySpan<byte>(job.Pixels, 0, job.Length), job.Width, job.Height, job.Source, target);
+            Write(dealer);
+        }
+
+        void SendChunk(InputChunk chunk)
+        {
+            var session = chunk.Session;
+            var info = session.Info;
+            var dealer = _dealer;
+            if (info == null || dealer == null)
+            {
+                Interlocked.Increment(ref _inputsDropped);
+                return;
+            }
+            var values = new ReadOnlySpan<float>(chunk.Values, 0, chunk.Count);
+            if (chunk.Kind == InputKind.Audio)
+                RequestEncoder.Audio(_inputWriter, NextId(), info.Session, session.NextInputSeq(), chunk.CaptureNs, chunk.RateOrRows, values, false);
+            else
+                RequestEncoder.Features(_inputWriter, NextId(), info.Session, session.NextInputSeq(), chunk.CaptureNs, chunk.RateOrRows, info.FeatureColumns, values, false);
+            Write(dealer);
+        }
+
+        void Write(ZmtpConnection dealer)
+        {
+            int generation = Volatile.Read(ref _generation);
             try
             {
                 dealer.Send(_inputWriter.Buffer, 0, _inputWriter.Length);
-                return true;
             }
             catch (ZmtpException e)
             {
-                Fault(Volatile.Read(ref _generation), e);
-                return false;
+                Fault(generation, e); // a half-sent frame leaves the stream unusable
             }
         }
 

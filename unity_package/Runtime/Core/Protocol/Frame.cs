@@ -1,25 +1,26 @@
 using System;
-using System.Runtime.InteropServices;
+using System.Buffers.Binary;
 
 namespace AvatarBridge.Core.Protocol
 {
     /// <summary>
-    /// One decoded animation frame (section 5) as a view over its receive buffer: header fields are
-    /// copied out, arrays are float spans over the msgpack bins (no copy, no allocation). A Frame is
-    /// reused; its arrays are valid until the buffer it views is refilled, which the client's
-    /// newest-frame handoff guarantees not to happen while the main thread holds it.
+    /// One decoded animation frame (section 5): header fields and arrays copied out of the receive
+    /// buffer into storage the Frame owns, allocated once. The arrays are copied (a few hundred bytes
+    /// per frame) rather than viewed in place because a msgpack bin starts at any byte offset, and an
+    /// unaligned float load faults on some ARMv7 IL2CPP targets. A Frame is reused; its arrays are valid
+    /// until the next decode into it, which the client's newest-frame handoff guarantees not to happen
+    /// while the main thread holds it.
     /// </summary>
     public sealed class Frame
     {
+        // Fixed places of each array inside _floats (the contract fixes every size).
+        const int ExpressionAt = 0, EyelidsAt = ExpressionAt + ProtocolConstants.ExpressionCount, JawAt = EyelidsAt + ProtocolConstants.EyelidCount,
+            HeadAt = JawAt + 4, BlendshapesAt = HeadAt + 4, JointsAt = BlendshapesAt + ProtocolConstants.BlendshapeCount,
+            RootAt = JointsAt + ProtocolConstants.JointCount * 4, Capacity = RootAt + 3;
+
+        readonly float[] _floats = new float[Capacity];
         byte[] _buffer = Array.Empty<byte>();
-        // Byte offset and float count of each array inside _buffer.
-        int _expressionAt, _expressionCount;
-        int _eyelidsAt, _eyelidsCount;
-        int _jawAt, _jawCount;
-        int _headAt, _headCount;
-        int _blendshapesAt, _blendshapesCount;
-        int _jointsAt, _jointsCount;
-        int _rootAt, _rootCount;
+        int _expressionCount, _eyelidsCount, _jawCount, _headCount, _blendshapesCount, _jointsCount, _rootCount;
 
         public Pipeline Pipeline { get; internal set; }
         /// <summary>Session id; the client sets its own session's string, so routing allocates nothing.</summary>
@@ -38,19 +39,19 @@ namespace AvatarBridge.Core.Protocol
         public long ReceivedNs { get; internal set; }
 
         /// <summary>Face: 50 FLAME expression coefficients.</summary>
-        public ReadOnlySpan<float> Expression => View(_expressionAt, _expressionCount);
+        public ReadOnlySpan<float> Expression => View(ExpressionAt, _expressionCount);
         /// <summary>Face: left, right eyelid closure in [0, 1].</summary>
-        public ReadOnlySpan<float> Eyelids => View(_eyelidsAt, _eyelidsCount);
+        public ReadOnlySpan<float> Eyelids => View(EyelidsAt, _eyelidsCount);
         /// <summary>Face: jaw quaternion (x, y, z, w) relative to the head, wire coordinates.</summary>
-        public ReadOnlySpan<float> Jaw => View(_jawAt, _jawCount);
+        public ReadOnlySpan<float> Jaw => View(JawAt, _jawCount);
         /// <summary>Face: head quaternion (x, y, z, w), wire coordinates.</summary>
-        public ReadOnlySpan<float> Head => View(_headAt, _headCount);
+        public ReadOnlySpan<float> Head => View(HeadAt, _headCount);
         /// <summary>Face: 52 ARKit weights in [0, 1] in rig order, or empty when the session did not ask for them.</summary>
-        public ReadOnlySpan<float> Blendshapes => View(_blendshapesAt, _blendshapesCount);
+        public ReadOnlySpan<float> Blendshapes => View(BlendshapesAt, _blendshapesCount);
         /// <summary>Motion: 24×4 local joint quaternions (x, y, z, w), rig order, wire coordinates.</summary>
-        public ReadOnlySpan<float> Joints => View(_jointsAt, _jointsCount);
+        public ReadOnlySpan<float> Joints => View(JointsAt, _jointsCount);
         /// <summary>Motion: root translation (x, y, z) in metres, wire coordinates.</summary>
-        public ReadOnlySpan<float> Root => View(_rootAt, _rootCount);
+        public ReadOnlySpan<float> Root => View(RootAt, _rootCount);
 
         /// <summary>End-to-end latency in milliseconds: arrival minus capture (both on the client's clock for its own inputs).</summary>
         public double LatencyMilliseconds => (ReceivedNs - CaptureNs) / 1e6;
@@ -61,17 +62,25 @@ namespace AvatarBridge.Core.Protocol
             _expressionCount = _eyelidsCount = _jawCount = _headCount = _blendshapesCount = _jointsCount = _rootCount = 0;
         }
 
-        internal void SetExpression(int at, int count) { _expressionAt = at; _expressionCount = count; }
-        internal void SetEyelids(int at, int count) { _eyelidsAt = at; _eyelidsCount = count; }
-        internal void SetJaw(int at, int count) { _jawAt = at; _jawCount = count; }
-        internal void SetHead(int at, int count) { _headAt = at; _headCount = count; }
-        internal void SetBlendshapes(int at, int count) { _blendshapesAt = at; _blendshapesCount = count; }
-        internal void SetJoints(int at, int count) { _jointsAt = at; _jointsCount = count; }
-        internal void SetRoot(int at, int count) { _rootAt = at; _rootCount = count; }
+        internal void SetExpression(int at, int count) => _expressionCount = Copy(at, count, ExpressionAt);
+        internal void SetEyelids(int at, int count) => _eyelidsCount = Copy(at, count, EyelidsAt);
+        internal void SetJaw(int at, int count) => _jawCount = Copy(at, count, JawAt);
+        internal void SetHead(int at, int count) => _headCount = Copy(at, count, HeadAt);
+        internal void SetBlendshapes(int at, int count) => _blendshapesCount = Copy(at, count, BlendshapesAt);
+        internal void SetJoints(int at, int count) => _jointsCount = Copy(at, count, JointsAt);
+        internal void SetRoot(int at, int count) => _rootCount = Copy(at, count, RootAt);
 
-        // Bins are little-endian float32 and every Unity/Mono platform is little-endian, so a cast is
-        // the whole decode. Unaligned float loads are fine on x86-64 and ARM64.
-        ReadOnlySpan<float> View(int at, int count) =>
-            count == 0 ? ReadOnlySpan<float>.Empty : MemoryMarshal.Cast<byte, float>(new ReadOnlySpan<byte>(_buffer, at, count * 4));
+        // Buffer.BlockCopy moves bytes, so the source offset needs no alignment. Bins are little-endian
+        // float32, as is every platform Unity ships to; a big-endian host swaps each value.
+        int Copy(int at, int count, int into)
+        {
+            System.Buffer.BlockCopy(_buffer, at, _floats, into * 4, count * 4);
+            if (!BitConverter.IsLittleEndian)
+                for (int i = 0; i < count; i++)
+                    _floats[into + i] = BitConverter.Int32BitsToSingle(BinaryPrimitives.ReadInt32LittleEndian(new ReadOnlySpan<byte>(_buffer, at + i * 4, 4)));
+            return count;
+        }
+
+        ReadOnlySpan<float> View(int at, int count) => new ReadOnlySpan<float>(_floats, at, count);
     }
 }

@@ -6,7 +6,7 @@ namespace AvatarBridge.Core.Protocol
 {
     /// <summary>
     /// Decodes a frame payload (section 5) into a reused Frame without allocating: keys are compared
-    /// as bytes, arrays are located, not copied. Every required key is checked and every array's size
+    /// as bytes, arrays are copied into the Frame's own aligned storage. Every required key is checked and every array's size
     /// is checked against the count the contract gives; unknown keys are skipped.
     /// </summary>
     public sealed class FrameDecoder

@@ -96,6 +96,25 @@ namespace AvatarBridge.Tests.Core
         }
 
         [Test]
+        public void ArraysAreTheSameAtEveryAlignmentAndOutliveTheBuffer()
+        {
+            // Bins start at any byte offset; the frame copies them into its own aligned storage.
+            var payload = TestEnvironment.Fixture("face_frame");
+            for (int shift = 0; shift < 4; shift++)
+            {
+                var buffer = new byte[payload.Length + shift];
+                Buffer.BlockCopy(payload, 0, buffer, shift, payload.Length);
+                var frame = new Frame();
+                new FrameDecoder().Decode(buffer, shift, payload.Length, frame, Session);
+                Array.Clear(buffer, 0, buffer.Length);
+                Assert.AreEqual(1f, frame.Blendshapes[51], 1e-6, "shift " + shift);
+                Assert.AreEqual(0.49f, frame.Expression[49], 1e-6, "shift " + shift);
+                Assert.AreEqual(new[] { 0.25f, 0.75f }, frame.Eyelids.ToArray());
+                Assert.AreEqual(new[] { 0f, 0.6f, 0f, 0.8f }, frame.Head.ToArray());
+            }
+        }
+
+        [Test]
         public void IgnoresUnknownKeysAndKeyOrder()
         {
             var w = MotionFrame(reverse: true, extraKey: true);

@@ -245,6 +245,24 @@ namespace AvatarBridge.Tests.Core
         }
 
         [Test]
+        public void TurnedBottomUpCameraPixelsReachTheBridgeUpright()
+        {
+            using (var recorder = Live.Recorder())
+            using (var client = Live.Client())
+            {
+                var session = client.AddSession(new SessionRequest(Pipeline.Face));
+                Live.WaitOpen(session);
+                // What a phone's WebCamTexture hands over: RGBA, rows bottom to top, turned a quarter.
+                var source = ImageSource.Rgba32BottomUp;
+                source.RotationClockwise = 90;
+                Assert.IsTrue(client.SendImage(session, 48, 64, new byte[48 * 64 * 4], source, 77));
+                Assert.IsTrue(Live.Eventually(() => recorder.Of(session.Info.Session).Any(f => f.CaptureNs == 77), 20000), "a frame for the image");
+                Assert.Throws<ArgumentException>(() => client.SendImage(session, 48, 64, new byte[48 * 64 * 3], source, 78), "RGBA needs 4 bytes a pixel");
+                Assert.AreEqual(0, client.InputErrors, "the bridge took the converted 64x48 rgb8 image");
+            }
+        }
+
+        [Test]
         public void FaceSessionWithoutBlendshapesSendsEmptyWeights()
         {
             using (var client = Live.Client())
