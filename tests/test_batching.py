@@ -95,8 +95,9 @@ def test_offline_mode_chunks_whole_sequences(motion: MotionPipeline) -> None:
     state = motion.open_session({"mode": "offline"})
     rows = features(1, 300)[0]
     item = FeaturesInput(0, SIDS[0], 7, 0, False, rows)
-    assert motion.steps_for(state, item) == 3
+    assert motion.steps_for(state, item) == 300  # the pending bound counts frames in both modes
     steps = motion.prepare(state, item)
+    assert sum(motion.step_frames(s) for s in steps) == 300
     assert [len(s.payload) for s in steps] == [
         OFFLINE_MAX_STEPS,
         OFFLINE_MAX_STEPS,
@@ -169,13 +170,13 @@ def test_batch_frame_encoding_decodes_like_one_frame() -> None:
     joints = rng.standard_normal((3, 24, 4)).astype(np.float32)
     root = rng.standard_normal((3, 3)).astype(np.float32)
     batch = encode_motion_frames(
-        SIDS[:3], [0, 5, 2**40], [1, 2, -3], [10, 20, 30], joints=joints, root=root, engine_us=12.5, batch=3
+        SIDS[:3], [0, 5, 2**40], [1, 2, 2**64 - 1], [10, 20, 30], joints=joints, root=root, engine_us=12.5, batch=3
     )
     for i, payload in enumerate(batch):
         got = decode_frame(payload)
         want = decode_frame(
             encode_motion_frame(
-                SIDS[i], [0, 5, 2**40][i], [1, 2, -3][i], [10, 20, 30][i],
+                SIDS[i], [0, 5, 2**40][i], [1, 2, 2**64 - 1][i], [10, 20, 30][i],
                 joints=joints[i], root=root[i], engine_us=12.5, batch=3,
             )
         )  # fmt: skip

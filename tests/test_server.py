@@ -86,9 +86,7 @@ def test_every_bad_input_gets_its_code_while_others_are_served(bridge: Bridge, c
     face = client.open("face")["session"]
     closed = client.open("motion")["session"]
     client.close_session(closed)
-    raw = zmq.Context.instance().socket(zmq.DEALER)
-    raw.setsockopt(zmq.LINGER, 0)
-    raw.connect(f"tcp://127.0.0.1:{bridge.sockets.request_port}")
+    raw = client.dealer  # the sessions' owner: another connection would get NOT_OWNER first
     base = {"op": "input", "seq": 0, "t_capture_ns": time.time_ns()}
     feats = {"kind": "features", "rows": 1, "cols": 35, "data": FEATURES.tobytes()}
     cases: list[tuple[list[bytes], ErrorCode]] = [
@@ -143,7 +141,6 @@ def test_every_bad_input_gets_its_code_while_others_are_served(bridge: Bridge, c
         client.send_features(good, i, FEATURES)
     assert len(wait_frames(client, good, len(cases))) == len(cases)
     assert bridge.stats.snapshot()["errors"]["UNKNOWN_SESSION"] >= 3  # type: ignore[index]
-    raw.close(0)
 
 
 def test_request_ids_are_echoed_on_errors(client: BridgeClient) -> None:

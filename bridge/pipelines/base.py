@@ -30,6 +30,15 @@ class Step(Generic[StepT]):
     t_queued: float = 0.0  # perf_counter when the input was queued, for the queue-time metric
 
 
+class FailedRow(list[bytes]):
+    """A row of `finish_batch` that failed: no frames, and why. Only its own session is told; the
+    other rows of the batch keep their frames and state."""
+
+    def __init__(self, error: str) -> None:
+        super().__init__()
+        self.error = error
+
+
 @dataclass(frozen=True)
 class BatchResult:
     """What one engine call produced, per row (a list, or an array with a row per session), plus its
@@ -70,7 +79,11 @@ class Pipeline(ABC, Generic[StateT, StepT]):
         return self.batch_tiers[-1]
 
     def steps_for(self, state: StateT, item: Input) -> int:
-        """How many engine steps `item` will make (I/O thread, for the queue bound; an estimate)."""
+        """What `item` costs in the unit of the pending bound, output frames (I/O thread; an estimate)."""
+        return 1
+
+    def step_frames(self, step: Step[StepT]) -> int:
+        """Output frames one prepared step makes (the same unit as `steps_for`)."""
         return 1
 
     def batch_key(self, state: StateT, step: Step[StepT]) -> Hashable:
@@ -106,4 +119,5 @@ class Pipeline(ABC, Generic[StateT, StepT]):
         result: BatchResult,
     ) -> list[list[bytes]]:
         """Post-process every row of a batch (guard, filters, mapping) and encode its frames: for each
-        session, its frames in order, numbered from its next frame number `seqs[i]`."""
+        session, its frames in order, numbered from its next frame number `seqs[i]`; a `FailedRow`
+        for a session whose row failed."""

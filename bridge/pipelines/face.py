@@ -5,6 +5,7 @@ A model without an eyelid output (the EMOCA-size encoder pair) reports eyelids a
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Sequence
@@ -14,7 +15,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from bridge.filters.one_euro import OneEuroFilter, flame_one_euro
-from bridge.pipelines.base import BatchResult, Pipeline, Step
+from bridge.pipelines.base import BatchResult, FailedRow, Pipeline, Step
 from bridge.pipelines.face_crop import FaceDetector, FaceTracker, crop_face
 from bridge.pipelines.options import check_options
 from bridge.pipelines.output_guard import FaceOutputGuard, stats_for
@@ -26,6 +27,8 @@ from bridge.rig.arkit import ARKIT_NAMES
 from bridge.rig.flame_to_arkit import FlameToArkit
 from bridge.rig.rotations import axis_angle_to_quat
 from bridge.runtime.engine import Engine
+
+log = logging.getLogger(__name__)
 
 CROP_SIZE = 224
 # Output role -> its place in the bridge.rig.flame parameter vector.
@@ -118,10 +121,14 @@ class FacePipeline(Pipeline[FaceState, np.ndarray | None]):
     ) -> list[list[bytes]]:
         # Per session: face batches are tens of sessions, and the One-Euro filter and ARKit mapping
         # are per-session objects.
-        return [
-            [self._finish(state, session, seq, step, row, result)]
-            for state, session, seq, step, row in zip(states, sessions, seqs, steps, result.rows, strict=True)
-        ]
+        frames: list[list[bytes]] = []
+        for state, session, seq, step, row in zip(states, sessions, seqs, steps, result.rows, strict=True):
+            try:
+                frames.append([self._finish(state, session, seq, step, row, result)])
+            except Exception as exc:  # one failing row costs only its own session
+                log.exception("face post-processing failed for session %s", session)
+                frames.append(FailedRow(f"post-processing failed: {exc}"))
+        return frames
 
     def _finish(
         self,

@@ -14,8 +14,9 @@ batch over all of its sessions (bridge.pipelines.motion_post, bridge.pipelines.m
 from __future__ import annotations
 
 import logging
+import math
 import time
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -23,7 +24,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from bridge.filters.low_pass import smoothing_factor, time_constant
-from bridge.pipelines.base import BatchResult, Pipeline, Step
+from bridge.pipelines.base import BatchResult, FailedRow, Pipeline, Step
 from bridge.pipelines.motion_frames import encode_motion_frames
 from bridge.pipelines.motion_post import create_motion_post
 from bridge.pipelines.music_features import MusicFeatureStream
@@ -125,11 +126,15 @@ class MotionPipeline(Pipeline[MotionState, np.ndarray]):
         return [Step(rows[i : i + chunk], item.seq, item.t_capture_ns) for i in range(0, len(rows), chunk)]
 
     def steps_for(self, state: MotionState, item: Input) -> int:
-        rows = item.rows.shape[0] if isinstance(item, FeaturesInput) else 0
-        if isinstance(item, AudioInput):
-            rows = int(len(item.samples) * self.fps / item.rate)
-        chunk = OFFLINE_MAX_STEPS if state.offline else 1
-        return -(-rows // chunk)
+        """Frames, the unit of the pending bound in both modes: feature rows, or the audio's length
+        in frames rounded up (a 1/60 s chunk at any rate counts one)."""
+        if isinstance(item, FeaturesInput):
+            return int(item.rows.shape[0])
+        assert isinstance(item, AudioInput)
+        return math.ceil(len(item.samples) * self.fps / item.rate)
+
+    def step_frames(self, step: Step[np.ndarray]) -> int:
+        return len(step.payload)  # realtime 1, offline up to OFFLINE_MAX_STEPS
 
     def batch_key(self, state: MotionState, step: Step[np.ndarray]) -> Hashable:
         return len(step.payload)  # one engine call runs one time length
@@ -162,33 +167,45 @@ class MotionPipeline(Pipeline[MotionState, np.ndarray]):
         n, length = pose.shape[:2]
         slots = _slots(states)
         alpha = np.fromiter((s.alpha for s in states), np.float32, n)
-        input_seqs = np.fromiter((s.input_seq for s in steps), np.int64, n)
+        # The wire's ranges (docs/protocol.md): seq is any uint64, t_capture_ns is at most 2^63 - 1.
+        input_seqs = np.fromiter((s.input_seq for s in steps), np.uint64, n)
         capture_ns = np.fromiter((s.t_capture_ns for s in steps), np.int64, n)
 
-        def finish_rows(rows: slice) -> list[bytes]:
+        def finish_rows(rows: slice) -> list[list[bytes]]:
             m = len(range(*rows.indices(n)))
             joints = np.empty((m, length, smpl.NUM_JOINTS, 4), np.float32)
             root = np.empty((m, length, 3), np.float32)
             for t in range(length):
                 joints[:, t], root[:, t], _ = self.post.step(slots[rows], pose[rows, t], alpha[rows])
-            return encode_motion_frames(
-                [sid for sid in sessions[rows] for _ in range(length)],
-                (np.asarray(seqs[rows])[:, None] + np.arange(length)).ravel(),
-                np.repeat(input_seqs[rows], length),
-                np.repeat(capture_ns[rows], length),
-                joints=joints.reshape(m * length, smpl.NUM_JOINTS, 4),
-                root=root.reshape(m * length, 3),
-                engine_us=result.engine_us,
-                batch=n,
-            )
+            ids, first = sessions[rows], np.asarray(seqs[rows], np.uint64)
+
+            def encode(i: slice) -> list[bytes]:
+                k = len(ids[i])
+                return encode_motion_frames(
+                    [sid for sid in ids[i] for _ in range(length)],
+                    (first[i, None] + np.arange(length, dtype=np.uint64)).ravel(),
+                    np.repeat(input_seqs[rows][i], length),
+                    np.repeat(capture_ns[rows][i], length),
+                    joints=joints[i].reshape(k * length, smpl.NUM_JOINTS, 4),
+                    root=root[i].reshape(k * length, 3),
+                    engine_us=result.engine_us,
+                    batch=n,
+                )
+
+            try:
+                flat = encode(slice(0, m))
+                return [flat[i * length : (i + 1) * length] for i in range(m)]
+            except Exception:  # one row that cannot be encoded costs only its own session
+                log.exception("motion frame encoding failed; encoding row by row")
+                return [_isolated(encode, slice(i, i + 1)) for i in range(m)]
 
         # Large batches in chunks on worker threads (each chunk is disjoint slot rows).
         chunks = [slice(i, min(i + self.post.chunk, n)) for i in range(0, n, self.post.chunk)]
         parts = self._post_workers.map(finish_rows, chunks) if len(chunks) > 1 else [finish_rows(chunks[0])]
-        frames = [f for part in parts for f in part]
+        frames = [row for part in parts for row in part]
         for i in np.flatnonzero(self.post.restart_due(slots, RESTART_AFTER)):
             self._restart(states[int(i)])
-        return [frames[i * length : (i + 1) * length] for i in range(n)]
+        return frames
 
     def _restart(self, state: MotionState) -> None:
         """Hot restart: a diverged recurrent state never recovers, so rebuild it (a new, zeroed slot)
@@ -196,6 +213,13 @@ class MotionPipeline(Pipeline[MotionState, np.ndarray]):
         vars(state).update(vars(self.open_session(state.options)))
         self.post.stats.count_restart()
         log.warning("hot restart of a motion session after %d consecutive bad outputs", RESTART_AFTER)
+
+
+def _isolated(encode: Callable[[slice], list[bytes]], row: slice) -> list[bytes]:
+    try:
+        return encode(row)
+    except Exception as exc:
+        return FailedRow(f"frame encoding failed: {exc}")
 
 
 def _slots(states: Sequence[MotionState]) -> np.ndarray:

@@ -31,7 +31,7 @@ def _layout() -> tuple[np.dtype[np.void], dict[str, bytes]]:
         "c_head": bytes([0x8C]) + _key("op") + _key("frame") + _key("v") + bytes([PROTOCOL_VERSION])
         + _key("session") + bytes([0xA0 | SESSION_ID_LENGTH]),
         "c_seq": _key("seq") + b"\xcf",
-        "c_input_seq": _key("input_seq") + b"\xd3",
+        "c_input_seq": _key("input_seq") + b"\xcf",
         "c_capture": _key("t_capture_ns") + b"\xd3",
         "c_publish": _key("t_publish_ns") + b"\xd3",
         "c_engine": _key("engine_us") + b"\xcb",
@@ -46,7 +46,7 @@ def _layout() -> tuple[np.dtype[np.void], dict[str, bytes]]:
         ("c_seq", f"V{len(constants['c_seq'])}"),
         ("seq", ">u8"),
         ("c_input_seq", f"V{len(constants['c_input_seq'])}"),
-        ("input_seq", ">i8"),
+        ("input_seq", ">u8"),
         ("c_capture", f"V{len(constants['c_capture'])}"),
         ("t_capture_ns", ">i8"),
         ("c_publish", f"V{len(constants['c_publish'])}"),

@@ -22,5 +22,7 @@ class ErrorCode(IntEnum):
     WRONG_INPUT_KIND = 203  # e.g. audio sent to a face session
     SESSION_LIMIT = 204
     OVERLOADED = 205  # the session's input queue is full; this input was dropped
+    NOT_OWNER = 206  # the session was opened by another client (connection or CURVE key)
+    CLIENT_SESSION_LIMIT = 207  # this client holds its quota of open sessions
     # 5xx: the bridge failed.
     INTERNAL = 500

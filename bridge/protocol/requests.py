@@ -3,25 +3,39 @@
 `decode_request` is the single entry point: it either returns a typed request or raises ProtocolError
 with the code the error reply carries. Validation here is everything that can be checked without
 knowing the bridge's state (sessions, pipelines); the server checks the rest.
+
+The wire schema is a set of msgspec Structs, one per `op` (tagged by `op`), so one C pass both parses
+and type-checks a message: every field's msgpack type, integer range and string length is declared
+once below, and docs/protocol.md section 4 states the same limits. A failure is mapped to the stable
+error codes of docs/protocol.md section 6; messages never echo more than a short prefix of a value.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
+import msgspec
 import numpy as np
 
-from bridge.protocol.codec import F32LE, ProtocolError, optional, require, unpack_map
+from bridge.protocol.codec import F32LE, ProtocolError
 from bridge.protocol.errors import ErrorCode
-from bridge.protocol.versions import PROTOCOL_VERSION
+from bridge.protocol.versions import PROTOCOL_VERSION, SESSION_ID_LENGTH
 
 MAX_IMAGE_SIDE = 4096
+MAX_IMAGE_PIXELS = 2048 * 1024  # 1920x1080 fits; pre-processing cost grows with pixels
 MIN_AUDIO_RATE = 8000
 MAX_AUDIO_RATE = 192000
+MAX_AUDIO_INPUT_S = 1.0  # seconds of audio in one input, at any rate
 MAX_FEATURE_ROWS = 1024
+MAX_FEATURE_COLS = 4096
+MAX_NAME_CHARS = 64  # pipeline, model, option names and string option values
+MAX_CLIENT_CHARS = 256
+MAX_OPTIONS = 16
 UINT64_MAX = 2**64 - 1
+INT64_MAX = 2**63 - 1
+_ECHO_CHARS = 160  # longest error message built from a decoder's text
 
 
 @dataclass(frozen=True)
@@ -75,7 +89,7 @@ class AudioInput:
     t_capture_ns: int
     ack: bool
     rate: int
-    samples: np.ndarray  # (n,) int16 or float32 mono, read-only view
+    samples: np.ndarray  # (n,) int16 or float32 mono, n >= 1, read-only view
 
 
 @dataclass(frozen=True)
@@ -93,135 +107,213 @@ Input = ImageInput | AudioInput | FeaturesInput
 Request = Hello | ListModels | OpenSession | CloseSession | Ping | Input
 InputKind = Literal["image", "audio", "features"]
 
+# ------------------------------------------------------------------------------------ wire schema
+# uint64: msgpack cannot carry more than 2^64 - 1, so only the lower bound needs saying.
+_U64 = Annotated[int, msgspec.Meta(ge=0)]
+_Nanos = Annotated[int, msgspec.Meta(ge=0, le=INT64_MAX)]  # every client's int64 time type holds it
+_SessionId = Annotated[str, msgspec.Meta(max_length=SESSION_ID_LENGTH)]  # longer can name no session
+_Name = Annotated[str, msgspec.Meta(max_length=MAX_NAME_CHARS)]
+_OptionValue = bool | int | float | _Name
+_Options = Annotated[dict[_Name, _OptionValue], msgspec.Meta(max_length=MAX_OPTIONS)]
+_Side = Annotated[int, msgspec.Meta(ge=1, le=MAX_IMAGE_SIDE)]
+_Rate = Annotated[int, msgspec.Meta(ge=MIN_AUDIO_RATE, le=MAX_AUDIO_RATE)]
+_Rows = Annotated[int, msgspec.Meta(ge=1, le=MAX_FEATURE_ROWS)]
+_Cols = Annotated[int, msgspec.Meta(ge=1, le=MAX_FEATURE_COLS)]
+
+
+class _Message(msgspec.Struct, tag_field="op", kw_only=True):
+    id: _U64 = 0
+    v: int = PROTOCOL_VERSION
+
+
+class _Hello(_Message, tag="hello"):
+    client: Annotated[str, msgspec.Meta(max_length=MAX_CLIENT_CHARS)] | None = None
+
+
+class _List(_Message, tag="list"):
+    pass
+
+
+class _Open(_Message, tag="open"):
+    pipeline: _Name
+    model: _Name | None = None
+    options: _Options | None = None
+
+
+class _Close(_Message, tag="close"):
+    session: _SessionId
+
+
+class _Ping(_Message, tag="ping"):
+    session: _SessionId | None = None
+
+
+class _Input(_Message, tag="input"):
+    session: _SessionId
+    kind: InputKind
+    seq: _U64
+    t_capture_ns: _Nanos
+    data: memoryview  # zero-copy: a view of the received message
+    ack: bool | None = None
+    # Per kind (checked in _input): image width, height, format; audio rate, format; features rows, cols.
+    width: _Side | None = None
+    height: _Side | None = None
+    format: _Name | None = None
+    rate: _Rate | None = None
+    rows: _Rows | None = None
+    cols: _Cols | None = None
+
+
+class _Version(msgspec.Struct):
+    v: int = PROTOCOL_VERSION
+
+
+class _Echo(msgspec.Struct):
+    """What an error reply may echo, undecoded until its size is known (never a 4 MB string)."""
+
+    id: msgspec.Raw = msgspec.Raw()
+    session: msgspec.Raw = msgspec.Raw()
+
+
+_DECODER = msgspec.msgpack.Decoder(_Hello | _List | _Open | _Close | _Ping | _Input)
+_OPS = ("close", "hello", "input", "list", "open", "ping")
+
 
 def decode_request(payload: bytes, max_bytes: int | None = None) -> Request:
-    message = unpack_map(payload, max_bytes)
-    request_id = request_id_of(message)
-    version = message.get("v", PROTOCOL_VERSION)
-    if version != PROTOCOL_VERSION:
-        raise ProtocolError(
-            ErrorCode.UNSUPPORTED_VERSION,
-            f"protocol version {version!r} not supported (bridge speaks {PROTOCOL_VERSION})",
-        )
-    op = require(message, "op", str, "request")
-    decoder = _DECODERS.get(op)
-    if decoder is None:
-        raise ProtocolError(
-            ErrorCode.UNKNOWN_OP, f"unknown op '{op}' (known: {', '.join(sorted(_DECODERS))})"
-        )
-    return decoder(message, request_id)
+    if max_bytes is not None and len(payload) > max_bytes:
+        raise ProtocolError(ErrorCode.TOO_LARGE, f"message of {len(payload)} bytes exceeds {max_bytes}")
+    try:
+        message = _DECODER.decode(payload)
+    except msgspec.ValidationError as exc:
+        raise _validation_error(payload, str(exc)) from None
+    except msgspec.DecodeError:
+        raise ProtocolError(ErrorCode.MALFORMED, "not a msgpack message") from None
+    if message.v != PROTOCOL_VERSION:
+        raise _unsupported(message.v)
+    if isinstance(message, _Input):
+        return _input(message)
+    if isinstance(message, _Ping):
+        return Ping(message.id, message.session)
+    if isinstance(message, _Open):
+        return OpenSession(message.id, message.pipeline, message.model, message.options or {})
+    if isinstance(message, _Close):
+        return CloseSession(message.id, message.session)
+    if isinstance(message, _Hello):
+        return Hello(message.id, message.client or "")
+    return ListModels(message.id)
 
 
-def request_id_of(message: dict[str, Any]) -> int:
-    """The client's `id`, echoed in replies; 0 when absent or unusable (so errors can still be sent)."""
-    value = message.get("id", 0)
-    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= UINT64_MAX else 0
+def request_echo(payload: bytes) -> tuple[int, str | None]:
+    """Best effort: the `id` and `session` an error reply echoes even when the request failed
+    validation; 0 and None where absent, of the wrong type or out of range."""
+    try:
+        echo = msgspec.msgpack.decode(payload, type=_Echo)
+    except msgspec.DecodeError:
+        return 0, None
+    request_id: int = 0
+    if echo.id:
+        with contextlib.suppress(msgspec.DecodeError):
+            request_id = msgspec.msgpack.decode(echo.id, type=_U64)
+    session: str | None = None
+    if echo.session and len(echo.session) <= 2 + 4 * SESSION_ID_LENGTH:  # a short str, never a big one
+        with contextlib.suppress(msgspec.DecodeError):
+            session = msgspec.msgpack.decode(echo.session, type=_SessionId)
+    return request_id, session
 
 
-def _hello(m: dict[str, Any], rid: int) -> Hello:
-    return Hello(rid, optional(m, "client", str, "", "hello"))
-
-
-def _list(m: dict[str, Any], rid: int) -> ListModels:
-    return ListModels(rid)
-
-
-def _open(m: dict[str, Any], rid: int) -> OpenSession:
-    return OpenSession(
-        rid,
-        require(m, "pipeline", str, "open"),
-        optional(m, "model", str, None, "open"),
-        optional(m, "options", dict, {}, "open"),
+def _unsupported(version: int) -> ProtocolError:
+    return ProtocolError(
+        ErrorCode.UNSUPPORTED_VERSION,
+        f"protocol version {version} not supported (bridge speaks {PROTOCOL_VERSION})",
     )
 
 
-def _close(m: dict[str, Any], rid: int) -> CloseSession:
-    return CloseSession(rid, require(m, "session", str, "close"))
+def _validation_error(payload: bytes, text: str) -> ProtocolError:
+    """Map a msgspec validation failure to its code: the version first (another version may have
+    another layout), then what the decoder found."""
+    try:
+        version = msgspec.msgpack.decode(payload, type=_Version).v
+    except msgspec.ValidationError as exc:
+        if "`$.v`" in str(exc):
+            return ProtocolError(ErrorCode.BAD_TYPE, _clip(f"request: {exc}"))
+        version = PROTOCOL_VERSION
+    if version != PROTOCOL_VERSION:
+        return _unsupported(version)
+    if "missing required field" in text:
+        return ProtocolError(ErrorCode.MISSING_FIELD, _clip(f"request: {text}"))
+    if " - at " not in text or text.endswith("in `$`"):  # not a map, or a map key that is not a str
+        return ProtocolError(ErrorCode.MALFORMED, _clip(f"request must be a map with str keys: {text}"))
+    if text.startswith("Invalid value") and text.endswith("`$.op`"):
+        return ProtocolError(ErrorCode.UNKNOWN_OP, f"unknown op (known: {', '.join(_OPS)})")
+    if ", got `" in text:
+        return ProtocolError(ErrorCode.BAD_TYPE, _clip(f"request: {text}"))
+    return ProtocolError(ErrorCode.BAD_VALUE, _clip(f"request: {text}"))  # a range, length or enum
 
 
-def _ping(m: dict[str, Any], rid: int) -> Ping:
-    return Ping(rid, optional(m, "session", str, None, "ping"))
+def _clip(text: str) -> str:
+    """Bound what an error reply carries: the decoder's text quotes the offending value whole."""
+    if len(text) <= _ECHO_CHARS:
+        return text
+    return text[: _ECHO_CHARS - 50] + " ... " + text[-45:]
 
 
-def _input(m: dict[str, Any], rid: int) -> Input:
-    session = require(m, "session", str, "input")
-    seq = _uint(m, "seq", "input")
-    t_capture_ns = _uint(m, "t_capture_ns", "input")
-    ack = optional(m, "ack", bool, False, "input")
-    kind = require(m, "kind", str, "input")
-    data = require(m, "data", bytes, f"{kind} input")
-    if kind == "image":
-        width = _positive(m, "width", MAX_IMAGE_SIDE, "image input")
-        height = _positive(m, "height", MAX_IMAGE_SIDE, "image input")
-        fmt = optional(m, "format", str, "rgb8", "image input")
-        if fmt != "rgb8":
+def _require(value: int | str | None, key: str, kind: str) -> Any:
+    if value is None:
+        raise ProtocolError(ErrorCode.MISSING_FIELD, f"{kind} input: missing field '{key}'")
+    return value
+
+
+def _input(m: _Input) -> Input:
+    ack = bool(m.ack)
+    data = m.data
+    if m.kind == "image":
+        width = _require(m.width, "width", "image")
+        height = _require(m.height, "height", "image")
+        if width * height > MAX_IMAGE_PIXELS:
             raise ProtocolError(
-                ErrorCode.BAD_VALUE, f"image input: format '{fmt}' not supported (use 'rgb8')"
+                ErrorCode.BAD_VALUE,
+                f"image input: {width}x{height} is over {MAX_IMAGE_PIXELS} pixels",
             )
+        if (m.format or "rgb8") != "rgb8":
+            raise ProtocolError(ErrorCode.BAD_VALUE, "image input: format not supported (use 'rgb8')")
         if len(data) != width * height * 3:
             raise ProtocolError(
                 ErrorCode.BAD_SIZE,
                 f"image input: {width}x{height} rgb8 needs {width * height * 3} bytes, got {len(data)}",
             )
         pixels = np.frombuffer(data, dtype=np.uint8).reshape(height, width, 3)
-        return ImageInput(rid, session, seq, t_capture_ns, ack, pixels)
-    if kind == "audio":
-        rate = require(m, "rate", int, "audio input")
-        if not MIN_AUDIO_RATE <= rate <= MAX_AUDIO_RATE:
+        return ImageInput(m.id, m.session, m.seq, m.t_capture_ns, ack, pixels)
+    if m.kind == "audio":
+        rate = _require(m.rate, "rate", "audio")
+        dtype = _AUDIO_FORMATS.get(_require(m.format, "format", "audio"))
+        if dtype is None:
+            raise ProtocolError(ErrorCode.BAD_VALUE, "audio input: format not supported (s16le or f32le)")
+        if not data or len(data) % dtype.itemsize:
+            raise ProtocolError(
+                ErrorCode.BAD_SIZE,
+                f"audio input: {len(data)} bytes is not a whole, non-zero number of {m.format} samples",
+            )
+        count = len(data) // dtype.itemsize
+        if count > MAX_AUDIO_INPUT_S * rate:
             raise ProtocolError(
                 ErrorCode.BAD_VALUE,
-                f"audio input: rate {rate} outside [{MIN_AUDIO_RATE}, {MAX_AUDIO_RATE}] Hz",
-            )
-        fmt = require(m, "format", str, "audio input")
-        dtype = _AUDIO_FORMATS.get(fmt)
-        if dtype is None:
-            raise ProtocolError(
-                ErrorCode.BAD_VALUE, f"audio input: format '{fmt}' not supported (s16le or f32le)"
-            )
-        if len(data) % dtype.itemsize:
-            raise ProtocolError(
-                ErrorCode.BAD_SIZE, f"audio input: {len(data)} bytes is not a whole number of {fmt} samples"
+                f"audio input: {count / rate:.3f} s of audio in one input is over {MAX_AUDIO_INPUT_S} s",
             )
         samples = np.frombuffer(data, dtype=dtype)
         if dtype == F32LE and not np.isfinite(samples).all():
             raise ProtocolError(ErrorCode.BAD_VALUE, "audio input: samples must be finite")
-        return AudioInput(rid, session, seq, t_capture_ns, ack, rate, samples)
-    if kind == "features":
-        rows = _positive(m, "rows", MAX_FEATURE_ROWS, "features input")
-        cols = _positive(m, "cols", 4096, "features input")
-        if len(data) != rows * cols * 4:
-            raise ProtocolError(
-                ErrorCode.BAD_SIZE,
-                f"features input: {rows}x{cols} f32le needs {rows * cols * 4} bytes, got {len(data)}",
-            )
-        values = np.frombuffer(data, dtype=F32LE).reshape(rows, cols)
-        if not np.isfinite(values).all():
-            raise ProtocolError(ErrorCode.BAD_VALUE, "features input: values must be finite")
-        return FeaturesInput(rid, session, seq, t_capture_ns, ack, values)
-    raise ProtocolError(ErrorCode.BAD_VALUE, f"input: unknown kind '{kind}' (image, audio or features)")
-
-
-def _uint(m: dict[str, Any], key: str, what: str) -> int:
-    value: int = require(m, key, int, what)
-    if not 0 <= value <= UINT64_MAX:
-        raise ProtocolError(ErrorCode.BAD_VALUE, f"{what}: '{key}' must be an unsigned 64-bit integer")
-    return value
-
-
-def _positive(m: dict[str, Any], key: str, limit: int, what: str) -> int:
-    value: int = require(m, key, int, what)
-    if not 0 < value <= limit:
-        raise ProtocolError(ErrorCode.BAD_VALUE, f"{what}: '{key}' must be in [1, {limit}], got {value}")
-    return value
+        return AudioInput(m.id, m.session, m.seq, m.t_capture_ns, ack, rate, samples)
+    rows = _require(m.rows, "rows", "features")
+    cols = _require(m.cols, "cols", "features")
+    if len(data) != rows * cols * 4:
+        raise ProtocolError(
+            ErrorCode.BAD_SIZE,
+            f"features input: {rows}x{cols} f32le needs {rows * cols * 4} bytes, got {len(data)}",
+        )
+    values = np.frombuffer(data, dtype=F32LE).reshape(rows, cols)
+    if not np.isfinite(values).all():
+        raise ProtocolError(ErrorCode.BAD_VALUE, "features input: values must be finite")
+    return FeaturesInput(m.id, m.session, m.seq, m.t_capture_ns, ack, values)
 
 
 _AUDIO_FORMATS: dict[str, np.dtype[Any]] = {"s16le": np.dtype("<i2"), "f32le": F32LE}
-
-_DECODERS: dict[str, Callable[[dict[str, Any], int], Request]] = {
-    "hello": _hello,
-    "list": _list,
-    "open": _open,
-    "close": _close,
-    "ping": _ping,
-    "input": _input,
-}

@@ -26,7 +26,7 @@ from bridge import __version__
 from bridge.pipelines.base import Pipeline
 from bridge.pipelines.motion import FEATURE_COLS
 from bridge.pipelines.registry import PIPELINES
-from bridge.protocol.codec import ProtocolError, unpack_map
+from bridge.protocol.codec import ProtocolError
 from bridge.protocol.errors import ErrorCode
 from bridge.protocol.events import encode_closed_event, encode_opened_event, encode_rig, event_topic
 from bridge.protocol.replies import error_reply, reply
@@ -42,7 +42,7 @@ from bridge.protocol.requests import (
     Ping,
     Request,
     decode_request,
-    request_id_of,
+    request_echo,
 )
 from bridge.runtime.engine import Engine
 from bridge.runtime.manifest import ManifestError, find_manifests
@@ -58,6 +58,8 @@ log = logging.getLogger(__name__)
 
 REAP_INTERVAL_S = 0.25
 POLL_MS = 20
+# Error replies the scheduler threads may queue for the I/O thread; beyond it the oldest go (counted).
+MAX_PENDING_ERRORS = 1024
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,7 @@ class ServeConfig:
     models: dict[str, str] = field(default_factory=dict)  # pipeline -> default model name
     idle_timeout_s: float = 10.0
     max_sessions: int = 256
+    max_sessions_per_client: int = 64  # sessions one client (connection, or CURVE key) may hold open
     max_pending: int = 64
     max_queue_delay_us: int = 0
     ports_file: Path | None = None
@@ -100,10 +103,16 @@ class Bridge:
         self.metrics: MetricsServer | None = None
         self._load_engines()
         self.sockets = BridgeSockets(config.transport)
+        # Ending a session and publishing a frame exclude each other, so no frame of a session follows
+        # its `closed` event; `_live` holds the frame topics of open sessions.
+        self._end_lock = threading.Lock()
+        self._live: set[bytes] = set()
+        # With a ZAP handler (CURVE with an allow-list) a client is its public key, read per message.
+        self._keyed = config.transport.curve_client_keys is not None
         self.schedulers: dict[Pipeline[Any, Any], Scheduler] = {
             p: Scheduler(
                 p,
-                self.sockets.publish,
+                self._publish_frame,
                 self._report_error,
                 self.stats.child(p.model_name),
                 max_pending=config.max_pending,
@@ -112,7 +121,7 @@ class Bridge:
             for models in self.pipelines.values()
             for p in models.values()
         }
-        self._pending_errors: deque[tuple[tuple[bytes, ...], bytes]] = deque()
+        self._pending_errors: deque[tuple[tuple[bytes, ...], bytes]] = deque(maxlen=MAX_PENDING_ERRORS)
         self._stop = threading.Event()
 
     # ----------------------------------------------------------------- lifecycle
@@ -207,10 +216,16 @@ class Bridge:
                 # Drain what is queued so a burst costs one poll, but bound it so the reaper still runs.
                 for _ in range(1000):
                     try:
-                        parts = self.sockets.router.recv_multipart(flags=zmq.NOBLOCK, copy=True)
+                        if self._keyed:
+                            frames = self.sockets.router.recv_multipart(flags=zmq.NOBLOCK, copy=False)
+                            parts = [f.bytes for f in frames]
+                            owner = b"key:" + _user_id(frames[-1], parts[0])
+                        else:
+                            parts = self.sockets.router.recv_multipart(flags=zmq.NOBLOCK, copy=True)
+                            owner = b"id:" + parts[0]
                     except zmq.Again:
                         break
-                    self._on_message(parts)
+                    self._on_message(parts, owner)
             self.stats.handshake_failures.update(self.sockets.handshake_failures())
             while self._pending_errors:
                 envelope, payload = self._pending_errors.popleft()
@@ -224,7 +239,7 @@ class Bridge:
                     self._end_session(session, "idle_timeout")
 
     # ----------------------------------------------------------------- dispatch
-    def _on_message(self, parts: list[bytes]) -> None:
+    def _on_message(self, parts: list[bytes], owner: bytes) -> None:
         # ROUTER prepends the peer identity; a REQ-style client adds an empty delimiter.
         # [identity, payload] from a DEALER, [identity, b"", payload] from a REQ-style client.
         delimited = len(parts) > 2 and parts[1] == b""
@@ -238,20 +253,21 @@ class Bridge:
         try:
             request = decode_request(payload, self.config.transport.max_message_bytes)
         except ProtocolError as exc:
-            self._error(envelope, exc.code, exc.message, *_request_echo(payload, exc.code))
+            echo = (0, None) if exc.code in (ErrorCode.MALFORMED, ErrorCode.TOO_LARGE) else None
+            self._error(envelope, exc.code, exc.message, *(echo or request_echo(payload)))
             return
         self.stats.observe("decode", time.perf_counter() - t0)
         try:
-            self._handle(envelope, request)
+            self._handle(envelope, owner, request)
         except ProtocolError as exc:
             self._error(envelope, exc.code, exc.message, request.id, getattr(request, "session", None))
         except Exception as exc:
             log.exception("internal error handling %s", type(request).__name__)
             self._error(envelope, ErrorCode.INTERNAL, f"internal error: {exc}", request.id)
 
-    def _handle(self, envelope: tuple[bytes, ...], request: Request) -> None:
+    def _handle(self, envelope: tuple[bytes, ...], owner: bytes, request: Request) -> None:
         if isinstance(request, (ImageInput, AudioInput, FeaturesInput)):
-            self._on_input(envelope, request)
+            self._on_input(envelope, owner, request)
         elif isinstance(request, Hello):
             self._send(
                 envelope,
@@ -268,9 +284,9 @@ class Bridge:
         elif isinstance(request, ListModels):
             self._send(envelope, reply("list", request.id, models=self._model_list()))
         elif isinstance(request, OpenSession):
-            self._on_open(envelope, request)
+            self._on_open(envelope, owner, request)
         elif isinstance(request, CloseSession):
-            session = self._session(request.session)
+            session = self._session(request.session, owner)
             self._end_session(session, "client")
             self._send(
                 envelope,
@@ -278,10 +294,10 @@ class Bridge:
             )
         elif isinstance(request, Ping):
             if request.session is not None:
-                self._session(request.session).last_seen = time.monotonic()
+                self._session(request.session, owner).last_seen = time.monotonic()
             self._send(envelope, reply("pong", request.id, t_ns=time.time_ns()))
 
-    def _on_open(self, envelope: tuple[bytes, ...], request: OpenSession) -> None:
+    def _on_open(self, envelope: tuple[bytes, ...], owner: bytes, request: OpenSession) -> None:
         models = self.pipelines.get(request.pipeline)
         if models is None:
             raise ProtocolError(
@@ -300,9 +316,16 @@ class Bridge:
             raise ProtocolError(
                 ErrorCode.SESSION_LIMIT, f"session limit of {self.sessions.max_sessions} reached"
             )
+        quota = self.config.max_sessions_per_client
+        if self.sessions.owned_by(owner) >= quota:
+            raise ProtocolError(
+                ErrorCode.CLIENT_SESSION_LIMIT, f"this client already has {quota} sessions open (its quota)"
+            )
         state = pipeline.open_session(request.options)
-        session = Session(self.sessions.new_id(), pipeline, state, envelope)
-        self.sessions.add(session)
+        session = Session(self.sessions.new_id(), pipeline, state, envelope, owner)
+        with self._end_lock:
+            self.sessions.add(session)
+            self._live.add(session.topic)
         self.stats.sessions_opened += 1
         description: dict[str, Any] = {
             "pipeline": pipeline.name,
@@ -325,8 +348,8 @@ class Bridge:
             ),
         )
 
-    def _on_input(self, envelope: tuple[bytes, ...], item: Input) -> None:
-        session = self._session(item.session)
+    def _on_input(self, envelope: tuple[bytes, ...], owner: bytes, item: Input) -> None:
+        session = self._session(item.session, owner)
         session.last_seen = time.monotonic()
         kind = item.kind
         if kind not in session.pipeline.accepts:
@@ -339,24 +362,38 @@ class Bridge:
             self.stats.inputs_dropped += 1
             raise ProtocolError(
                 ErrorCode.OVERLOADED,
-                f"session {session.id} has {self.config.max_pending} inputs pending; input dropped",
+                f"session {session.id} has {self.config.max_pending} or more frames pending; input dropped",
             )
         if item.ack:
             self._send(envelope, reply("ack", item.id, session=session.id, seq=item.seq))
 
     # ----------------------------------------------------------------- helpers
-    def _session(self, sid: str) -> Session:
+    def _session(self, sid: str, owner: bytes) -> Session:
+        """The open session `sid`, if this client (`owner`) opened it."""
         session = self.sessions.get(sid)
         if session is None:
             raise ProtocolError(
                 ErrorCode.UNKNOWN_SESSION, f"no open session '{sid}' (never opened, closed, or reaped)"
             )
+        if session.owner != owner:
+            raise ProtocolError(
+                ErrorCode.NOT_OWNER, f"session '{sid}' belongs to another client; only its opener may use it"
+            )
         return session
 
     def _end_session(self, session: Session, reason: str) -> None:
-        if self.sessions.remove(session.id) is not None:
+        with self._end_lock:
+            if self.sessions.remove(session.id) is None:
+                return
+            self._live.discard(session.topic)
             closed = encode_closed_event(session.id, reason=reason, frames_published=session.frames_published)
             self.sockets.publish(event_topic(session.id), closed)
+
+    def _publish_frame(self, topic: bytes, payload: bytes) -> bool:
+        """The schedulers' publish: a frame of a session that has ended goes nowhere (its `closed`
+        event was the last message of its id); True, as it is not a drop."""
+        with self._end_lock:
+            return topic not in self._live or self.sockets.publish(topic, payload)
 
     def _model_list(self) -> list[dict[str, Any]]:
         return [
@@ -393,6 +430,8 @@ class Bridge:
     def _report_error(self, session: Session, code: ErrorCode, message: str) -> None:
         """Called from scheduler threads: queue the reply for the I/O thread, which owns the ROUTER."""
         self.stats.count_error(code.name)
+        if len(self._pending_errors) == MAX_PENDING_ERRORS:  # the bounded deque drops the oldest
+            self.stats.replies_dropped += 1
         self._pending_errors.append((session.envelope, error_reply(code, message, 0, session.id)))
 
 
@@ -403,13 +442,9 @@ def _load_error(exc: Exception) -> str:
     return f"cannot read the model file, it may be truncated or corrupt ({type(exc).__name__}: {exc})"
 
 
-def _request_echo(payload: bytes, code: ErrorCode) -> tuple[int, str | None]:
-    """Best effort: the id and session to echo even when the request failed validation."""
-    if code in (ErrorCode.MALFORMED, ErrorCode.TOO_LARGE):
-        return 0, None
+def _user_id(frame: zmq.Frame, routing_id: bytes) -> bytes:
+    """The client's CURVE public key as the ZAP handler recorded it; its routing id if it has none."""
     try:
-        message = unpack_map(payload)
-    except ProtocolError:
-        return 0, None
-    session = message.get("session")
-    return request_id_of(message), session if isinstance(session, str) else None
+        return str(frame.get("User-Id")).encode()
+    except zmq.ZMQError:
+        return b"id:" + routing_id

@@ -21,6 +21,8 @@ class Session:
     pipeline: Pipeline[Any, Any]
     state: Any
     envelope: tuple[bytes, ...]  # ROUTER envelope of the client that opened it, for error replies
+    # Who may feed, ping and close it: b"id:" + the opener's routing id, or b"key:" + its CURVE key.
+    owner: bytes = b""
     opened_at: float = field(default_factory=time.monotonic)
     last_seen: float = field(default_factory=time.monotonic)
     out_seq: int = 0  # next frame number
@@ -44,6 +46,7 @@ class SessionTable:
     def __init__(self, max_sessions: int) -> None:
         self.max_sessions = max_sessions
         self._sessions: dict[str, Session] = {}
+        self._owned: dict[bytes, int] = {}  # owner -> open sessions, for the per-client quota
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -58,6 +61,10 @@ class SessionTable:
     def add(self, session: Session) -> None:
         with self._lock:
             self._sessions[session.id] = session
+            self._owned[session.owner] = self._owned.get(session.owner, 0) + 1
+
+    def owned_by(self, owner: bytes) -> int:
+        return self._owned.get(owner, 0)
 
     def get(self, sid: str) -> Session | None:
         return self._sessions.get(sid)
@@ -65,6 +72,10 @@ class SessionTable:
     def remove(self, sid: str) -> Session | None:
         with self._lock:
             session = self._sessions.pop(sid, None)
+            if session is not None:
+                left = self._owned.pop(session.owner) - 1
+                if left:
+                    self._owned[session.owner] = left
         if session is not None:
             session.closed = True
         return session
