@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import logging
 import signal
-import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -13,15 +12,11 @@ from typing import Any
 import zmq
 
 from bridge.cli.paths import default_engines_dir
+from bridge.cli.serve_config import ServeTable, load_serve_table
 from bridge.outputs.cli import add_output_arguments, build_router
 from bridge.serving.server import Bridge, ServeConfig
 from bridge.transport.curve import load_public_keys, load_secret_key
 from bridge.transport.zmq_sockets import TransportConfig
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised only on 3.10
-    import tomli as tomllib
 
 log = logging.getLogger("avatar-bridge")
 
@@ -49,6 +44,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--idle-timeout", type=float, help="seconds without input before a session is reaped (10)"
     )
     parser.add_argument("--max-sessions", type=int, help="session limit (256)")
+    parser.add_argument(
+        "--max-sessions-per-client",
+        type=int,
+        help="sessions one client (connection or CURVE key) may hold open (64)",
+    )
     parser.add_argument("--max-queue-delay-us", type=int, help="wait this long to grow a batch (0)")
     parser.add_argument(
         "--frames-hwm", type=int, help="frames queued per subscriber before old ones drop (64)"
@@ -77,21 +77,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_output_arguments(parser)
 
 
-def config_table(args: argparse.Namespace) -> dict[str, Any]:
-    """The `[serve]` table of the --config file (empty without one)."""
-    if args.config is None:
-        return {}
-    table: dict[str, Any] = tomllib.loads(args.config.read_text()).get("serve", {})
-    return table
+def config_from_args(args: argparse.Namespace, table: ServeTable | None = None) -> ServeConfig:
+    """The bridge's config from the flags, falling back to the config file's `[serve]` keys."""
+    file_values = (table if table is not None else load_serve_table(args.config)).present()
 
-
-def config_from_args(args: argparse.Namespace, file_values: dict[str, Any] | None = None) -> ServeConfig:
-    if file_values is None:
-        file_values = config_table(args)
-
-    def pick(flag: str, key: str | None = None) -> Any:
+    def pick(flag: str) -> Any:
         value = getattr(args, flag)
-        return value if value is not None else file_values.get(key or flag)
+        return value if value is not None else file_values.get(flag)
 
     transport = TransportConfig()
     transport_values = {
@@ -114,6 +106,7 @@ def config_from_args(args: argparse.Namespace, file_values: dict[str, Any] | Non
         "backend": pick("backend"),
         "idle_timeout_s": pick("idle_timeout"),
         "max_sessions": pick("max_sessions"),
+        "max_sessions_per_client": pick("max_sessions_per_client"),
         "max_queue_delay_us": pick("max_queue_delay_us"),
         "ports_file": pick("ports_file"),
         "metrics_port": pick("metrics_port"),
@@ -129,16 +122,16 @@ def config_from_args(args: argparse.Namespace, file_values: dict[str, Any] | Non
 
 def run(args: argparse.Namespace) -> int:
     try:
-        table = config_table(args)
+        table = load_serve_table(args.config)
         config = config_from_args(args, table)
         bridge = Bridge(config)
         bridge.start()
-    except (OSError, ValueError, ImportError, zmq.ZMQError, tomllib.TOMLDecodeError) as exc:
+    except (OSError, ValueError, ImportError, zmq.ZMQError) as exc:
         log.error("cannot start: %s", exc)
         return 2
     # Outputs (VMC, Live Link Face) read the bridge's own frame stream, so they can never slow it.
     try:
-        router = build_router(args, bridge.sockets.frames_endpoint, table)
+        router = build_router(args, bridge.sockets.frames_endpoint, table.present())
     except ValueError as exc:
         log.error("bad output destination: %s", exc)
         bridge.close()

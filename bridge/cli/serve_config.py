@@ -1,0 +1,77 @@
+"""The `serve` TOML config file as a typed schema: an unknown key or a wrong type fails at start, naming it.
+
+Keys mirror the `serve` flags (dashes become underscores); every key is optional and a flag given on the
+command line wins over the file.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised only on 3.10
+    import tomli as tomllib
+
+__all__ = ["ConfigError", "ServeTable", "load_serve_table"]
+
+
+class ConfigError(ValueError):
+    """The config file cannot be read, is not TOML, or breaks the schema (the message names the key)."""
+
+
+class ServeTable(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    """The `[serve]` table. None means "not in the file"."""
+
+    host: str | None = None
+    request_port: int | None = None
+    frames_port: int | None = None
+    engines: str | None = None
+    backend: str | None = None
+    rebuild_on_mismatch: bool | None = None
+    face_model: str | None = None
+    motion_model: str | None = None
+    idle_timeout: float | None = None
+    max_sessions: int | None = None
+    max_sessions_per_client: int | None = None
+    max_queue_delay_us: int | None = None
+    frames_hwm: int | None = None
+    insecure_remote: bool | None = None
+    curve_secret_key: str | None = None
+    curve_client_keys: str | None = None
+    ports_file: str | None = None
+    metrics_port: int | None = None
+    metrics_host: str | None = None
+    # Outputs (bridge.outputs.cli reads these under the same names as its flags).
+    osc: str | list[str] | None = None
+    livelink_face: str | list[str] | None = None
+    osc_no_bundle: bool | None = None
+    output_rate: float | None = None
+
+    def present(self) -> dict[str, Any]:
+        """The keys the file set, by name."""
+        return {k: v for k, v in msgspec.structs.asdict(self).items() if v is not None}
+
+
+class _ConfigFile(msgspec.Struct, forbid_unknown_fields=True):
+    serve: ServeTable = msgspec.field(default_factory=ServeTable)
+
+
+def load_serve_table(path: Path | None) -> ServeTable:
+    """The `[serve]` table of `path` (an empty one without a file)."""
+    if path is None:
+        return ServeTable()
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        return msgspec.convert(raw, _ConfigFile).serve
+    except OSError as exc:
+        raise ConfigError(f"config {path}: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config {path}: not TOML: {exc}") from None
+    except msgspec.ValidationError as exc:
+        # msgspec names the key as a path, e.g. "Expected `int`, got `str` - at `$.serve.request_port`".
+        raise ConfigError(f"config {path}: {exc}") from None
