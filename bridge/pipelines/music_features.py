@@ -59,6 +59,7 @@ _BEAT = _PEAK + 1
 
 _RESAMPLE_HALF_TAPS = 16
 _RESAMPLE_MAX_PHASES = 1024
+_RESAMPLE_BLOCK = 4096  # output samples per resampling pass
 _CENS_FRAMES = 21
 _BEAT_HISTORY_S = 6.0
 _BEAT_MIN_BPM, _BEAT_MAX_BPM = 60.0, 200.0
@@ -169,15 +170,16 @@ class _Resampler:
         # Output n needs inputs up to floor(n·down/up) + half.
         n_max = ((end - self.half) * self.up - 1) // self.down  # last n with base + half < end
         n = np.arange(self.n_out, max(self.n_out, n_max + 1), dtype=np.int64)
-        if n.size:
-            pos = n * self.down
-            base = pos // self.up
+        out = np.empty(n.size, np.float64)
+        taps = np.arange(-self.half + 1, self.half + 1)[None, :]
+        # In blocks: the (outputs x taps) temporaries stay a few MB whatever the chunk's length.
+        for i in range(0, n.size, _RESAMPLE_BLOCK):
+            pos = n[i : i + _RESAMPLE_BLOCK] * self.down
             phase = (pos % self.up) * self.phases // self.up
-            idx = base[:, None] - self.buf_start + np.arange(-self.half + 1, self.half + 1)[None, :]
-            out: npt.NDArray[np.float64] = (self.buffer[idx] * self.bank[phase]).sum(axis=1)
+            idx = (pos // self.up)[:, None] - self.buf_start + taps
+            out[i : i + _RESAMPLE_BLOCK] = (self.buffer[idx] * self.bank[phase]).sum(axis=1)
+        if n.size:
             self.n_out = int(n[-1]) + 1
-        else:
-            out = np.zeros(0, np.float64)
         # Keep what the next outputs can still reach.
         next_base = self.n_out * self.down // self.up
         drop = max(0, next_base - self.half - self.buf_start)

@@ -1,8 +1,24 @@
 """The bridge's two ZeroMQ sockets (docs/protocol.md section 1) and the rules for using them.
 
 ROUTER (requests, inputs, replies) is used only by the I/O thread. PUB (frames, events) is shared by
-the scheduler threads and the I/O thread behind a lock, and never blocks: at its high-water mark
-libzmq drops messages for the slow subscriber only, which is the "latest wins" rule of the protocol.
+the scheduler threads and the I/O thread behind a lock, and never blocks.
+
+What libzmq does, and what we add (docs/architecture.md, "Frame delivery"):
+- A PUB pipe per subscriber holds at most `frames_hwm` messages; past that libzmq drops the *newest*
+  message for that subscriber only, and a PUB send never reports it. We send with XPUB_NODROP, which
+  makes libzmq refuse (Again) a message some matching subscriber has no room for; the message is then
+  sent again lossy, so every other subscriber still gets it, and the stall is counted. libzmq skips a
+  stalled subscriber silently until it reads again, so a stall counts once, not once per frame.
+- The kernel's send buffer grows by itself to megabytes (thousands of stale frames for a paused
+  subscriber); `frames_sndbuf` fixes it, so what a paused subscriber reads on resume before current
+  frames is at most `frames_hwm` messages plus `frames_sndbuf` bytes on our side.
+- `hold=True` (offline frames) does not resend: the caller keeps the frame and retries, so a
+  subscriber that keeps up gets every one.
+- Subscriptions: libzmq keeps every topic in a trie (about 40 bytes per topic byte); the frames
+  socket takes messages of at most MAX_SUBSCRIPTION_BYTES (longer ones close that connection) and
+  reads at most `subscription_hwm` of them per connection at a time. The I/O thread applies them
+  (`pump_subscriptions`, outside the GIL) so scheduler threads rarely meet them.
+- ROUTER_MANDATORY: a reply to a full or vanished peer fails loudly, so it is counted by reason.
 
 Security: loopback only, unless the operator passes `insecure_remote` or gives the bridge a CURVE
 secret key; with a key both sockets are CURVE servers (authenticated, encrypted), and with a list of
@@ -11,6 +27,8 @@ client public keys only those clients are admitted.
 
 from __future__ import annotations
 
+import enum
+import errno
 import ipaddress
 import threading
 from dataclasses import dataclass
@@ -21,8 +39,9 @@ from zmq.utils.monitor import recv_monitor_message
 from bridge.protocol.versions import DEFAULT_FRAMES_PORT, DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_REQUEST_PORT
 from bridge.transport.curve import start_authenticator
 
-# The PUB socket receives only subscriptions (a topic prefix); anything longer is not a subscription.
-MAX_SUBSCRIPTION_BYTES = 1024
+# The PUB socket receives only subscriptions: 1 byte + a topic prefix (the longest topic is 22 bytes,
+# `event/` + a 16-character id), or a ZMTP 3.1 SUBSCRIBE command (10 bytes + prefix).
+MAX_SUBSCRIPTION_BYTES = 64
 # Failed CURVE handshakes by libzmq's reason: a client without the key, with the wrong server key
 # (protocol), or with a key the allow-list refuses (auth). Counted so operators see who is knocking.
 HANDSHAKE_FAILURES: dict[int, str] = {
@@ -32,13 +51,24 @@ HANDSHAKE_FAILURES: dict[int, str] = {
 }
 
 
+class Delivery(enum.Enum):
+    SENT = "sent"  # queued for every matching subscriber
+    STALLED = "stalled"  # queued for the others; a matching subscriber's queue was full
+    HELD = "held"  # (hold=True) sent to nobody, a matching subscriber is full: retry later
+
+
 @dataclass(frozen=True)
 class TransportConfig:
     host: str = "127.0.0.1"
     request_port: int = DEFAULT_REQUEST_PORT  # 0 picks a free port
     frames_port: int = DEFAULT_FRAMES_PORT
-    frames_hwm: int = 64  # per subscriber; older frames are dropped beyond this
-    request_hwm: int = 1000
+    frames_hwm: int = 64  # messages queued per subscriber; beyond it that subscriber misses frames
+    frames_sndbuf: int = 32768  # kernel send buffer per subscriber, bytes (Linux doubles it; 0: autotuning)
+    subscription_hwm: int = 64  # subscription messages read per connection at a time
+    request_hwm: int = 1000  # replies queued per client before libzmq drops them
+    # Requests buffered per client connection before libzmq stops reading it (TCP pushes back): with
+    # the message size cap below, at most inbound_hwm x 2 x max_message_bytes bytes per connection.
+    inbound_hwm: int = 8
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     insecure_remote: bool = False
     curve_secret_key: bytes | None = None  # Z85; enables CURVE on both sockets
@@ -77,17 +107,21 @@ class BridgeSockets:
         )
         self.router = self.context.socket(zmq.ROUTER)
         self.router.setsockopt(zmq.LINGER, 0)
-        self.router.setsockopt(zmq.RCVHWM, config.request_hwm)
+        self.router.setsockopt(zmq.RCVHWM, config.inbound_hwm)
         self.router.setsockopt(zmq.SNDHWM, config.request_hwm)
         # libzmq refuses oversize messages before they reach Python; we still answer TOO_LARGE for
         # anything between our limit and this hard cap, so clients learn why.
         self.router.setsockopt(zmq.MAXMSGSIZE, 2 * config.max_message_bytes)
-        # A reply to a vanished peer is dropped rather than raising.
-        self.router.setsockopt(zmq.ROUTER_MANDATORY, 0)
+        # A reply to a full or vanished peer raises (Again, EHOSTUNREACH), so `reply` can count it.
+        self.router.setsockopt(zmq.ROUTER_MANDATORY, 1)
         self.pub = self.context.socket(zmq.PUB)
         self.pub.setsockopt(zmq.LINGER, 0)
         self.pub.setsockopt(zmq.SNDHWM, config.frames_hwm)
+        if config.frames_sndbuf:
+            self.pub.setsockopt(zmq.SNDBUF, config.frames_sndbuf)
+        self.pub.setsockopt(zmq.RCVHWM, config.subscription_hwm)
         self.pub.setsockopt(zmq.MAXMSGSIZE, MAX_SUBSCRIPTION_BYTES)
+        self.pub.setsockopt(zmq.XPUB_NODROP, 1)
         if config.curve_secret_key is not None:
             for sock in (self.router, self.pub):
                 sock.setsockopt(zmq.CURVE_SERVER, 1)
@@ -107,14 +141,41 @@ class BridgeSockets:
         host = "127.0.0.1" if self.config.host in ("0.0.0.0", "*") else self.config.host
         return f"tcp://{host}:{self.frames_port}"
 
-    def publish(self, topic: bytes, payload: bytes) -> bool:
-        """Send one [topic, payload] message; False if libzmq could not queue it (counted as dropped)."""
+    def publish(self, topic: bytes, payload: bytes, *, hold: bool = False) -> Delivery:
+        """Send one [topic, payload] message to every subscriber with room for it (see the module doc)."""
         with self._pub_lock:
             try:
                 self.pub.send_multipart((topic, payload), flags=zmq.NOBLOCK, copy=False)
+                return Delivery.SENT
             except zmq.Again:
-                return False
-        return True
+                if hold:
+                    return Delivery.HELD
+            # Lossy for this one message: the subscribers with room get it, the full one misses it.
+            self.pub.setsockopt(zmq.XPUB_NODROP, 0)
+            try:
+                self.pub.send_multipart((topic, payload), flags=zmq.NOBLOCK, copy=False)
+            finally:
+                self.pub.setsockopt(zmq.XPUB_NODROP, 1)
+        return Delivery.STALLED
+
+    def pump_subscriptions(self) -> None:
+        """Apply the subscriptions that arrived (I/O thread): zmq_poll processes the socket's pending
+        commands in C with the GIL released."""
+        with self._pub_lock:
+            self.pub.poll(0, zmq.POLLOUT)
+
+    def reply(self, envelope: tuple[bytes, ...], payload: bytes) -> str | None:
+        """Send a reply (I/O thread); None once queued, else why it was dropped: `peer_full` (the
+        client does not read its replies) or `peer_gone` (it disconnected)."""
+        try:
+            self.router.send_multipart((*envelope, payload), flags=zmq.NOBLOCK)
+        except zmq.Again:
+            return "peer_full"
+        except zmq.ZMQError as exc:
+            if exc.errno == errno.EHOSTUNREACH:
+                return "peer_gone"
+            raise
+        return None
 
     def handshake_failures(self) -> list[str]:
         """Reasons of the CURVE handshakes that failed since the last call (I/O thread only)."""
