@@ -49,7 +49,7 @@ from bridge.runtime.manifest import ManifestError, find_manifests
 from bridge.serving.scheduler import Scheduler
 from bridge.serving.sessions import Session, SessionTable
 from bridge.serving.stats import BridgeStats
-from bridge.transport.zmq_sockets import BridgeSockets, TransportConfig
+from bridge.transport.zmq_sockets import BridgeSockets, Delivery, TransportConfig
 
 if TYPE_CHECKING:
     from bridge.serving.metrics import MetricsServer
@@ -227,12 +227,15 @@ class Bridge:
                         break
                     self._on_message(parts, owner)
             self.stats.handshake_failures.update(self.sockets.handshake_failures())
+            self.sockets.pump_subscriptions()  # here, not on a scheduler's publish
             while self._pending_errors:
                 envelope, payload = self._pending_errors.popleft()
                 self._send(envelope, payload)
             now = time.monotonic()
             if now >= next_reap:
                 next_reap = now + REAP_INTERVAL_S
+                for scheduler in self.schedulers.values():
+                    scheduler.supervise(now)  # restarts a dead scheduler thread (bridge.serving.scheduler)
                 for session in self.sessions.idle(now, self.config.idle_timeout_s):
                     log.info("reaping idle session %s", session.id)
                     self.stats.sessions_reaped += 1
@@ -389,11 +392,13 @@ class Bridge:
             closed = encode_closed_event(session.id, reason=reason, frames_published=session.frames_published)
             self.sockets.publish(event_topic(session.id), closed)
 
-    def _publish_frame(self, topic: bytes, payload: bytes) -> bool:
+    def _publish_frame(self, topic: bytes, payload: bytes, *, hold: bool = False) -> Delivery:
         """The schedulers' publish: a frame of a session that has ended goes nowhere (its `closed`
-        event was the last message of its id); True, as it is not a drop."""
+        event was the last message of its id): CLOSED, counted by the scheduler."""
         with self._end_lock:
-            return topic not in self._live or self.sockets.publish(topic, payload)
+            if topic not in self._live:
+                return Delivery.CLOSED
+            return self.sockets.publish(topic, payload, hold=hold)
 
     def _model_list(self) -> list[dict[str, Any]]:
         return [
@@ -411,10 +416,9 @@ class Bridge:
         ]
 
     def _send(self, envelope: tuple[bytes, ...], payload: bytes) -> None:
-        try:
-            self.sockets.router.send_multipart((*envelope, payload), flags=zmq.NOBLOCK)
-        except zmq.Again:
-            self.stats.replies_dropped += 1
+        dropped = self.sockets.reply(envelope, payload)  # None, or why: the client does not read, or is gone
+        if dropped is not None:
+            self.stats.drop_reply(dropped)
 
     def _error(
         self,
@@ -431,7 +435,7 @@ class Bridge:
         """Called from scheduler threads: queue the reply for the I/O thread, which owns the ROUTER."""
         self.stats.count_error(code.name)
         if len(self._pending_errors) == MAX_PENDING_ERRORS:  # the bounded deque drops the oldest
-            self.stats.replies_dropped += 1
+            self.stats.drop_reply("error_queue_full")
         self._pending_errors.append((session.envelope, error_reply(code, message, 0, session.id)))
 
 
