@@ -11,7 +11,7 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-CORE="$ROOT/unreal_plugin/AvatarBridge/Core"
+CORE="$ROOT/unreal_plugin/AvatarBridge/Source/AvatarBridgeCore"
 BUILD_DIR=${BUILD_DIR:-"$CORE/build"}
 JOBS=${JOBS:-2}
 

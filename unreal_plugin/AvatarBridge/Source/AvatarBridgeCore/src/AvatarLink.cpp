@@ -56,7 +56,7 @@ AvatarLink::~AvatarLink() {
         stopping_ = true;
     }
     wake_.notify_all();
-    client_->reset();  // fails the supervisor's in-flight request, if any, so it sees `stopping_` at once
+    client_->cancelPending();  // fails the supervisor's in-flight request, if any, so it sees `stopping_` at once
     supervisor_.join();
     // Close what we opened; send all closes, then give the replies one short shared deadline.
     std::vector<std::future<Reply>> closing;

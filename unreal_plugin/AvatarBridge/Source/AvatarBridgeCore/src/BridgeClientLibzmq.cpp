@@ -1,3 +1,5 @@
+// The libzmq build of BridgeClient (AVATAR_BRIDGE_WITH_LIBZMQ): what a CURVE-secured bridge needs. The default
+// build uses BridgeClient.cpp (own ZMTP) instead; exactly one of the two is compiled.
 #include "avatar_bridge/BridgeClient.hpp"
 
 #include <array>
@@ -5,6 +7,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <thread>
 
 #include <zmq.hpp>
 
@@ -14,8 +17,11 @@
 
 namespace avatar_bridge {
 
-struct BridgeClient::Command {
-    enum class Kind { Send, Request, Cancel, ConnectFrames, Subscribe, Unsubscribe, Reset, Stop };
+namespace {
+
+// What the public methods ask of the I/O thread, which alone touches the sockets.
+struct Command {
+    enum class Kind { Send, Request, Cancel, CancelAll, ConnectFrames, Subscribe, Unsubscribe, Reset, Stop };
     explicit Command(Kind k, std::string d = {}, std::uint64_t i = 0, std::shared_ptr<std::promise<Reply>> p = {})
         : kind(k), data(std::move(d)), id(i), promise(std::move(p)) {}
 
@@ -25,13 +31,29 @@ struct BridgeClient::Command {
     std::shared_ptr<std::promise<Reply>> promise;
 };
 
-struct BridgeClient::Shared {
+}  // namespace
+
+struct BridgeClient::Impl {
+    Impl(std::string endpoint, Handlers h, CurveKeys keys)
+        : handlers(std::move(h)), requestEndpoint(std::move(endpoint)), curve(std::move(keys)) {}
+
+    void enqueue(Command command);
+    void run();
+
+    Handlers handlers;
+    std::string requestEndpoint;
+    CurveKeys curve;
+    std::atomic<std::uint64_t> framesReceived{0};
+    std::atomic<std::uint64_t> decodeErrors{0};
+    std::atomic<bool> finished{false};
+
     zmq::context_t context{1};
     std::mutex mutex;  // guards `commands`, `wakeSender` (a socket: one thread at a time), `transportError`
     std::deque<Command> commands;
     std::string transportError;  // also guarded by `mutex`
     zmq::socket_t wakeSender{context, zmq::socket_type::pair};
     zmq::socket_t wakeReceiver{context, zmq::socket_type::pair};
+    std::thread thread;
 };
 
 namespace {
@@ -52,53 +74,72 @@ zmq::socket_t makeSocket(zmq::context_t& context, zmq::socket_type type, const C
 
 }  // namespace
 
-BridgeClient::BridgeClient(std::string requestEndpoint, Handlers handlers, CurveKeys curve)
-    : handlers_(std::move(handlers)),
-      requestEndpoint_(std::move(requestEndpoint)),
-      curve_(std::move(curve)),
-      shared_(std::make_unique<Shared>()) {
-    if (curve_.enabled()) {
+BridgeClient::BridgeClient(std::string requestEndpoint, Handlers handlers, CurveKeys curve, std::shared_ptr<Network> /*network*/)
+    : impl_(std::make_unique<Impl>(std::move(requestEndpoint), std::move(handlers), std::move(curve))) {
+    CurveKeys& keys = impl_->curve;
+    if (keys.enabled()) {
         char publicKey[41];
         char secretKey[41];
-        if (curve_.clientSecret.empty()) {
+        if (keys.clientSecret.empty()) {
             if (zmq_curve_keypair(publicKey, secretKey) != 0) {
                 throw std::runtime_error("this libzmq was built without CURVE support");
             }
-            curve_.clientSecret = secretKey;
-        } else if (zmq_curve_public(publicKey, curve_.clientSecret.c_str()) != 0) {
+            keys.clientSecret = secretKey;
+        } else if (zmq_curve_public(publicKey, keys.clientSecret.c_str()) != 0) {
             throw std::runtime_error("invalid CURVE client secret key");
         }
-        curve_.clientPublic = publicKey;  // always derived from the secret, so the two cannot disagree
+        keys.clientPublic = publicKey;  // always derived from the secret, so the two cannot disagree
     }
     // A unique inproc name per client, so several sources can live in one process.
     const std::string wake = "inproc://avatar-bridge-wake-" + std::to_string(reinterpret_cast<std::uintptr_t>(this));
-    shared_->wakeReceiver.bind(wake);
-    shared_->wakeSender.connect(wake);
-    thread_ = std::thread([this] { run(); });
+    impl_->wakeReceiver.bind(wake);
+    impl_->wakeSender.connect(wake);
+    impl_->thread = std::thread([impl = impl_.get()] {
+        try {
+            impl->run();
+        } catch (...) {  // out of memory: the client goes quiet, requests time out
+        }
+        impl->finished = true;
+    });
 }
 
 BridgeClient::~BridgeClient() {
-    enqueue(Command(Command::Kind::Stop));
-    thread_.join();
+    stop();
+    impl_->thread.join();
 }
 
-void BridgeClient::enqueue(Command command) {
-    const std::lock_guard<std::mutex> lock(shared_->mutex);
-    shared_->commands.push_back(std::move(command));
-    shared_->wakeSender.send(zmq::const_buffer("", 0), zmq::send_flags::dontwait);
+bool BridgeClient::supportsCurve() noexcept { return zmq_has("curve") != 0; }
+
+void BridgeClient::stop() noexcept {
+    try {
+        impl_->enqueue(Command(Command::Kind::Stop));
+    } catch (...) {
+    }
+}
+
+bool BridgeClient::finished() const noexcept { return impl_->finished; }
+
+std::uint64_t BridgeClient::framesReceived() const noexcept { return impl_->framesReceived; }
+
+std::uint64_t BridgeClient::decodeErrors() const noexcept { return impl_->decodeErrors; }
+
+void BridgeClient::Impl::enqueue(Command command) {
+    const std::lock_guard<std::mutex> lock(mutex);
+    commands.push_back(std::move(command));
+    wakeSender.send(zmq::const_buffer("", 0), zmq::send_flags::dontwait);
 }
 
 std::future<Reply> BridgeClient::request(std::uint64_t id, std::string payload) {
     auto promise = std::make_shared<std::promise<Reply>>();
     auto future = promise->get_future();
-    enqueue(Command(Command::Kind::Request, std::move(payload), id, std::move(promise)));
+    impl_->enqueue(Command(Command::Kind::Request, std::move(payload), id, std::move(promise)));
     return future;
 }
 
 std::optional<Reply> BridgeClient::call(std::uint64_t id, std::string payload, std::chrono::milliseconds timeout) {
     auto future = request(id, std::move(payload));
     if (future.wait_for(timeout) != std::future_status::ready) {
-        enqueue(Command(Command::Kind::Cancel, {}, id));
+        impl_->enqueue(Command(Command::Kind::Cancel, {}, id));
         return std::nullopt;
     }
     try {
@@ -108,24 +149,57 @@ std::optional<Reply> BridgeClient::call(std::uint64_t id, std::string payload, s
     }
 }
 
-void BridgeClient::send(std::string payload) { enqueue(Command(Command::Kind::Send, std::move(payload))); }
-
-void BridgeClient::connectFrames(std::string endpoint) { enqueue(Command(Command::Kind::ConnectFrames, std::move(endpoint))); }
-
-void BridgeClient::subscribe(std::string prefix) { enqueue(Command(Command::Kind::Subscribe, std::move(prefix))); }
-
-void BridgeClient::unsubscribe(std::string prefix) { enqueue(Command(Command::Kind::Unsubscribe, std::move(prefix))); }
-
-void BridgeClient::reset() { enqueue(Command(Command::Kind::Reset)); }
-
-std::string BridgeClient::transportError() const {
-    const std::lock_guard<std::mutex> lock(shared_->mutex);
-    return shared_->transportError;
+bool BridgeClient::send(std::string payload) noexcept {
+    try {
+        impl_->enqueue(Command(Command::Kind::Send, std::move(payload)));
+        return true;
+    } catch (...) {
+        return false;
+    }
 }
 
-void BridgeClient::run() {
-    zmq::context_t& context = shared_->context;
-    // Either socket may be missing: a bad endpoint or key makes libzmq refuse it, and the client then
+void BridgeClient::connectFrames(const std::string& endpoint) noexcept {
+    try {
+        impl_->enqueue(Command(Command::Kind::ConnectFrames, endpoint));
+    } catch (...) {
+    }
+}
+
+void BridgeClient::subscribe(const std::string& prefix) noexcept {
+    try {
+        impl_->enqueue(Command(Command::Kind::Subscribe, prefix));
+    } catch (...) {
+    }
+}
+
+void BridgeClient::unsubscribe(const std::string& prefix) noexcept {
+    try {
+        impl_->enqueue(Command(Command::Kind::Unsubscribe, prefix));
+    } catch (...) {
+    }
+}
+
+void BridgeClient::cancelPending() noexcept {
+    try {
+        impl_->enqueue(Command(Command::Kind::CancelAll));
+    } catch (...) {
+    }
+}
+
+void BridgeClient::reset() noexcept {
+    try {
+        impl_->enqueue(Command(Command::Kind::Reset));
+    } catch (...) {
+    }
+}
+
+std::string BridgeClient::transportError() const {
+    const std::lock_guard<std::mutex> lock(impl_->mutex);
+    return impl_->transportError;
+}
+
+void BridgeClient::Impl::run() {
+        // Either socket may be missing: a bad endpoint or key makes libzmq refuse it, and the client then
     // stays quiet (requests time out) and says why in transportError() instead of ending the thread.
     std::optional<zmq::socket_t> dealer;
     std::optional<zmq::socket_t> sub;
@@ -134,13 +208,13 @@ void BridgeClient::run() {
     std::map<std::uint64_t, std::shared_ptr<std::promise<Reply>>> pending;
 
     const auto setTransportError = [&](std::string what) {
-        const std::lock_guard<std::mutex> lock(shared_->mutex);
-        shared_->transportError = std::move(what);
+        const std::lock_guard<std::mutex> lock(mutex);
+        transportError = std::move(what);
     };
     const auto openDealer = [&] {
         dealer.reset();
-        zmq::socket_t s = makeSocket(context, zmq::socket_type::dealer, curve_);
-        s.connect(requestEndpoint_);
+        zmq::socket_t s = makeSocket(context, zmq::socket_type::dealer, curve);
+        s.connect(requestEndpoint);
         dealer = std::move(s);
         setTransportError({});
     };
@@ -149,7 +223,7 @@ void BridgeClient::run() {
         if (framesEndpoint.empty()) {
             return;
         }
-        zmq::socket_t s = makeSocket(context, zmq::socket_type::sub, curve_);
+        zmq::socket_t s = makeSocket(context, zmq::socket_type::sub, curve);
         for (const auto& prefix : subscriptions) {
             s.set(zmq::sockopt::subscribe, prefix);
         }
@@ -163,9 +237,9 @@ void BridgeClient::run() {
         pending.clear();
     };
     const auto decodeError = [&](const std::string& what) {
-        ++decodeErrors_;
-        if (handlers_.onDecodeError) {
-            handlers_.onDecodeError(what);
+        ++decodeErrors;
+        if (handlers.onDecodeError) {
+            handlers.onDecodeError(what);
         }
     };
 
@@ -182,6 +256,7 @@ void BridgeClient::run() {
                 }
                 break;
             case Command::Kind::Cancel: pending.erase(c.id); break;
+            case Command::Kind::CancelAll: failPending(); break;
             case Command::Kind::ConnectFrames:
                 framesEndpoint = c.data;
                 openSub();
@@ -208,14 +283,14 @@ void BridgeClient::run() {
     // Applies queued commands; false on Stop.
     const auto runCommands = [&] {
         zmq::message_t ignored;
-        while (shared_->wakeReceiver.recv(ignored, zmq::recv_flags::dontwait)) {
+        while (wakeReceiver.recv(ignored, zmq::recv_flags::dontwait)) {
         }
-        std::deque<Command> commands;
+        std::deque<Command> batch;
         {
-            const std::lock_guard<std::mutex> lock(shared_->mutex);
-            commands.swap(shared_->commands);
+            const std::lock_guard<std::mutex> lock(mutex);
+            batch.swap(commands);
         }
-        for (Command& c : commands) {
+        for (Command& c : batch) {
             if (c.kind == Command::Kind::Stop) {
                 return false;
             }
@@ -242,8 +317,8 @@ void BridgeClient::run() {
                 if (it != pending.end()) {
                     it->second->set_value(std::move(reply));
                     pending.erase(it);
-                } else if (handlers_.onUnsolicitedReply) {
-                    handlers_.onUnsolicitedReply(reply);
+                } else if (handlers.onUnsolicitedReply) {
+                    handlers.onUnsolicitedReply(reply);
                 }
             } catch (const ProtocolError& e) {
                 decodeError(std::string("reply: ") + e.what());
@@ -275,15 +350,15 @@ void BridgeClient::run() {
             const auto* bytes = static_cast<const std::uint8_t*>(payload->data());
             try {
                 if (name.rfind("frame/", 0) == 0) {
-                    ++framesReceived_;
+                    ++framesReceived;
                     DecodedFrame frame = Decoder::frame(bytes, payload->size(), payload);
-                    if (handlers_.onFrame) {
-                        handlers_.onFrame(std::move(frame), arrival);
+                    if (handlers.onFrame) {
+                        handlers.onFrame(std::move(frame), arrival);
                     }
                 } else if (name.rfind("event/", 0) == 0) {
                     const Event event = Decoder::event(bytes, payload->size());
-                    if (handlers_.onEvent) {
-                        handlers_.onEvent(event);
+                    if (handlers.onEvent) {
+                        handlers.onEvent(event);
                     }
                 }
             } catch (const ProtocolError& e) {
@@ -296,14 +371,14 @@ void BridgeClient::run() {
     try {
         openDealer();
     } catch (const zmq::error_t& e) {
-        setTransportError(requestEndpoint_ + ": " + e.what());
+        setTransportError(requestEndpoint + ": " + e.what());
     }
     while (running) {
         try {
             // Rebuilt every pass (the sockets may be replaced between passes), on the stack: no allocation per frame.
             std::array<zmq::pollitem_t, 3> items{};
             std::size_t count = 0;
-            items[count++] = {shared_->wakeReceiver.handle(), 0, ZMQ_POLLIN, 0};
+            items[count++] = {wakeReceiver.handle(), 0, ZMQ_POLLIN, 0};
             const std::size_t dealerAt = count;
             if (dealer) {
                 items[count++] = {dealer->handle(), 0, ZMQ_POLLIN, 0};

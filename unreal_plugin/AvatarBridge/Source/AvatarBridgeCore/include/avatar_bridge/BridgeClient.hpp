@@ -9,25 +9,29 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
-#include <thread>
 
 #include "avatar_bridge/CurveKeys.hpp"
 #include "avatar_bridge/Frame.hpp"
 #include "avatar_bridge/Messages.hpp"
+#include "avatar_bridge/Stream.hpp"
 
 namespace avatar_bridge {
 
 // The bridge's two sockets (docs/protocol.md §1): a DEALER for requests, replies and inputs, and a SUB
-// for frames and events. ZeroMQ sockets are not thread-safe, so one I/O thread owns both; any thread
-// may call the public methods, which queue commands for it and wake it through an inproc pipe.
-// Frames are decoded on the I/O thread (zero-copy: the views point into the received message).
+// for frames and events. Two builds share this interface:
+// - the default speaks ZMTP 3 itself (Zmtp.hpp, ZmtpPeer.hpp) over a Network (POSIX sockets here, FSocket
+//   in Unreal): no third-party library, NULL security only (loopback, or a trusted network);
+// - with AVATAR_BRIDGE_WITH_LIBZMQ (BridgeClientLibzmq.cpp) it uses libzmq, which adds CURVE.
+// Any thread may call the public methods; none waits on the network except call(). Replies are matched on
+// the DEALER's receiving thread, frames decoded on the SUB's (zero-copy: the views point into the
+// received message) and handed to the handlers there.
 //
 // This class moves messages; it knows nothing of sessions. AvatarLink adds the handshake, heartbeat and
 // reconnect logic on top.
 class BridgeClient {
 public:
     struct Handlers {
-        // I/O thread. `arrivalNs`: wall clock (CLOCK_REALTIME) when the message was received.
+        // Receiving thread. `arrivalNs`: wall clock (CLOCK_REALTIME) when the message was received.
         std::function<void(DecodedFrame&& frame, std::int64_t arrivalNs)> onFrame;
         std::function<void(const Event& event)> onEvent;
         // Replies nobody waits for: errors and acks of inputs, late replies of cancelled requests.
@@ -42,53 +46,57 @@ public:
         ConnectionReset() : std::runtime_error("bridge connection reset") {}
     };
 
-    // Connects the DEALER to `requestEndpoint` (e.g. "tcp://127.0.0.1:5570") and starts the I/O thread.
-    // With `curve.enabled()`, both sockets authenticate and encrypt with CURVE.
-    BridgeClient(std::string requestEndpoint, Handlers handlers, CurveKeys curve = {});
+    // Connects the DEALER to `requestEndpoint` (e.g. "tcp://127.0.0.1:5570") and starts the threads; throws
+    // std::system_error when threads cannot start (AvatarLink::create turns that into an error message).
+    // With `curve.enabled()`, both sockets authenticate and encrypt with CURVE (libzmq build only; the
+    // default build then reports why in transportError() and never connects). `network` is where the ZMTP
+    // build opens its TCP streams; null means POSIX sockets (not on Windows, where it must be given).
+    BridgeClient(std::string requestEndpoint, Handlers handlers, CurveKeys curve = {},
+                 std::shared_ptr<Network> network = nullptr);
     ~BridgeClient();
 
     BridgeClient(const BridgeClient&) = delete;
     BridgeClient& operator=(const BridgeClient&) = delete;
 
+    // Whether this build can talk to a CURVE bridge.
+    static bool supportsCurve() noexcept;
+
     // Ids for requests and inputs: unique per client, never 0 (0 is what the bridge uses when it had none).
-    std::uint64_t nextId() { return ++lastId_; }
+    std::uint64_t nextId() noexcept { return ++lastId_; }
 
     // Sends a request already encoded with `id`; the future gets the reply with that id.
     std::future<Reply> request(std::uint64_t id, std::string payload);
     // request() and wait; nothing on timeout (the request is then forgotten) or on reset.
     std::optional<Reply> call(std::uint64_t id, std::string payload, std::chrono::milliseconds timeout);
-    // Fire-and-forget (inputs); their errors arrive through onUnsolicitedReply.
-    void send(std::string payload);
+    // Fire-and-forget (inputs); their errors arrive through onUnsolicitedReply. False when the outgoing
+    // queue is full (the bridge has been away for long) and the message was dropped.
+    bool send(std::string payload) noexcept;
 
     // (Re)connects the SUB socket to the bridge's PUB endpoint; subscriptions are kept across reconnects.
-    void connectFrames(std::string endpoint);
-    void subscribe(std::string prefix);
-    void unsubscribe(std::string prefix);
-    // Drops both sockets and everything queued in them, fails pending requests with ConnectionReset and
+    void connectFrames(const std::string& endpoint) noexcept;
+    void subscribe(const std::string& prefix) noexcept;
+    void unsubscribe(const std::string& prefix) noexcept;
+    // Drops both connections and everything queued in them, fails pending requests with ConnectionReset and
     // reconnects fresh ones: what to do when the bridge stopped answering or restarted.
-    void reset();
+    void reset() noexcept;
+    // Fails pending requests with ConnectionReset, keeping the connections (and with them the identity the
+    // bridge knows as the owner of our sessions).
+    void cancelPending() noexcept;
+    // Flag-then-poll shutdown: stop() returns at once, finished() turns true when the threads are done
+    // (within about 50 ms); the destructor then joins without waiting.
+    void stop() noexcept;
+    bool finished() const noexcept;
 
-    // Why libzmq refused a socket (bad endpoint or key), or empty. Requests time out meanwhile.
+    // Why the request socket is not connected (bad endpoint, refused connection, CURVE unsupported), or empty.
     std::string transportError() const;
-    std::uint64_t framesReceived() const { return framesReceived_; }
-    std::uint64_t decodeErrors() const { return decodeErrors_; }
+    std::uint64_t framesReceived() const noexcept;
+    std::uint64_t decodeErrors() const noexcept;
 
 private:
-    struct Command;
-    struct Shared;
+    struct Impl;
 
-    void enqueue(Command command);
-    void run();
-
-    Handlers handlers_;
-    std::string requestEndpoint_;
-    CurveKeys curve_;
     std::atomic<std::uint64_t> lastId_{0};
-    std::atomic<std::uint64_t> framesReceived_{0};
-    std::atomic<std::uint64_t> decodeErrors_{0};
-
-    std::unique_ptr<Shared> shared_;  // context, command queue and wake pipe
-    std::thread thread_;
+    std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace avatar_bridge

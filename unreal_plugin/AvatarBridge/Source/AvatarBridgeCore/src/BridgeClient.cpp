@@ -1,0 +1,224 @@
+// The default build of BridgeClient: our own ZMTP 3 client (ZmtpPeer) over a Network, no third-party
+// library. BridgeClientLibzmq.cpp is the libzmq build (CURVE); exactly one of the two is compiled.
+#include "avatar_bridge/BridgeClient.hpp"
+
+#include <map>
+#include <mutex>
+
+#include "avatar_bridge/Decoder.hpp"
+#include "avatar_bridge/ProtocolError.hpp"
+#include "avatar_bridge/ZmtpPeer.hpp"
+
+namespace avatar_bridge {
+
+struct BridgeClient::Impl {
+    Impl(Handlers h, CurveKeys keys) : handlers(std::move(h)), curve(std::move(keys)) {}
+
+    void onReply(std::vector<ZmtpPart>&& message);
+    void onPublished(std::vector<ZmtpPart>&& message, std::int64_t arrivalNs);
+    void decodeError(const std::string& what);
+    void failPending();
+
+    const Handlers handlers;
+    const CurveKeys curve;
+    std::atomic<std::uint64_t> framesReceived{0};
+    std::atomic<std::uint64_t> decodeErrors{0};
+
+    mutable std::mutex mutex;  // guards `pending` and `endpointError`
+    std::map<std::uint64_t, std::shared_ptr<std::promise<Reply>>> pending;
+    std::string endpointError;
+
+    // Last, so they are destroyed (their threads joined) before what their callbacks use.
+    std::unique_ptr<ZmtpPeer> dealer;
+    std::unique_ptr<ZmtpPeer> sub;
+};
+
+void BridgeClient::Impl::decodeError(const std::string& what) {
+    ++decodeErrors;
+    if (handlers.onDecodeError) {
+        handlers.onDecodeError(what);
+    }
+}
+
+void BridgeClient::Impl::failPending() {
+    std::map<std::uint64_t, std::shared_ptr<std::promise<Reply>>> failed;
+    {
+        const std::lock_guard<std::mutex> lock(mutex);
+        failed.swap(pending);
+    }
+    for (auto& entry : failed) {
+        entry.second->set_exception(std::make_exception_ptr(ConnectionReset()));
+    }
+}
+
+void BridgeClient::Impl::onReply(std::vector<ZmtpPart>&& message) {
+    // One frame per reply; an empty delimiter frame is only echoed to clients that sent one.
+    const ZmtpPart& part = message.back();
+    if (part->empty()) {
+        return;
+    }
+    try {
+        Reply reply = Decoder::reply(part->data(), part->size());
+        std::shared_ptr<std::promise<Reply>> waiting;
+        {
+            const std::lock_guard<std::mutex> lock(mutex);
+            const auto it = pending.find(replyId(reply));
+            if (it != pending.end()) {
+                waiting = std::move(it->second);
+                pending.erase(it);
+            }
+        }
+        if (waiting) {
+            waiting->set_value(std::move(reply));
+        } else if (handlers.onUnsolicitedReply) {
+            handlers.onUnsolicitedReply(reply);
+        }
+    } catch (const ProtocolError& e) {
+        decodeError(std::string("reply: ") + e.what());
+    } catch (const std::exception& e) {
+        decodeError(std::string("reply: ") + e.what());
+    }
+}
+
+void BridgeClient::Impl::onPublished(std::vector<ZmtpPart>&& message, std::int64_t arrivalNs) {
+    if (message.size() < 2) {
+        decodeError("PUB message without a payload frame");
+        return;
+    }
+    if (message.size() > 2) {
+        decodeError("PUB message with more than [topic, payload]");
+        return;
+    }
+    const std::string name(message[0]->begin(), message[0]->end());
+    const ZmtpPart& payload = message[1];
+    try {
+        if (name.rfind("frame/", 0) == 0) {
+            ++framesReceived;
+            DecodedFrame frame = Decoder::frame(payload->data(), payload->size(), payload);
+            if (handlers.onFrame) {
+                handlers.onFrame(std::move(frame), arrivalNs);
+            }
+        } else if (name.rfind("event/", 0) == 0) {
+            const Event event = Decoder::event(payload->data(), payload->size());
+            if (handlers.onEvent) {
+                handlers.onEvent(event);
+            }
+        }
+    } catch (const std::exception& e) {  // ProtocolError, or out of memory
+        decodeError(name + ": " + e.what());
+    }
+}
+
+BridgeClient::BridgeClient(std::string requestEndpoint, Handlers handlers, CurveKeys curve, std::shared_ptr<Network> network)
+    : impl_(std::make_unique<Impl>(std::move(handlers), std::move(curve))) {
+#if !defined(_WIN32)
+    if (!network) {
+        network = posixNetwork();
+    }
+#endif
+    Impl* impl = impl_.get();
+    impl->dealer = std::make_unique<ZmtpPeer>(network, ZmtpSocketType::Dealer,
+                                              [impl](std::vector<ZmtpPart>&& m, std::int64_t) { impl->onReply(std::move(m)); });
+    impl->sub = std::make_unique<ZmtpPeer>(network, ZmtpSocketType::Sub, [impl](std::vector<ZmtpPart>&& m, std::int64_t at) {
+        impl->onPublished(std::move(m), at);
+    });
+    std::string host;
+    int port = 0;
+    if (!network) {
+        impl->endpointError = "no network to connect with";
+    } else if (impl->curve.enabled()) {
+        impl->endpointError = "CURVE needs the libzmq build of the plugin core (AVATAR_BRIDGE_WITH_LIBZMQ)";
+    } else if (!parseTcpEndpoint(requestEndpoint, host, port)) {
+        impl->endpointError = "not a tcp://host:port endpoint: " + requestEndpoint;
+    } else {
+        impl->dealer->setEndpoint(host, port);
+    }
+}
+
+BridgeClient::~BridgeClient() {
+    stop();
+    impl_->dealer.reset();  // joins its threads: no reply arrives after this
+    impl_->sub.reset();
+    impl_->failPending();
+}
+
+bool BridgeClient::supportsCurve() noexcept { return false; }
+
+std::future<Reply> BridgeClient::request(std::uint64_t id, std::string payload) {
+    auto promise = std::make_shared<std::promise<Reply>>();
+    auto future = promise->get_future();
+    {
+        const std::lock_guard<std::mutex> lock(impl_->mutex);
+        impl_->pending[id] = std::move(promise);
+    }
+    (void)impl_->dealer->send(std::move(payload));  // a full queue: the request times out like a lost one
+    return future;
+}
+
+std::optional<Reply> BridgeClient::call(std::uint64_t id, std::string payload, std::chrono::milliseconds timeout) {
+    auto future = request(id, std::move(payload));
+    if (future.wait_for(timeout) != std::future_status::ready) {
+        const std::lock_guard<std::mutex> lock(impl_->mutex);
+        impl_->pending.erase(id);
+        return std::nullopt;
+    }
+    try {
+        return future.get();
+    } catch (const ConnectionReset&) {
+        return std::nullopt;
+    }
+}
+
+bool BridgeClient::send(std::string payload) noexcept { return impl_->dealer->send(std::move(payload)); }
+
+void BridgeClient::connectFrames(const std::string& endpoint) noexcept {
+    std::string host;
+    int port = 0;
+    if (parseTcpEndpoint(endpoint, host, port) && impl_->endpointError.empty()) {
+        impl_->sub->setEndpoint(host, port);
+    }
+}
+
+void BridgeClient::subscribe(const std::string& prefix) noexcept { impl_->sub->subscribe(prefix, true); }
+
+void BridgeClient::unsubscribe(const std::string& prefix) noexcept { impl_->sub->subscribe(prefix, false); }
+
+void BridgeClient::cancelPending() noexcept {
+    try {
+        impl_->failPending();
+    } catch (...) {  // out of memory: the requests then time out instead
+    }
+}
+
+void BridgeClient::reset() noexcept {
+    cancelPending();
+    impl_->dealer->reset();
+    impl_->sub->reset();
+}
+
+void BridgeClient::stop() noexcept {
+    if (impl_->dealer) {
+        impl_->dealer->stop();
+    }
+    if (impl_->sub) {
+        impl_->sub->stop();
+    }
+}
+
+bool BridgeClient::finished() const noexcept { return impl_->dealer->finished() && impl_->sub->finished(); }
+
+std::string BridgeClient::transportError() const {
+    {
+        const std::lock_guard<std::mutex> lock(impl_->mutex);
+        if (!impl_->endpointError.empty()) {
+            return impl_->endpointError;
+        }
+    }
+    return impl_->dealer->lastError();
+}
+
+std::uint64_t BridgeClient::framesReceived() const noexcept { return impl_->framesReceived; }
+
+std::uint64_t BridgeClient::decodeErrors() const noexcept { return impl_->decodeErrors; }
+
+}  // namespace avatar_bridge
