@@ -204,7 +204,9 @@ def test_empty_sha_is_a_warning_not_an_error(tmp_path: Path, caplog: pytest.LogC
 @pytest.mark.parametrize(
     ("mutate", "needle"),
     [
-        (_set("task", "speech"), "task"),
+        (_set("task", "juggling"), "task"),
+        (_set("trainde", True), "trainde"),  # a typo is refused, not ignored
+        (_set("fps", "60"), "fps"),
         (_input("image", dtype="float33"), "'image'"),
         (_input("image", slice=[1]), "'image'"),
         (_set("format_version", 99), "format_version"),
@@ -218,3 +220,11 @@ def test_malformed_manifest(tmp_path: Path, mutate: Mutation, needle: str) -> No
 def test_missing_manifest(tmp_path: Path) -> None:
     with pytest.raises(ManifestError, match="not found"):
         load_manifest(tmp_path / "nothing.onnx")
+
+
+def test_schema_dtypes_are_the_onnx_ones() -> None:
+    from typing import get_args
+
+    from bridge.runtime import manifest
+
+    assert set(get_args(manifest._DType)) == manifest._DTYPES

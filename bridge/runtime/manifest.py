@@ -15,10 +15,13 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Annotated, Any, Literal, get_args
+
+import msgspec
 
 __all__ = [
     "FORMAT_VERSION",
@@ -53,7 +56,7 @@ StaticShape = tuple[int, ...]
 # (MediaPipe FaceLandmarker's, converted by bridge.models.mediapipe); the mesh model is the one a
 # pipeline serves, the other two are loaded beside it.
 Task = Literal["face", "motion", "face_landmarks", "face_detector", "face_blendshapes"]
-TASKS: tuple[str, ...] = ("face", "motion", "face_landmarks", "face_detector", "face_blendshapes")
+TASKS: tuple[str, ...] = get_args(Task)
 
 
 class ManifestError(ValueError):
@@ -209,6 +212,8 @@ class ModelManifest:
     profiles: tuple[Profile, ...]
     description: str
     styles: tuple[str, ...] = ()
+    # How a trained model was made (data, seed, command, code version): free-form, written as given.
+    training: dict[str, Any] = field(default_factory=dict, compare=False)
     _by_input_role: dict[str, TensorSpec] = field(init=False, repr=False, compare=False)
     _by_output_role: dict[str, TensorSpec] = field(init=False, repr=False, compare=False)
 
@@ -245,6 +250,7 @@ class ModelManifest:
             "onnx_path": self.onnx_path.name,
             "onnx_sha256": self.onnx_sha256,
             "styles": list(self.styles),
+            **({"training": self.training} if self.training else {}),
             "inputs": [_spec_to_dict(s) for s in self.inputs],
             "outputs": [_spec_to_dict(s) for s in self.outputs],
             "state": [
@@ -319,18 +325,17 @@ def load_manifest(path: str | Path) -> ModelManifest:
         p = manifest_path_for(p)
     if not p.is_file():
         raise ManifestError(f"manifest not found: {p}")
+    data = p.read_bytes()
     try:
-        raw = json.loads(p.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise ManifestError(f"{p}: not valid JSON: {e}") from e
-    if not isinstance(raw, dict):
-        raise ManifestError(f"{p}: top level must be an object")
+        raw = msgspec.json.decode(data, type=_RawManifest)
+    except msgspec.ValidationError as e:
+        raise ManifestError(f"{p}: {_where(e, data)}") from None
+    except msgspec.DecodeError as e:
+        raise ManifestError(f"{p}: not valid JSON: {e}") from None
     try:
-        return _parse(raw, p)
+        return _build(raw, p)
     except ManifestError as e:
         raise ManifestError(f"{p}: {e}") from None
-    except (KeyError, TypeError, ValueError) as e:
-        raise ManifestError(f"{p}: malformed field: {e!r}") from None
 
 
 def find_manifests(directory: str | Path) -> list[ModelManifest]:
@@ -338,92 +343,106 @@ def find_manifests(directory: str | Path) -> list[ModelManifest]:
     return [load_manifest(p) for p in sorted(Path(directory).glob("*" + MANIFEST_SUFFIX))]
 
 
-def _parse(raw: Mapping[str, Any], manifest_file: Path) -> ModelManifest:
-    version = raw.get("format_version", FORMAT_VERSION)
-    if version != FORMAT_VERSION:
-        raise ManifestError(f"format_version {version} is not supported (this bridge reads {FORMAT_VERSION})")
-    task = raw["task"]
-    if task not in TASKS:
-        raise ManifestError(f"task must be one of {list(TASKS)}, got {task!r}")
-    inputs = tuple(_parse_spec(d, "inputs") for d in raw["inputs"])
-    outputs = tuple(_parse_spec(d, "outputs") for d in raw["outputs"])
-    state = tuple(
-        StatePair(
-            input=str(d["input"]),
-            output=str(d["output"]),
-            shape=_parse_shape(d["shape"], f"state {d['input']}"),
-            dtype=_parse_dtype(d["dtype"], f"state {d['input']}"),
-            batch_axis=int(d.get("batch_axis", 0)),
+# The file's schema (docs/models.md). Unknown fields are refused, so a typo never passes silently.
+# The same names as the values of _ONNX_DTYPES (tests/test_manifest.py checks they agree).
+_DType = Literal["float32", "uint8", "int8", "int32", "int64", "bool", "float16", "float64", "bfloat16"]
+
+
+class _RawSpec(msgspec.Struct, forbid_unknown_fields=True):
+    role: str
+    tensor: str
+    shape: list[int | str]
+    dtype: _DType
+    slice: Annotated[list[int], msgspec.Meta(min_length=2, max_length=2)] | None = None
+
+
+class _RawState(msgspec.Struct, forbid_unknown_fields=True):
+    input: str
+    output: str
+    shape: list[int | str]
+    dtype: _DType
+    batch_axis: int = 0
+
+
+class _RawRange(msgspec.Struct, forbid_unknown_fields=True):
+    min: list[int]
+    opt: list[int]
+    max: list[int]
+
+
+class _RawProfile(msgspec.Struct, forbid_unknown_fields=True):
+    name: str
+    shapes: dict[str, _RawRange]
+
+
+class _RawManifest(msgspec.Struct, forbid_unknown_fields=True):
+    name: str
+    task: Task
+    trained: bool
+    fps: float
+    onnx_path: str
+    inputs: list[_RawSpec]
+    outputs: list[_RawSpec]
+    format_version: int = FORMAT_VERSION
+    description: str = ""
+    onnx_sha256: str = ""
+    styles: list[str] = []
+    state: list[_RawState] = []
+    profiles: list[_RawProfile] = []
+    training: dict[str, Any] = {}
+
+
+def _where(error: msgspec.ValidationError, data: bytes) -> str:
+    """msgspec's message with the tensor named where the path points into a tensor list."""
+    message = str(error)
+    path = re.search(r"`\$\.(inputs|outputs|state)\[(\d+)\]", message)
+    if path is None:
+        return message
+    try:
+        entry = msgspec.json.decode(data)[path.group(1)][int(path.group(2))]
+        name = entry.get("tensor", entry.get("input"))
+    except (msgspec.DecodeError, LookupError, AttributeError, TypeError):
+        return message
+    return f"{path.group(1)} tensor {name!r}: {message}"
+
+
+def _build(raw: _RawManifest, manifest_file: Path) -> ModelManifest:
+    if raw.format_version != FORMAT_VERSION:
+        raise ManifestError(
+            f"format_version {raw.format_version} is not supported (this bridge reads {FORMAT_VERSION})"
         )
-        for d in raw.get("state", [])
-    )
+    inputs = tuple(_spec(d) for d in raw.inputs)
+    outputs = tuple(_spec(d) for d in raw.outputs)
+    state = tuple(StatePair(d.input, d.output, tuple(d.shape), d.dtype, d.batch_axis) for d in raw.state)
     # Role inputs first, then state inputs: Profile.max_batch reads the first tensor's axis 0.
     order = {name: i for i, name in enumerate([s.tensor for s in inputs] + [p.input for p in state])}
     profiles = []
-    for d in raw.get("profiles", []):
-        shapes = {
-            str(t): (
-                _static_shape(v["min"], f"profile {d['name']} {t} min"),
-                _static_shape(v["opt"], f"profile {d['name']} {t} opt"),
-                _static_shape(v["max"], f"profile {d['name']} {t} max"),
-            )
-            for t, v in d["shapes"].items()
-        }
-        ordered = dict(sorted(shapes.items(), key=lambda kv: order.get(kv[0], len(order))))
-        if not ordered:
-            raise ManifestError(f"profile {d['name']!r} has no shapes")
-        profiles.append(Profile(name=str(d["name"]), shapes=ordered))
-    onnx_path = (manifest_file.parent / str(raw["onnx_path"])).resolve()
+    for d in raw.profiles:
+        if not d.shapes:
+            raise ManifestError(f"profile {d.name!r} has no shapes")
+        ordered = sorted(d.shapes.items(), key=lambda kv: order.get(kv[0], len(order)))
+        shapes = {t: (tuple(r.min), tuple(r.opt), tuple(r.max)) for t, r in ordered}
+        profiles.append(Profile(name=d.name, shapes=shapes))
     return ModelManifest(
-        name=str(raw["name"]),
-        task=cast(Task, task),
-        onnx_path=onnx_path,
-        onnx_sha256=str(raw.get("onnx_sha256", "")),
-        trained=bool(raw["trained"]),
-        fps=float(raw["fps"]),
+        name=raw.name,
+        task=raw.task,
+        onnx_path=(manifest_file.parent / raw.onnx_path).resolve(),
+        onnx_sha256=raw.onnx_sha256,
+        trained=raw.trained,
+        fps=raw.fps,
         inputs=inputs,
         outputs=outputs,
         state=state,
         profiles=tuple(profiles),
-        description=str(raw.get("description", "")),
-        styles=tuple(str(s) for s in raw.get("styles", [])),
+        description=raw.description,
+        styles=tuple(raw.styles),
+        training=raw.training,
     )
 
 
-def _parse_spec(d: Mapping[str, Any], where: str) -> TensorSpec:
-    tensor = str(d["tensor"])
-    what = f"{where} tensor {tensor!r}"
-    sl = d.get("slice")
-    slice_: tuple[int, int] | None = None
-    if sl is not None:
-        if not (isinstance(sl, list) and len(sl) == 2 and all(isinstance(v, int) for v in sl)):
-            raise ManifestError(f"{what}: slice must be [start, end], got {sl!r}")
-        slice_ = (sl[0], sl[1])
-    return TensorSpec(
-        role=str(d["role"]),
-        tensor=tensor,
-        shape=_parse_shape(d["shape"], what),
-        dtype=_parse_dtype(d["dtype"], what),
-        slice=slice_,
-    )
-
-
-def _parse_shape(v: Any, what: str) -> Shape:
-    if not isinstance(v, list) or not all(isinstance(x, (int, str)) and not isinstance(x, bool) for x in v):
-        raise ManifestError(f"{what}: shape must be a list of ints and dim names, got {v!r}")
-    return tuple(v)
-
-
-def _static_shape(v: Any, what: str) -> StaticShape:
-    if not isinstance(v, list) or not all(isinstance(x, int) and not isinstance(x, bool) for x in v):
-        raise ManifestError(f"{what}: must be a list of ints, got {v!r}")
-    return tuple(v)
-
-
-def _parse_dtype(v: Any, what: str) -> str:
-    if v not in _DTYPES:
-        raise ManifestError(f"{what}: dtype {v!r} is not one of {sorted(_DTYPES)}")
-    return str(v)
+def _spec(d: _RawSpec) -> TensorSpec:
+    slice_ = None if d.slice is None else (d.slice[0], d.slice[1])
+    return TensorSpec(d.role, d.tensor, tuple(d.shape), d.dtype, slice_)
 
 
 # ---------------------------------------------------------------------------------------------------
