@@ -36,6 +36,10 @@ class FaceRig:
     expression: tuple[str, ...]
     eyelids: tuple[str, ...]
     blendshapes: tuple[str, ...]  # ARKit names in the frames' blendshape order; () when not sent
+    # Blendshapes the model does not provide (always 0 in frames), and the optional frame fields
+    # (head_position, gaze) this session's frames carry.
+    unsupported: tuple[str, ...] = ()
+    extras: tuple[str, ...] = ()
 
 
 Rig = BodyRig | FaceRig
@@ -60,6 +64,8 @@ def encode_rig(rig: Rig) -> dict[str, Any]:
         "eyelids": list(rig.eyelids),
         "rotations": ["head", "jaw"],
         "blendshapes": list(rig.blendshapes),
+        "unsupported": list(rig.unsupported),
+        "extras": list(rig.extras),
     }
 
 
@@ -92,6 +98,8 @@ def decode_rig(m: dict[str, Any]) -> Rig:
             expression=_names(m, "expression", what),
             eyelids=_names(m, "eyelids", what),
             blendshapes=_names(m, "blendshapes", what),
+            unsupported=_names(m, "unsupported", what) if "unsupported" in m else (),
+            extras=_names(m, "extras", what) if "extras" in m else (),
         )
     raise ProtocolError(ErrorCode.BAD_VALUE, f"rig: unknown kind '{kind}'")
 

@@ -7,12 +7,12 @@ directly from arrays; decoding is for clients and the harness and checks every f
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from bridge.protocol.codec import ProtocolError, f32_bin, f32_view, pack, require, unpack_map
+from bridge.protocol.codec import ProtocolError, f32_bin, f32_view, optional, pack, require, unpack_map
 from bridge.protocol.errors import ErrorCode
 from bridge.protocol.versions import FRAME_TOPIC_PREFIX, PROTOCOL_VERSION
 
@@ -46,6 +46,10 @@ class FaceFrame:
     jaw: np.ndarray  # (4,) quaternion x, y, z, w
     head: np.ndarray  # (4,) quaternion x, y, z, w
     blendshapes: np.ndarray  # (52,) ARKit weights in [0, 1], or (0,) when the session did not ask for them
+    # Face tracking (docs/protocol.md 6.1): empty when the model does not provide them.
+    head_position: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))  # (3,) metres
+    gaze: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))  # (4,) radians
+    warnings: tuple[str, ...] = ()  # e.g. "too_dark"
 
 
 @dataclass(frozen=True)
@@ -88,7 +92,11 @@ def encode_face_frame(
     blendshapes: np.ndarray | None,
     engine_us: float,
     batch: int,
+    head_position: np.ndarray | None = None,
+    gaze: np.ndarray | None = None,
+    warnings: tuple[str, ...] = (),
 ) -> bytes:
+    """`expression` may be empty: a model without FLAME codes (face tracking) sends none."""
     message = _header(session, seq, input_seq, t_capture_ns, engine_us, batch)
     message["pipeline"] = "face"
     message["face_found"] = face_found
@@ -97,6 +105,12 @@ def encode_face_frame(
     message["jaw"] = f32_bin(jaw)
     message["head"] = f32_bin(head)
     message["blendshapes"] = b"" if blendshapes is None else f32_bin(blendshapes)
+    if head_position is not None:
+        message["head_position"] = f32_bin(head_position)
+    if gaze is not None:
+        message["gaze"] = f32_bin(gaze)
+    if warnings:
+        message["warnings"] = list(warnings)
     return pack(message)
 
 
@@ -138,14 +152,23 @@ def decode_frame(payload: bytes) -> Frame:
     pipeline = require(m, "pipeline", str, what)
     if pipeline == "face":
         blend = require(m, "blendshapes", bytes, what)
+        expression = require(m, "expression", bytes, what)
+        position = optional(m, "head_position", bytes, b"", what)
+        gaze = optional(m, "gaze", bytes, b"", what)
+        warnings = optional(m, "warnings", list, [], what)
+        if not all(isinstance(w, str) for w in warnings):
+            raise ProtocolError(ErrorCode.BAD_TYPE, "frame: 'warnings' must be an array of str")
         frame: Frame = FaceFrame(
             header,
             face_found=require(m, "face_found", bool, what),
-            expression=f32_view(require(m, "expression", bytes, what), FLAME_EXPRESSION, "expression"),
+            expression=f32_view(expression, FLAME_EXPRESSION if expression else 0, "expression"),
             eyelids=f32_view(require(m, "eyelids", bytes, what), FLAME_EYELIDS, "eyelids"),
             jaw=f32_view(require(m, "jaw", bytes, what), 4, "jaw"),
             head=f32_view(require(m, "head", bytes, what), 4, "head"),
             blendshapes=f32_view(blend, ARKIT_BLENDSHAPES if blend else 0, "blendshapes"),
+            head_position=f32_view(position, 3 if position else 0, "head_position"),
+            gaze=f32_view(gaze, 4 if gaze else 0, "gaze"),
+            warnings=tuple(warnings),
         )
     elif pipeline == "motion":
         frame = MotionFrame(

