@@ -169,14 +169,15 @@ def test_batch_frame_encoding_decodes_like_one_frame() -> None:
     rng = np.random.default_rng(0)
     joints = rng.standard_normal((3, 24, 4)).astype(np.float32)
     root = rng.standard_normal((3, 3)).astype(np.float32)
+    input_seqs = [1, 2, 2**64 - 1]  # every uint64 is a legal seq
     batch = encode_motion_frames(
-        SIDS[:3], [0, 5, 2**40], [1, 2, 2**64 - 1], [10, 20, 30], joints=joints, root=root, engine_us=12.5, batch=3
+        SIDS[:3], [0, 5, 2**40], input_seqs, [10, 20, 30], joints=joints, root=root, engine_us=12.5, batch=3
     )
     for i, payload in enumerate(batch):
         got = decode_frame(payload)
         want = decode_frame(
             encode_motion_frame(
-                SIDS[i], [0, 5, 2**40][i], [1, 2, 2**64 - 1][i], [10, 20, 30][i],
+                SIDS[i], [0, 5, 2**40][i], input_seqs[i], [10, 20, 30][i],
                 joints=joints[i], root=root[i], engine_us=12.5, batch=3,
             )
         )  # fmt: skip
