@@ -15,6 +15,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from bridge.cli.paths import default_engines_dir
+from bridge.cli.serve import face_tracking_dirs
 from bridge.harness.client import BridgeClient
 from bridge.harness.plots import plot_run
 from bridge.harness.run import HarnessReport, run_harness
@@ -42,6 +43,7 @@ def run(args: argparse.Namespace) -> int:
     config = ServeConfig(
         transport=TransportConfig(request_port=0, frames_port=0),
         engines_dir=args.engines or default_engines_dir(),
+        extra_engine_dirs=face_tracking_dirs(None),  # real face tracking where the model is found
     )
     bridge = Bridge(config)
     bridge.start()

@@ -39,6 +39,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="tensorrt: rebuild a plan that no longer matches this machine instead of refusing it",
     )
     parser.add_argument("--face-model", help="default model of the face pipeline")
+    parser.add_argument(
+        "--face-landmarker",
+        type=Path,
+        help="MediaPipe's face_landmarker.task for face tracking (default: the user cache, then installed "
+        "packages; docs/face-tracking.md)",
+    )
+    parser.add_argument(
+        "--no-face-tracking", action="store_true", help="do not look for the face-tracking model"
+    )
     parser.add_argument("--motion-model", help="default model of the motion pipeline")
     parser.add_argument(
         "--idle-timeout", type=float, help="seconds without input before a session is reaped (10)"
@@ -120,10 +129,34 @@ def config_from_args(args: argparse.Namespace, table: ServeTable | None = None) 
     return replace(config, **{k: v for k, v in values.items() if v is not None})
 
 
+def face_tracking_dirs(bundle_path: Path | None) -> tuple[Path, ...]:
+    """The folder of converted face-tracking models (converted on first use), or () with a warning
+    when the model or the face-tracking extra is missing. A path the user gave must work."""
+    try:
+        from bridge.models.mediapipe.convert import ensure_converted
+        from bridge.models.mediapipe.locate import FaceModelError, locate
+    except ImportError as exc:
+        log.warning("face tracking off: the face-tracking extra is not installed (%s)", exc)
+        return ()
+    try:
+        bundle = locate(bundle_path)
+    except FaceModelError as exc:
+        if bundle_path is not None:
+            raise
+        log.warning("face tracking off: %s", exc)
+        return ()
+    folder = ensure_converted(bundle)
+    log.info("face tracking: %s (%s), ONNX in %s", bundle.path, bundle.source, folder)
+    return (folder,)
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         table = load_serve_table(args.config)
         config = config_from_args(args, table)
+        if not args.no_face_tracking:
+            extra = face_tracking_dirs(args.face_landmarker)
+            config = replace(config, extra_engine_dirs=(*config.extra_engine_dirs, *extra))
         bridge = Bridge(config)
         bridge.start()
     except (OSError, ValueError, ImportError, zmq.ZMQError) as exc:

@@ -39,16 +39,25 @@ def plot_run(face: SessionTrack | None, motion: SessionTrack | None, rig: BodyRi
     ax_hist.legend()
 
     ax_face = fig.add_subplot(grid[1, : SKELETON_POSES // 2])
+    title = "face channels (untrained reference model)"
     if face is not None and face.frames:
         frames = [r.frame for r in face.frames if isinstance(r.frame, FaceFrame)]
         expr = np.stack([f.expression[:4] for f in frames])
         for k in range(expr.shape[1]):
             ax_face.plot(expr[:, k], lw=1, label=f"Exp{k:02d}")
         if frames[0].blendshapes.size:
-            jaw_open = np.array([f.blendshapes[17] for f in frames])  # ARKit JawOpen
-            ax_face.plot(jaw_open, "k", lw=1.5, label="JawOpen (ARKit)")
+            # ARKit order: JawOpen, EyeBlinkLeft, MouthSmileLeft, BrowInnerUp.
+            for index, name in (
+                (17, "JawOpen"),
+                (0, "EyeBlinkLeft"),
+                (23, "MouthSmileLeft"),
+                (43, "BrowInnerUp"),
+            ):
+                ax_face.plot([f.blendshapes[index] for f in frames], lw=1.5, label=f"{name} (ARKit)")
         ax_face.legend(ncol=5, fontsize=7)
-    ax_face.set(xlabel="frame", title="face channels (untrained reference model)")
+        if frames[0].expression.size == 0:  # no FLAME codes: the face tracker, not a bundled encoder
+            title = "face channels (tracked)"
+    ax_face.set(xlabel="frame", title=title)
 
     ax_body = fig.add_subplot(grid[1, SKELETON_POSES // 2 :])
     motion_frames = (
