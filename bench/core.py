@@ -4,10 +4,12 @@ For 1, 4 and 16 concurrent motion sessions, fed precomputed music-feature rows a
 (features computed in the bridge), it measures end-to-end latency (input sent -> frame
 received by this client), the engine time reported in each frame, and the bridge overhead (their
 difference: decode, features, queueing, post-processing, encode, transport). Also: msgpack frame
-encode/decode time, session open time, and the baseline the scheduler replaces — one engine call per
+encode/decode time, request decode time (bridge.protocol.decode_request, against msgpack parsing
+alone), session open time, and the baseline the scheduler replaces — one engine call per
 session instead of one batched call for all — measured in the same run.
 
     python bench/core.py [--seconds 10] [--out bench/results/core-cpu.json]
+    python bench/core.py --decode-only   # the request decode table alone, nothing written
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+import msgpack
 import numpy as np
 
 from bridge.harness.client import BridgeClient
@@ -27,7 +30,9 @@ from bridge.harness.process import BridgeProcess
 from bridge.harness.run import percentile, run_harness
 from bridge.media.music import synthesize_music
 from bridge.pipelines.music_features import MusicFeatureStream
+from bridge.protocol.codec import pack
 from bridge.protocol.frames import decode_frame, encode_motion_frame
+from bridge.protocol.requests import decode_request
 from bridge.runtime.engine import Engine
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -153,19 +158,62 @@ def markdown_table(scenarios: list[dict[str, object]]) -> str:
     return "\n".join(lines)
 
 
+def request_payloads() -> dict[str, bytes]:
+    """One request of each common shape, as a client sends it."""
+    base = {"op": "input", "session": "0123456789abcdef", "seq": 1, "t_capture_ns": time.time_ns()}
+    return {
+        "features 1x35": pack({**base, "kind": "features", "rows": 1, "cols": 35, "data": bytes(35 * 4)}),
+        "audio 1/60 s 48 kHz": pack(
+            {**base, "kind": "audio", "rate": 48000, "format": "s16le", "data": bytes(800 * 2)}
+        ),
+        "image 640x480": pack(
+            {**base, "kind": "image", "width": 640, "height": 480, "data": bytes(640 * 480 * 3)}
+        ),
+        "ping": pack({"op": "ping", "id": 3, "session": "0123456789abcdef"}),
+    }
+
+
+def bench_request_decode(count: int = 20000) -> list[dict[str, object]]:
+    """decode_request (typed msgspec schema + checks) per request, and msgpack.unpackb alone (parsing
+    without any validation) on the same bytes, in microseconds."""
+    rows: list[dict[str, object]] = []
+    for name, payload in request_payloads().items():
+        timings = {}
+        for label, fn in (("decode_us", decode_request), ("msgpack_parse_us", msgpack.unpackb)):
+            for _ in range(count // 10):
+                fn(payload)
+            t0 = time.perf_counter()
+            for _ in range(count):
+                fn(payload)
+            timings[label] = (time.perf_counter() - t0) / count * 1e6
+        rows.append({"request": name, "bytes": len(payload), **timings})
+    return rows
+
+
+def print_request_decode(rows: list[dict[str, object]]) -> None:
+    print("| request | bytes | decode_request us | msgpack.unpackb alone us |\n|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['request']} | {r['bytes']} | {r['decode_us']:.2f} | {r['msgpack_parse_us']:.2f} |")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "core-cpu.json")
+    parser.add_argument("--decode-only", action="store_true", help="print the request decode table only")
     args = parser.parse_args()
+    if args.decode_only:
+        print_request_decode(bench_request_decode())
+        return 0
     with BridgeProcess("--idle-timeout", "60") as bridge:
         port = bridge.request_port
         rows = music_feature_rows(args.seconds + 1)
         scenarios = [bench_sessions(port, n, args.seconds, r) for r in (rows, None) for n in SESSION_COUNTS]
         opening = bench_open(port)
     codec = bench_codec()
+    request_decode = bench_request_decode()
     batching = bench_batching()
     result = {
         "device": f"CPU: {platform.processor() or platform.machine()}, {os.cpu_count()} cores",
@@ -175,6 +223,7 @@ def main() -> int:
         "motion": scenarios,
         "session_open": opening,
         "codec": codec,
+        "request_decode": request_decode,
         "batching": batching,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -186,6 +235,7 @@ def main() -> int:
     )
     print(f"frame codec: {codec['frame_bytes']} bytes, encode {codec['encode_us']:.1f} us, ", end="")
     print(f"decode {codec['decode_us']:.1f} us")
+    print_request_decode(request_decode)
     print(
         f"batching baseline: {batching['sessions']} sessions, one engine call each "
         f"{batching['baseline_ms_per_tick']:.2f} ms/tick vs one batched call "
