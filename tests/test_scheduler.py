@@ -22,6 +22,7 @@ from bridge.runtime.engine import Engine
 from bridge.serving.scheduler import Scheduler
 from bridge.serving.sessions import Session
 from bridge.serving.stats import BridgeStats
+from bridge.transport.zmq_sockets import Delivery
 
 ENGINES = Path(__file__).resolve().parents[1] / "engines"
 
@@ -41,12 +42,12 @@ class Published:
         self.errors: list[str] = []
         self._lock = threading.Lock()
 
-    def __call__(self, topic: bytes, payload: bytes) -> bool:
+    def __call__(self, topic: bytes, payload: bytes, *, hold: bool = False) -> Delivery:
         frame = decode_frame(payload)
         assert isinstance(frame, MotionFrame) and topic == b"frame/" + frame.header.session.encode()
         with self._lock:
             self.frames[frame.header.session].append(frame)
-        return True
+        return Delivery.SENT
 
     def report(self, session: Session, code: ErrorCode, message: str) -> None:
         self.errors.append(message)

@@ -2,12 +2,17 @@
 
     /metrics  Prometheus text format: the bridge's figures (docs/operations.md lists them) and the
               process's own (resident memory, CPU, open files).
-    /healthz  200 while the I/O loop turns; 503 when it has stalled.
-    /readyz   200 once engines are loaded and the schedulers run; JSON with every engine's load result.
+    /healthz  200 while the I/O loop turns and every scheduler thread runs; 503 otherwise.
+    /readyz   200 once engines are loaded and every scheduler runs; JSON with every engine's load result.
 
-Figures are read from BridgeStats, the session table and the guards at scrape time (a custom
-collector), so the hot path never touches prometheus-client, which stays an optional extra. Binds to
-127.0.0.1 unless told otherwise.
+Figures are read from BridgeStats, the session table and the guards (a custom collector), so the hot
+path never touches prometheus-client, which stays an optional extra. Binds to 127.0.0.1 unless told
+otherwise.
+
+Bounded, so that scrapers cannot hurt the bridge: a fixed pool of MAX_WORKERS threads serves at most
+MAX_CONNECTIONS connections at once (more are closed on accept), each socket read times out after
+READ_TIMEOUT_S (slowloris), and /metrics is rendered at most once per RENDER_EVERY_S however many
+scrapers ask: the others get the cached text.
 """
 
 from __future__ import annotations
@@ -15,17 +20,20 @@ from __future__ import annotations
 import json
 import logging
 import shutil
+import socket
 import subprocess
 import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING
+from concurrent.futures import ThreadPoolExecutor
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from typing import TYPE_CHECKING, Any
 
 from bridge import __version__
 from bridge.pipelines.output_guard import stats_for
 from bridge.protocol.errors import ErrorCode
+from bridge.serving.stats import FRAME_DROP_REASONS, REPLY_DROP_REASONS
 from bridge.transport.zmq_sockets import HANDSHAKE_FAILURES
 
 try:
@@ -53,23 +61,84 @@ log = logging.getLogger(__name__)
 PREFIX = "avatar_bridge"
 HEALTH_STALE_S = 5.0  # the I/O loop turns every 20 ms; this long without a turn means it is stuck
 GPU_QUERY_EVERY_S = 5.0
+MAX_CONNECTIONS = 32  # open at once; more are closed as they are accepted
+MAX_WORKERS = 4  # threads serving them
+READ_TIMEOUT_S = 2.0  # a client that sends its request slower than this is dropped
+RENDER_EVERY_S = 0.25  # /metrics is rendered at most this often; scrapers in between get the cache
+
+
+class _BoundedHTTPServer(HTTPServer):
+    """HTTPServer with a fixed worker pool and a cap on open connections (no thread per connection)."""
+
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
+        super().__init__(address, handler)
+        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self._pool = ThreadPoolExecutor(MAX_WORKERS, "metrics-http")
+        self.refused = 0  # connections closed on accept because MAX_CONNECTIONS were open
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            self.refused += 1
+            self.shutdown_request(request)
+            return
+        request.settimeout(READ_TIMEOUT_S)
+        self._pool.submit(self._serve, request, client_address)
+
+    def _serve(self, request: socket.socket, client_address: Any) -> None:
+        try:
+            self.finish_request(request, client_address)
+        except Exception:
+            self.handle_error(request, client_address)
+        finally:
+            self.shutdown_request(request)
+            self._slots.release()
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        log.debug("metrics http: connection from %s failed", client_address, exc_info=True)
+
+    def server_close(self) -> None:
+        super().server_close()
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+class _Renderer:
+    """The /metrics text, rendered at most every RENDER_EVERY_S; concurrent scrapes share one render."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self._registry = registry
+        self._lock = threading.Lock()
+        self._text = b""
+        self._at = -RENDER_EVERY_S
+        self.renders = 0
+
+    def text(self) -> bytes:
+        with self._lock:  # a scraper arriving during a render waits for it and takes its result
+            if time.monotonic() - self._at >= RENDER_EVERY_S:
+                self._text = generate_latest(self._registry)
+                self._at = time.monotonic()
+                self.renders += 1
+            return self._text
 
 
 class MetricsServer:
-    """The HTTP endpoint, on its own daemon thread."""
+    """The HTTP endpoint: one accept thread and a bounded pool (see the module doc)."""
 
     def __init__(self, bridge: Bridge, host: str, port: int) -> None:
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(BridgeCollector(bridge))
         ProcessCollector(registry=self.registry)
         PlatformCollector(registry=self.registry)
-        handler = type("Handler", (_Handler,), {"bridge": bridge, "registry": self.registry})
-        self._http = ThreadingHTTPServer((host, port), handler)
-        self._http.daemon_threads = True
+        self.renderer = _Renderer(self.registry)
+        handler = type("Handler", (_Handler,), {"bridge": bridge, "renderer": self.renderer})
+        self._http = _BoundedHTTPServer((host, port), handler)
         self.port: int = self._http.server_address[1]
-        self._thread = threading.Thread(target=self._http.serve_forever, name="metrics-http", daemon=True)
+        self._thread = threading.Thread(target=self._http.serve_forever, name="metrics-accept", daemon=True)
         self._thread.start()
         log.info("metrics on http://%s:%d/metrics (health /healthz, readiness /readyz)", host, self.port)
+
+    @property
+    def refused(self) -> int:
+        return self._http.refused
 
     def close(self) -> None:
         self._http.shutdown()
@@ -77,23 +146,37 @@ class MetricsServer:
         self._thread.join(timeout=5)
 
 
+def health(bridge: Bridge) -> tuple[bool, str]:
+    """(healthy, why): the I/O loop turns and every scheduler thread runs and is not stuck."""
+    if time.monotonic() - bridge.heartbeat > HEALTH_STALE_S:
+        return False, "stalled: the I/O loop has not turned for 5 s"
+    down = sorted(s.pipeline.model_name for s in bridge.schedulers.values() if not s.healthy)
+    if down:
+        return False, f"scheduler down or stuck: {', '.join(down)}"
+    return True, "ok"
+
+
 class _Handler(BaseHTTPRequestHandler):
     bridge: Bridge
-    registry: CollectorRegistry
+    renderer: _Renderer
+    timeout = READ_TIMEOUT_S
 
     def do_GET(self) -> None:
         path = self.path.split("?", 1)[0]
         if path == "/metrics":
-            self._answer(200, generate_latest(self.registry), CONTENT_TYPE_LATEST)
+            self._answer(200, self.renderer.text(), CONTENT_TYPE_LATEST)
         elif path == "/healthz":
-            stalled = time.monotonic() - self.bridge.heartbeat > HEALTH_STALE_S
-            self._answer(503 if stalled else 200, b"stalled\n" if stalled else b"ok\n", "text/plain")
+            ok, why = health(self.bridge)
+            self._answer(200 if ok else 503, why.encode() + b"\n", "text/plain")
         elif path == "/readyz":
+            ok, why = health(self.bridge)
+            ready = self.bridge.ready and ok
             body = {
-                "ready": self.bridge.ready,
+                "ready": ready,
+                "health": why,
                 "engines": {x.model: x.error or "loaded" for x in self.bridge.engine_loads},
             }
-            self._answer(200 if self.bridge.ready else 503, json.dumps(body).encode(), "application/json")
+            self._answer(200 if ready else 503, json.dumps(body).encode(), "application/json")
         else:
             self._answer(404, b"not found: try /metrics, /healthz or /readyz\n", "text/plain")
 
@@ -165,15 +248,29 @@ class BridgeCollector(Collector):
             seconds.add_metric([x.model], x.seconds)
         published = CounterMetricFamily(f"{PREFIX}_frames_published", "Frames published", labels=["model"])
         dropped = CounterMetricFamily(
-            f"{PREFIX}_frames_dropped", "Frames libzmq could not queue", labels=["model"]
+            f"{PREFIX}_frames_dropped",
+            "Frames computed that no subscriber got, by reason (session_closed, failed)",
+            labels=["model", "reason"],
+        )
+        stalls = CounterMetricFamily(
+            f"{PREFIX}_subscriber_stalls",
+            "A subscriber's queue was full: it missed frames from then until it read again (once per stall)",
+            labels=["model"],
         )
         inputs = CounterMetricFamily(
             f"{PREFIX}_inputs_dropped", "Face images superseded by newer ones (latest wins)", labels=["model"]
         )
+        restarts_s = CounterMetricFamily(
+            f"{PREFIX}_scheduler_restarts", "Scheduler threads restarted after dying", labels=["model"]
+        )
         for s in b.stats.children:
             published.add_metric([s.model], s.frames_published)
-            dropped.add_metric([s.model], s.frames_dropped)
+            frame_drops, _ = s.drop_counts()
+            for reason in FRAME_DROP_REASONS:
+                dropped.add_metric([s.model, reason], frame_drops.get(reason, 0))
+            stalls.add_metric([s.model], s.subscriber_stalls)
             inputs.add_metric([s.model], s.inputs_dropped)
+            restarts_s.add_metric([s.model], s.scheduler_restarts)
         guard = CounterMetricFamily(
             f"{PREFIX}_guard_outputs", "Outputs clamped into range or held (bad)", labels=["model", "verdict"]
         )
@@ -188,7 +285,7 @@ class BridgeCollector(Collector):
                 guard.add_metric([model, "clamped"], g.clamped)
                 guard.add_metric([model, "held"], g.held)
                 restarts.add_metric([model], g.restarts)
-        yield from (loads, seconds, published, dropped, inputs, guard, restarts)
+        yield from (loads, seconds, published, dropped, stalls, inputs, restarts_s, guard, restarts)
 
     def _sessions(self) -> Iterator[Metric]:
         b = self.bridge
@@ -254,11 +351,15 @@ class BridgeCollector(Collector):
         ):
             handshakes.add_metric([reason], failures[reason])
         yield handshakes
-        yield CounterMetricFamily(
+        replies = CounterMetricFamily(
             f"{PREFIX}_replies_dropped",
-            "Replies to clients that stopped reading",
-            value=self.bridge.stats.replies_dropped,
+            "Replies not sent, by reason: peer_full (client not reading), peer_gone, error_queue_full",
+            labels=["reason"],
         )
+        _, reply_drops = self.bridge.stats.drop_counts()
+        for reason in REPLY_DROP_REASONS:
+            replies.add_metric([reason], reply_drops.get(reason, 0))
+        yield replies
 
 
 class GpuMemory:

@@ -16,6 +16,20 @@ has one, so N sessions cost one call per tick instead of N (docs/scheduling.md).
   refuses inputs beyond `max_pending` (the caller answers OVERLOADED).
 - Pre-processing may run on `prepare_workers` threads (one session's inputs stay on one task, in
   order): face detection and cropping release the GIL in OpenCV.
+- Realtime first: a step that makes more than one frame (an offline chunk) is bulk work. Bulk calls
+  run after the realtime ones of a round, and only when no realtime session's next input is due
+  before the bulk call would end (its duration is learnt as it runs); offline uses what is left.
+- Bulk frames are paced, not dropped: they are published with `hold=True`; a frame that a
+  subscriber has no room for stays in the session's outbox and is retried every OUTBOX_RETRY_S, and
+  the session runs no further step until its outbox is empty. A subscriber that keeps up thus gets
+  every frame; one that stops reading holds an outbox at most OUTBOX_PATIENCE_S, then the outbox goes
+  out lossy (that subscriber misses it, counted as a stall) so a dead subscriber cannot stop offline
+  work.
+- Supervision: an exception anywhere in a round fails the sessions of that round with INTERNAL (their
+  queued work is dropped) and the loop goes on. If the thread dies anyway (a BaseException), `healthy`
+  turns false (/healthz, /readyz) and `supervise()`, called by the I/O thread, starts a new one after
+  a back-off (RESTART_BACKOFF_S, doubling while it keeps dying); the sessions of the fatal round get
+  INTERNAL.
 
 Stage histograms for queue, post, publish and end_to_end are observed once per engine call (the
 oldest step of the call), not per frame: at thousands of sessions per tick the per-frame lock rounds
@@ -27,23 +41,32 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import OrderedDict
+from collections import Counter, OrderedDict, deque
 from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Protocol
 
-from bridge.pipelines.base import Pipeline
+from bridge.pipelines.base import FailedRow, Pipeline
 from bridge.protocol.errors import ErrorCode
 from bridge.protocol.requests import Input
 from bridge.serving.sessions import Session
 from bridge.serving.stats import BridgeStats
+from bridge.transport.zmq_sockets import Delivery
 
 log = logging.getLogger(__name__)
 
-Publish = Callable[[bytes, bytes], bool]
+
+class Publish(Protocol):
+    def __call__(self, topic: bytes, payload: bytes, *, hold: bool = False) -> Delivery: ...
+
+
 ReportError = Callable[[Session, ErrorCode, str], None]
 
 FORGET_S = 1.0  # a session silent this long is no longer predicted
+OUTBOX_RETRY_S = 0.001  # a held bulk frame is retried this often
+OUTBOX_PATIENCE_S = 0.05  # ... and sent lossy after this long (its subscriber is not reading)
+RESTART_BACKOFF_S = 1.0  # a dead scheduler thread is restarted after this, doubling up to 30 s
+STUCK_S = 5.0  # a round running longer than this makes the scheduler unhealthy
 
 
 class Scheduler:
@@ -70,14 +93,58 @@ class Scheduler:
         # id -> (last submit, interval before it); ids only, so that a closed session does not linger.
         self._senders: dict[str, tuple[float, float]] = {}
         self._arrived: set[str] = set()  # sessions that submitted since the current batch began forming
+        self._pruned = 0.0  # when _senders was last pruned
+        # Bulk frames a subscriber had no room for: id -> (first held at, payloads in order).
+        self._outbox: dict[str, tuple[float, deque[bytes]]] = {}
+        self._bulk_s = 0.0  # learnt duration of one bulk call (engine + post + publish)
+        self._round: list[Session] = []  # sessions of the round in progress, for supervision
+        self.round_started: float | None = None  # monotonic, while a round runs
+        self._deaths = 0
+        self._died_at: float | None = None  # when it last died (for the back-off reset)
+        self._dead_since: float | None = None  # dead and not restarted yet
+        self._bulk_ids: set[str] = set()  # sessions whose latest step was bulk work
         self._wake = threading.Condition()
         self._running = False
         self._workers = ThreadPoolExecutor(prepare_workers, "prepare") if prepare_workers > 1 else None
-        self._thread = threading.Thread(target=self._loop, name=f"scheduler-{pipeline.name}", daemon=True)
+        self._thread = self._new_thread()
+
+    def _new_thread(self) -> threading.Thread:
+        return threading.Thread(target=self._loop, name=f"scheduler-{self.pipeline.name}", daemon=True)
 
     def start(self) -> None:
         self._running = True
         self._thread.start()
+
+    @property
+    def healthy(self) -> bool:
+        """The thread runs and no round has been running for STUCK_S."""
+        started = self.round_started
+        stuck = started is not None and time.monotonic() - started > STUCK_S
+        return self._thread.is_alive() and not stuck
+
+    def supervise(self, now: float) -> None:
+        """Restart a dead scheduler thread after its back-off (I/O thread, every reap tick)."""
+        if not self._running:
+            return
+        if self._thread.is_alive():
+            if self._died_at is not None and now - self._died_at > 60.0:
+                self._deaths, self._died_at = 0, None  # up a minute: the next death backs off afresh
+            return
+        if self._dead_since is None:  # just noticed
+            self._dead_since = now
+            self._deaths += 1
+            log.error("scheduler %s died; restarting it in %.0f s", self.pipeline.model_name, self._backoff())
+            self._fail(self._round, "the scheduler thread died during this session's step")
+            self._round, self.round_started = [], None
+        if now - self._dead_since >= self._backoff():
+            self._died_at, self._dead_since = self._dead_since, None
+            self._stats.scheduler_restarts += 1
+            self._thread = self._new_thread()
+            self._thread.start()
+            log.warning("scheduler %s restarted", self.pipeline.model_name)
+
+    def _backoff(self) -> float:
+        return float(min(30.0, RESTART_BACKOFF_S * 2.0 ** max(0, self._deaths - 1)))
 
     def stop(self) -> None:
         with self._wake:
@@ -111,6 +178,11 @@ class Scheduler:
                 self._senders[session.id] = (now, now - last[0] if last else FORGET_S)
                 self._arrived.add(session.id)
                 accepted.append(True)
+            if now - self._pruned > FORGET_S:  # bounded by the sessions of the last second
+                self._pruned = now
+                for sid, (last_t, _) in list(self._senders.items()):
+                    if now - last_t > FORGET_S:
+                        del self._senders[sid]
             self._wake.notify()
         return accepted
 
@@ -121,8 +193,25 @@ class Scheduler:
 
     # ------------------------------------------------------------------------------- loop
     def _loop(self) -> None:
-        while self._cycle():
-            pass
+        while True:
+            try:
+                if not self._cycle():
+                    return
+            except Exception as exc:  # a bug in a round fails that round's sessions, not the bridge
+                log.exception("scheduler round failed for %d sessions", len(self._round))
+                self._fail(self._round, f"scheduler round failed: {exc}")
+            self._round = []
+            self.round_started = None
+
+    def _fail(self, sessions: Sequence[Session], message: str) -> None:
+        """Answer INTERNAL to each session and drop its queued work (its state may be half-advanced)."""
+        for s in sessions:
+            with self._wake:
+                s.inbox.clear()
+            s.steps.clear()
+            self._outbox.pop(s.id, None)
+            if not s.closed:
+                self._report_error(s, ErrorCode.INTERNAL, message)
 
     def _cycle(self) -> bool:
         """One round: gather, pre-process, run every ready session once. Its own frame, so that no
@@ -132,26 +221,91 @@ class Scheduler:
                 self._wake.wait()
             if not self._running:
                 return False
+            if self._outbox and not self._arrived:
+                self._wake.wait(OUTBOX_RETRY_S)  # held bulk frames: retry soon, without spinning
             if self.max_queue_delay_s:
                 self._gather()
             self._arrived.clear()
             sessions = list(self._active.values())
+        self.round_started = time.monotonic()
+        self._round = sessions
+        self._flush_outboxes()
         self._prepare(sessions)
-        groups: dict[Hashable, list[Session]] = {}
+        realtime: dict[Hashable, list[Session]] = {}
+        bulk: dict[Hashable, list[Session]] = {}
         for s in sessions:
-            if s.steps and not s.closed:
-                groups.setdefault(self.pipeline.batch_key(s.state, s.steps[0]), []).append(s)
-        for group in groups.values():
+            if not s.steps or s.closed or s.id in self._outbox:
+                continue
+            try:
+                key = self.pipeline.batch_key(s.state, s.steps[0])
+                is_bulk = self.pipeline.step_frames(s.steps[0]) > 1
+                groups = bulk if is_bulk else realtime
+            except Exception as exc:
+                log.exception("batch key failed for session %s", s.id)
+                self._fail([s], f"scheduling failed: {exc}")
+                continue
+            groups.setdefault(key, []).append(s)
+            (self._bulk_ids.add if is_bulk else self._bulk_ids.discard)(s.id)
+        for group in realtime.values():
             for start in range(0, len(group), self.max_batch):
                 self._run(group[start : start + self.max_batch])
+        if bulk and self._bulk_fits():
+            t0 = time.perf_counter()
+            group = next(iter(bulk.values()))  # one bulk call per round: realtime gets the next turn
+            self._run(group[: self.max_batch], bulk=True)
+            took = time.perf_counter() - t0
+            self._bulk_s = took if not self._bulk_s else 0.8 * self._bulk_s + 0.2 * took
         with self._wake:
             for s in sessions:
                 # Served sessions go to the back of the line; idle ones leave it.
-                if s.closed or (not s.inbox and not s.steps):
+                if s.closed:
+                    self._active.pop(s.id, None)
+                    self._outbox.pop(s.id, None)
+                    self._bulk_ids.discard(s.id)
+                elif not s.inbox and not s.steps and s.id not in self._outbox:
                     self._active.pop(s.id, None)
                 elif s.id in self._active:
                     self._active.move_to_end(s.id)
         return True
+
+    def _bulk_fits(self) -> bool:
+        """True when no realtime input is due before a bulk call started now would end."""
+        now = time.perf_counter()
+        end = now + self._bulk_s
+        with self._wake:
+            if any(s.inbox and s.id not in self._bulk_ids for s in self._active.values()):
+                return False  # realtime inputs already waiting
+            for sid, (last, interval) in self._senders.items():
+                if sid in self._bulk_ids or interval >= FORGET_S or now - last > FORGET_S:
+                    continue
+                if last + interval <= end:
+                    return False
+        return True
+
+    def _flush_outboxes(self) -> None:
+        now = time.perf_counter()
+        stalls = 0
+        dropped: Counter[str] = Counter()
+        for sid, (since, payloads) in list(self._outbox.items()):
+            session = self._active.get(sid)
+            if session is None or session.closed:
+                self._outbox.pop(sid, None)
+                continue
+            patient = now - since < OUTBOX_PATIENCE_S
+            while payloads:
+                delivery = self._publish(session.topic, payloads[0], hold=patient)
+                if delivery is Delivery.HELD:
+                    break
+                if delivery is Delivery.CLOSED:
+                    dropped["session_closed"] += len(payloads)
+                    payloads.clear()
+                    break
+                stalls += delivery is Delivery.STALLED
+                payloads.popleft()
+            if not payloads:
+                del self._outbox[sid]
+        if stalls or dropped:
+            self._stats.count_frames(0, dropped, stalls)
 
     def _gather(self) -> None:
         """Wait (lock held), at most the queue delay, for the sessions whose next input is due now."""
@@ -181,8 +335,11 @@ class Scheduler:
                 self._prepare_session(s)
 
     def _prepare_session(self, s: Session) -> None:
-        while s.inbox and not s.closed:
-            t_queued, item = s.inbox.popleft()
+        while not s.closed:
+            with self._wake:  # the I/O thread clears a droppable inbox under this lock
+                if not s.inbox:
+                    return
+                t_queued, item = s.inbox.popleft()
             t0 = time.perf_counter()
             try:
                 steps = self.pipeline.prepare(s.state, item)
@@ -194,7 +351,7 @@ class Scheduler:
                 log.exception("pre-processing failed for session %s", s.id)
                 self._report_error(s, ErrorCode.INTERNAL, f"pre-processing failed: {exc}")
 
-    def _run(self, batch: list[Session]) -> None:
+    def _run(self, batch: list[Session], bulk: bool = False) -> None:
         steps = [s.steps.popleft() for s in batch]
         states = [s.state for s in batch]
         t_start = time.perf_counter()
@@ -221,22 +378,37 @@ class Scheduler:
             return
         t1 = time.perf_counter()
         self._stats.observe("post", t1 - t0)
-        published = dropped = 0
-        for s, payloads in zip(batch, frames, strict=True):
+        published = stalls = 0
+        dropped: Counter[str] = Counter()
+        for s, step, payloads in zip(batch, steps, frames, strict=True):
+            if isinstance(payloads, FailedRow):  # only this row failed: the others keep their frames
+                s.out_seq += self.pipeline.step_frames(step)  # its numbers are spent: a gap shows the loss
+                s.frames_dropped += self.pipeline.step_frames(step)
+                dropped["failed"] += self.pipeline.step_frames(step)
+                self._report_error(s, ErrorCode.INTERNAL, payloads.error)
+                continue
             s.out_seq += len(payloads)
             if s.closed:  # closed while its step ran: its frames go nowhere, the others' are untouched
+                dropped["session_closed"] += len(payloads)
                 continue
-            for payload in payloads:
+            for i, payload in enumerate(payloads):
                 # Counted before the send: a subscriber must never hold a frame that a racing `close`
                 # reply or `closed` event leaves out of frames_published.
                 s.frames_published += 1
-                if self._publish(s.topic, payload):
-                    published += 1
-                else:
+                delivery = self._publish(s.topic, payload, hold=bulk)
+                if delivery is Delivery.HELD:  # the rest waits in the outbox (bulk only)
+                    self._outbox[s.id] = (time.perf_counter(), deque(payloads[i:]))
+                    published += len(payloads) - i
+                    s.frames_published += len(payloads) - i - 1
+                    break
+                if delivery is Delivery.CLOSED:
                     s.frames_published -= 1
                     s.frames_dropped += 1
-                    dropped += 1
+                    dropped["session_closed"] += 1
+                    continue
+                published += 1
+                stalls += delivery is Delivery.STALLED
         t2 = time.perf_counter()
         self._stats.observe("publish", t2 - t1)
         self._stats.observe("end_to_end", t2 - oldest)  # queued -> published, the batch's oldest step
-        self._stats.count_frames(published, dropped)  # one lock round per batch
+        self._stats.count_frames(published, dropped, stalls)  # one lock round per batch

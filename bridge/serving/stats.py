@@ -18,6 +18,12 @@ LATENCY_BUCKETS_S = (
     0.01, 0.016, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
 )  # fmt: skip
 BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+# Why a frame computed for a session went to no subscriber: its session ended while the step ran
+# (`session_closed`), or its row failed after the engine call (`failed`, the session got INTERNAL).
+FRAME_DROP_REASONS = ("session_closed", "failed")
+# Why a reply was not sent: the client does not read (`peer_full`), it disconnected (`peer_gone`), or
+# scheduler error replies outran the I/O thread's bounded queue (`error_queue_full`).
+REPLY_DROP_REASONS = ("peer_full", "peer_gone", "error_queue_full")
 
 
 @dataclass
@@ -57,11 +63,17 @@ class Histogram:
 class BridgeStats:
     model: str = ""  # "" for the I/O thread's root; the engine's model name for a scheduler's child
     frames_published: int = 0
-    frames_dropped: int = 0
+    frames_dropped: int = 0  # frames no subscriber got (FRAME_DROP_REASONS), the sum of `frame_drops`
+    frame_drops: Counter[str] = field(default_factory=Counter)
+    # Frames a subscriber with a full queue missed; counted once per stall (libzmq skips it silently
+    # after the first, until it reads again: bridge.transport.zmq_sockets).
+    subscriber_stalls: int = 0
     inputs_dropped: int = 0
     sessions_opened: int = 0
     sessions_reaped: int = 0
-    replies_dropped: int = 0
+    replies_dropped: int = 0  # the sum of `reply_drops`
+    reply_drops: Counter[str] = field(default_factory=Counter)  # by REPLY_DROP_REASONS
+    scheduler_restarts: int = 0
     errors: Counter[str] = field(default_factory=Counter)  # by ErrorCode name
     handshake_failures: Counter[str] = field(default_factory=Counter)  # failed CURVE handshakes by reason
     # By stage: decode, pre, queue, engine, post, publish, end_to_end.
@@ -91,10 +103,23 @@ class BridgeStats:
         with self._lock:
             self.batch_sizes.observe(rows)
 
-    def count_frames(self, published: int, dropped: int) -> None:
+    def count_frames(self, published: int, dropped: Counter[str] | None = None, stalls: int = 0) -> None:
         with self._lock:
             self.frames_published += published
-            self.frames_dropped += dropped
+            self.subscriber_stalls += stalls
+            if dropped:
+                self.frame_drops.update(dropped)
+                self.frames_dropped += sum(dropped.values())
+
+    def drop_reply(self, reason: str) -> None:
+        with self._lock:
+            self.replies_dropped += 1
+            self.reply_drops[reason] += 1
+
+    def drop_counts(self) -> tuple[dict[str, int], dict[str, int]]:
+        """Frame drops and reply drops by reason (for scrapes)."""
+        with self._lock:
+            return dict(self.frame_drops), dict(self.reply_drops)
 
     def error_counts(self) -> dict[str, int]:
         with self._lock:
@@ -123,6 +148,8 @@ class BridgeStats:
         return {
             "frames_published": sum(s.frames_published for s in every),
             "frames_dropped": sum(s.frames_dropped for s in every),
+            "subscriber_stalls": sum(s.subscriber_stalls for s in every),
+            "scheduler_restarts": self.scheduler_restarts,
             "inputs_dropped": sum(s.inputs_dropped for s in every),
             "sessions_opened": self.sessions_opened,
             "sessions_reaped": self.sessions_reaped,

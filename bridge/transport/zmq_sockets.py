@@ -55,6 +55,7 @@ class Delivery(enum.Enum):
     SENT = "sent"  # queued for every matching subscriber
     STALLED = "stalled"  # queued for the others; a matching subscriber's queue was full
     HELD = "held"  # (hold=True) sent to nobody, a matching subscriber is full: retry later
+    CLOSED = "closed"  # its session had ended: sent to nobody (the bridge's frame gate, not libzmq)
 
 
 @dataclass(frozen=True)
