@@ -40,36 +40,61 @@ AvatarLink::AvatarLink(Config config) : config_(std::move(config)) {
         wake_.notify_all();
     };
     handlers.onUnsolicitedReply = [this](const Reply& reply) { routeReply(reply); };
-    client_ = std::make_unique<BridgeClient>(endpoint(config_.host, config_.requestPort), std::move(handlers), config_.curve);
-    supervisor_ = std::thread([this] { supervise(); });
+    client_ = std::make_unique<BridgeClient>(endpoint(config_.host, config_.requestPort), std::move(handlers), config_.curve,
+                                             config_.network);
+    supervisor_ = std::thread([this] {
+        try {
+            supervise();
+            closeOwnSessions();
+        } catch (...) {  // out of memory: stop talking; the bridge reaps the sessions
+        }
+        client_->stop();
+        supervisorDone_ = true;
+    });
+}
+
+std::shared_ptr<AvatarLink> AvatarLink::create(Config config, std::string& error) noexcept {
+    try {
+        return std::make_shared<AvatarLink>(std::move(config));
+    } catch (const std::exception& e) {
+        error = e.what();
+    } catch (...) {
+        error = "unknown error";
+    }
+    return nullptr;
 }
 
 AvatarLink::~AvatarLink() {
-    std::vector<std::string> sessions;
-    for (const auto& feed : owned_) {
-        if (const auto att = feed->attachment()) {
-            sessions.push_back(att->session);
-        }
-    }
+    requestStop();
+    supervisor_.join();
+    client_.reset();  // joins the network threads, whose handlers point at this object
+    state_ = State::Stopped;
+}
+
+void AvatarLink::requestStop() noexcept {
     {
         const std::lock_guard<std::mutex> lock(mutex_);
         stopping_ = true;
     }
     wake_.notify_all();
     client_->cancelPending();  // fails the supervisor's in-flight request, if any, so it sees `stopping_` at once
-    supervisor_.join();
-    // Close what we opened; send all closes, then give the replies one short shared deadline.
+}
+
+bool AvatarLink::stopped() const noexcept { return supervisorDone_ && client_->finished(); }
+
+void AvatarLink::closeOwnSessions() {
+    // Send all closes, then give the replies one short shared deadline.
     std::vector<std::future<Reply>> closing;
-    for (const auto& session : sessions) {
-        const std::uint64_t id = client_->nextId();
-        closing.push_back(client_->request(id, RequestEncoder::close(id, session)));
+    for (const auto& feed : owned_) {
+        if (const auto att = feed->attachment()) {
+            const std::uint64_t id = client_->nextId();
+            closing.push_back(client_->request(id, RequestEncoder::close(id, att->session)));
+        }
     }
     const auto deadline = std::chrono::steady_clock::now() + kCloseTimeout;
     for (auto& reply : closing) {
         reply.wait_until(deadline);
     }
-    client_.reset();  // joins the I/O thread, whose handlers point at this object
-    state_ = State::Stopped;
 }
 
 std::string AvatarLink::statusText() const {
@@ -273,7 +298,7 @@ void AvatarLink::routeFrame(DecodedFrame&& frame, std::int64_t arrivalNs) {
         }
         feed = it->second;
     }
-    feed->deliver(frame, arrivalNs);
+    feed->deliver(frame, arrivalNs, config_.onPose ? &config_.onPose : nullptr);
 }
 
 void AvatarLink::routeReply(const Reply& reply) {

@@ -37,7 +37,7 @@ void SubjectFeed::detach() {
     attachment_.store(nullptr);
 }
 
-void SubjectFeed::deliver(const DecodedFrame& frame, std::int64_t arrivalNs) {
+void SubjectFeed::deliver(const DecodedFrame& frame, std::int64_t arrivalNs, const PoseListener* listener) {
     const std::lock_guard<std::mutex> lock(mutex_);
     if (!mapper_) {
         return;  // a straggler of a session we already left
@@ -52,6 +52,11 @@ void SubjectFeed::deliver(const DecodedFrame& frame, std::int64_t arrivalNs) {
     try {
         SubjectPose pose = mapper_->pose(frame);
         pose.timeNs = clock_->stamp(h.tCaptureNs);
+        if (listener != nullptr) {
+            if (const auto current = attachment_.load()) {
+                (*listener)(*this, *current, pose);
+            }
+        }
         mailbox_.post(std::move(pose), arrivalNs);
     } catch (const ProtocolError& e) {
         ++stats_.decodeErrors;

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <mutex>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "BridgeProcess.hpp"
@@ -639,6 +640,47 @@ TEST(Live, AvatarLinkPublishesSessionsOfOtherClients) {
     other.call([&](std::uint64_t id) { return RequestEncoder::close(id, open.session); });
     EXPECT_TRUE(waitUntil([&] { return link.feed(name) == nullptr; }, 10s));
     EXPECT_TRUE(feed->closed());
+}
+
+TEST(Live, AvatarLinkPushesFromTheReceiveThreadAndStopsFlagThenPoll) {
+    Connection observer;
+    std::mutex mutex;
+    std::vector<std::int64_t> poseTimes;
+    std::set<std::thread::id> pushThreads;
+    AvatarLink::Config config = linkConfig();
+    config.sessions.erase(config.sessions.begin());
+    config.onPose = [&](SubjectFeed& feed, const SubjectFeed::Attachment& att, const SubjectPose& pose) {
+        EXPECT_EQ(feed.name(), "TestBody");
+        EXPECT_EQ(att.layout->boneNames.size(), pose.rotations.size());
+        const std::lock_guard<std::mutex> lock(mutex);
+        poseTimes.push_back(pose.timeNs);
+        pushThreads.insert(std::this_thread::get_id());
+    };
+    std::string error;
+    const auto link = AvatarLink::create(config, error);
+    ASSERT_TRUE(link) << error;
+    const auto body = link->feed("TestBody");
+    ASSERT_TRUE(waitUntil([&] { return body->attachment() != nullptr; }, 15s)) << link->statusText();
+    const std::string session = body->attachment()->session;
+    const auto rows = randomFeatures(8, 3);
+    ASSERT_TRUE(link->sendFeatures(*body, 8, 35, rows.data(), rows.size() * sizeof(float)));
+    ASSERT_TRUE(waitUntil([&] {
+        const std::lock_guard<std::mutex> lock(mutex);
+        return poseTimes.size() >= 8;
+    }, 20s));
+    {
+        const std::lock_guard<std::mutex> lock(mutex);
+        EXPECT_EQ(pushThreads.size(), 1u);  // one receive thread, not this one
+        EXPECT_EQ(pushThreads.count(std::this_thread::get_id()), 0u);
+        EXPECT_TRUE(std::is_sorted(poseTimes.begin(), poseTimes.end()));
+    }
+
+    // The game thread asks once and polls; the supervisor closes the session meanwhile.
+    link->requestStop();
+    ASSERT_TRUE(waitUntil([&] { return link->stopped(); }, 5s));
+    const auto closed = observer.collector.waitEvent<ClosedEvent>(session, 5s);
+    ASSERT_TRUE(closed.has_value());
+    EXPECT_EQ(closed->reason, "client");
 }
 
 TEST(Live, AvatarLinkClosesItsSessionsWhenDestroyed) {

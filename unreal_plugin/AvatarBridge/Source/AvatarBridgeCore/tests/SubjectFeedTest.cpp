@@ -90,3 +90,21 @@ TEST(SubjectFeed, ReattachBumpsTheVersionAndDetachHides) {
     EXPECT_EQ(feed.errorCount(), 1u);
     EXPECT_EQ(feed.stats().lastError, "BAD_SIZE: wrong size");
 }
+
+TEST(SubjectFeed, ListenerSeesEveryPoseWithItsFrameTimeBeforeTheMailbox) {
+    SubjectFeed feed("TestBody", std::nullopt);
+    feed.attach("ffeeddccbbaa0099", "motion", 100.0, bodyRig());
+    std::vector<std::pair<std::int64_t, std::uint64_t>> seen;
+    const SubjectFeed::PoseListener listener = [&](SubjectFeed& f, const SubjectFeed::Attachment& att, const SubjectPose& p) {
+        EXPECT_EQ(&f, &feed);
+        EXPECT_EQ(att.session, "ffeeddccbbaa0099");
+        seen.emplace_back(p.timeNs, p.seq);
+    };
+    feed.deliver(motionFrame(0, 1000 * kMs, 0.0f), 1002 * kMs, &listener);
+    feed.deliver(motionFrame(1, 1010 * kMs, 1.0f), 1012 * kMs, &listener);
+    ASSERT_EQ(seen.size(), 2u);
+    EXPECT_EQ(seen[1], std::make_pair(std::int64_t{1010 * kMs}, std::uint64_t{1}));
+    std::vector<SubjectPose> taken;
+    feed.takeAll(taken);
+    EXPECT_EQ(taken.size(), 2u);  // the mailbox still gets them
+}

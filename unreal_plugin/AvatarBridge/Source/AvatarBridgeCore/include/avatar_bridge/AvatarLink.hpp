@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -36,7 +37,13 @@ public:
         std::string clientName = "avatar-bridge-cpp 0.1.0";
         std::vector<SessionSpec> sessions;  // opened by this client; subject names must be unique
         bool observeOtherSessions = false;
-        CurveKeys curve;  // for a bridge started with --curve-secret-key
+        CurveKeys curve;  // for a bridge started with --curve-secret-key (libzmq build only)
+        // Where TCP streams come from (ZMTP build); null: POSIX sockets. Unreal passes its FSocket one.
+        std::shared_ptr<Network> network;
+        // Receive thread, for every frame of a subject, once mapped to a pose and stamped with its frame time
+        // (FrameClock), before it reaches the feed's mailbox. For engines that push from the receive thread
+        // (Unreal's Live Link sources do) instead of polling takeAll(). Must not throw; must not block long.
+        std::function<void(SubjectFeed& feed, const SubjectFeed::Attachment& attachment, const SubjectPose& pose)> onPose;
         std::chrono::milliseconds heartbeat{500};
         std::chrono::milliseconds requestTimeout{1500};
         std::chrono::milliseconds retryInterval{250};
@@ -44,14 +51,23 @@ public:
 
     enum class State { Connecting, Connected, Stopped };
 
+    // Throws std::system_error when its threads cannot start; engine code uses create() instead.
     explicit AvatarLink(Config config);
-    // Stops, closing the sessions it opened (waiting at most ~0.3 s for the bridge to confirm).
+    // The link, or null with `error` set. Never throws.
+    static std::shared_ptr<AvatarLink> create(Config config, std::string& error) noexcept;
+    // requestStop(), then waits for stopped() (at most ~0.4 s: the supervisor closes our sessions first).
     ~AvatarLink();
+
+    // Flag-then-poll shutdown for a game thread that must not wait: requestStop() returns at once; the
+    // supervisor closes the sessions it opened (waiting at most ~0.3 s for the bridge to confirm) and the
+    // network threads end; stopped() then turns true and destroying the link no longer waits.
+    void requestStop() noexcept;
+    bool stopped() const noexcept;
 
     AvatarLink(const AvatarLink&) = delete;
     AvatarLink& operator=(const AvatarLink&) = delete;
 
-    State state() const { return state_; }
+    State state() const noexcept { return state_; }
     std::string statusText() const;
     std::optional<HelloReply> lastHello() const;
     // Every (re)connection that completed a hello; 1 after the first.
@@ -75,6 +91,7 @@ public:
 
 private:
     void supervise();
+    void closeOwnSessions();
     bool handshake();
     bool open(const std::shared_ptr<SubjectFeed>& feed);
     bool heartbeat();
@@ -110,6 +127,7 @@ private:
     bool stopping_ = false;
     std::condition_variable wake_;
 
+    std::atomic<bool> supervisorDone_{false};
     std::thread supervisor_;
 };
 

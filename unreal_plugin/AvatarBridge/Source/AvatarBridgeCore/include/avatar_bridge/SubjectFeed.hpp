@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -66,7 +67,9 @@ public:
     void attach(const std::string& session, const std::string& pipeline, double fps, const Rig& rig);
     void detach();
     void markClosed() { closed_ = true; }
-    void deliver(const DecodedFrame& frame, std::int64_t arrivalNs);
+    using PoseListener = std::function<void(SubjectFeed&, const Attachment&, const SubjectPose&)>;
+    // Maps the frame to a pose and posts it to the mailbox; `listener` (may be null) sees it first.
+    void deliver(const DecodedFrame& frame, std::int64_t arrivalNs, const PoseListener* listener = nullptr);
     void recordInputError(const ErrorReply& error);
     std::uint64_t nextInputSeq() { return inputSeq_++; }
 
