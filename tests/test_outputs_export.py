@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
-from bridge.outputs.cli import add_output_arguments, build_router, register_commands
+from bridge.outputs.cli import add_output_arguments, build_outputs, build_router, register_commands
 from bridge.outputs.livelink_face import LiveLinkFaceOutput
+from bridge.outputs.process import RouterProcess
 from bridge.outputs.recorder import Recorder
 from bridge.outputs.router import Received
 from bridge.outputs.udp import parse_host_port
@@ -239,12 +240,14 @@ def test_output_arguments_and_build_router() -> None:
     argv = "--osc vmc://127.0.0.1:9000 --osc vmc://localhost?rate=15 --livelink-face 10.0.0.5 --osc-no-bundle"
     args = p.parse_args([*argv.split(), "--output-rate", "30"])
     router = build_router(args, "tcp://127.0.0.1:5571")
-    assert router is not None and router.endpoint == "tcp://127.0.0.1:5571"
-    names = [o.name for o in router.outputs]
+    assert isinstance(router, RouterProcess) and router.endpoint == "tcp://127.0.0.1:5571"
+    assert len(router.specs) == 3  # built in the output process, as build_outputs builds them here
+    outputs = build_outputs(args)
+    names = [o.name for o in outputs]
     assert names == ["vmc://127.0.0.1:9000", "vmc://localhost:39539", "livelink-face://10.0.0.5:11111"]
-    assert [o.max_rate_hz for o in router.outputs] == [30.0, 15.0, 30.0]  # ?rate= wins over --output-rate
-    vmc = [o for o in router.outputs if isinstance(o, VmcOutput)]
-    assert all(not o.bundle for o in vmc) and isinstance(router.outputs[2], LiveLinkFaceOutput)
+    assert [o.max_rate_hz for o in outputs] == [30.0, 15.0, 30.0]  # ?rate= wins over --output-rate
+    vmc = [o for o in outputs if isinstance(o, VmcOutput)]
+    assert all(not o.bundle for o in vmc) and isinstance(outputs[2], LiveLinkFaceOutput)
     assert build_router(p.parse_args([]), "tcp://127.0.0.1:5571") is None
     bad_args = [
         ["--osc", "127.0.0.1:9000"],
@@ -282,17 +285,15 @@ def test_outputs_from_a_config_table_unless_flags_say_otherwise() -> None:
     p = argparse.ArgumentParser()
     add_output_arguments(p)
     table = {"osc": ["vmc://127.0.0.1:9000?rate=10"], "livelink_face": "10.0.0.5", "output_rate": 20}
-    router = build_router(p.parse_args([]), "tcp://127.0.0.1:5571", {**table, "osc_no_bundle": True})
-    assert router is not None
-    assert [(o.name, o.max_rate_hz) for o in router.outputs] == [
+    outputs = build_outputs(p.parse_args([]), {**table, "osc_no_bundle": True})
+    assert [(o.name, o.max_rate_hz) for o in outputs] == [
         ("vmc://127.0.0.1:9000", 10.0),
         ("livelink-face://10.0.0.5:11111", 20.0),
     ]
-    assert not router.outputs[0].bundle  # type: ignore[attr-defined]
+    assert not outputs[0].bundle  # type: ignore[attr-defined]
     flags = p.parse_args(["--osc", "vmc://127.0.0.1:7000", "--output-rate", "5"])
-    router = build_router(flags, "tcp://127.0.0.1:5571", table)
-    assert router is not None
-    assert [(o.name, o.max_rate_hz) for o in router.outputs] == [
+    outputs = build_outputs(flags, table)
+    assert [(o.name, o.max_rate_hz) for o in outputs] == [
         ("vmc://127.0.0.1:7000", 5.0),
         ("livelink-face://10.0.0.5:11111", 5.0),
     ]

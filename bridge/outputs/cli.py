@@ -22,12 +22,11 @@ import zmq
 from bridge.outputs import livelink_face, vmc
 from bridge.outputs.bvh import write_bvh
 from bridge.outputs.csv_export import write_csv
-from bridge.outputs.livelink_face import LiveLinkFaceOutput
+from bridge.outputs.process import OutputSpec, RouterProcess
 from bridge.outputs.recorder import Recorder, load_recordings, select_recording
 from bridge.outputs.replay import replay
 from bridge.outputs.router import Output, OutputRouter
 from bridge.outputs.udp import parse_host_port
-from bridge.outputs.vmc import VmcOutput
 
 log = logging.getLogger(__name__)
 
@@ -118,6 +117,11 @@ def build_outputs(args: argparse.Namespace, config: Mapping[str, Any] | None = N
     Config keys: `osc` and `livelink_face` (lists of destinations as on the command line),
     `osc_no_bundle` (bool), `output_rate` (Hz). Raises ValueError naming a bad config value.
     """
+    return [spec.build() for spec in output_specs(args, config)]
+
+
+def output_specs(args: argparse.Namespace, config: Mapping[str, Any] | None = None) -> list[OutputSpec]:
+    """What `build_outputs` builds, as picklable descriptions (for the output process)."""
     table = config or {}
     try:
         osc = args.osc or [_vmc_target(text) for text in _strings(table, "osc")]
@@ -128,11 +132,9 @@ def build_outputs(args: argparse.Namespace, config: Mapping[str, Any] | None = N
     except argparse.ArgumentTypeError as exc:
         raise ValueError(f"config: {exc}") from None
     bundle = not (args.osc_no_bundle or table.get("osc_no_bundle", False) is True)
-    outputs: list[Output] = [
-        VmcOutput(t.host, t.port, bundle=bundle, max_rate_hz=t.rate_hz or rate) for t in osc
-    ]
-    outputs += [LiveLinkFaceOutput(t.host, t.port, max_rate_hz=t.rate_hz or rate) for t in livelink]
-    return outputs
+    specs = [OutputSpec("vmc", t.host, t.port, t.rate_hz or rate, bundle) for t in osc]
+    specs += [OutputSpec("livelink_face", t.host, t.port, t.rate_hz or rate) for t in livelink]
+    return specs
 
 
 def _strings(table: Mapping[str, Any], key: str) -> list[str]:
@@ -146,14 +148,15 @@ def _strings(table: Mapping[str, Any], key: str) -> list[str]:
 
 def build_router(
     args: argparse.Namespace, frames_endpoint: str, config: Mapping[str, Any] | None = None
-) -> OutputRouter | None:
-    """A router for the outputs named by the flags (or `config`, see build_outputs), or None when none are.
+) -> RouterProcess | None:
+    """The outputs named by the flags (or `config`, see build_outputs) in their own process
+    (bridge.outputs.process), or None when none are.
 
     Not started: call `start()` once the bridge's PUB socket is bound (it subscribes to
     `frames_endpoint`, e.g. "tcp://127.0.0.1:5571") and `stop()` at shutdown.
     """
-    outputs = build_outputs(args, config)
-    return OutputRouter(outputs, frames_endpoint) if outputs else None
+    specs = output_specs(args, config)
+    return RouterProcess(specs, frames_endpoint) if specs else None
 
 
 def register_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
