@@ -18,6 +18,7 @@ from bridge.pipelines.motion_frames import encode_motion_frames
 from bridge.protocol import ErrorCode, decode_frame, pack, unpack_map
 from bridge.protocol.requests import MAX_AUDIO_INPUT_S
 from bridge.serving.server import Bridge
+from bridge.transport.zmq_sockets import TransportConfig
 
 from .bystander import Bystander
 from .conftest import start_bridge, stop_bridge
@@ -295,3 +296,33 @@ def test_no_frame_follows_the_closed_event(bridge: Bridge) -> None:
     assert ended == set(sids)
     sub.close(0)
     client.close()
+
+
+def test_curve_clients_own_sessions_by_key_across_connections() -> None:
+    server_public, server_secret = zmq.curve_keypair()
+    alice, mallory = zmq.curve_keypair(), zmq.curve_keypair()
+    transport = TransportConfig(
+        request_port=0,
+        frames_port=0,
+        curve_secret_key=server_secret,
+        curve_client_keys=frozenset({alice[0], mallory[0]}),
+    )
+    server, thread = start_bridge(transport=transport)
+    port = server.sockets.request_port
+    try:
+        first = BridgeClient("127.0.0.1", port, server_key=server_public, client_keys=alice)
+        first.hello()
+        sid = first.open("motion")["session"]
+        first.close()
+        intruder = BridgeClient("127.0.0.1", port, server_key=server_public, client_keys=mallory)
+        intruder.hello()
+        with pytest.raises(BridgeError) as info:
+            intruder.request("ping", session=sid)
+        assert info.value.code == ErrorCode.NOT_OWNER
+        intruder.close()
+        again = BridgeClient("127.0.0.1", port, server_key=server_public, client_keys=alice)
+        again.hello()  # a new connection, the same key: still the owner
+        assert again.close_session(sid)["session"] == sid
+        again.close()
+    finally:
+        stop_bridge(server, thread)
