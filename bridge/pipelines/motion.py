@@ -199,9 +199,16 @@ class MotionPipeline(Pipeline[MotionState, np.ndarray]):
                 log.exception("motion frame encoding failed; encoding row by row")
                 return [_isolated(encode, slice(i, i + 1)) for i in range(m)]
 
+        def finish_chunk(rows: slice) -> list[list[bytes]]:
+            try:
+                return finish_rows(rows)
+            except Exception as exc:  # a chunk that fails costs only its own rows' frames
+                log.exception("motion post-processing failed for %d sessions", len(range(*rows.indices(n))))
+                return [FailedRow(f"post-processing failed: {exc}") for _ in range(*rows.indices(n))]
+
         # Large batches in chunks on worker threads (each chunk is disjoint slot rows).
         chunks = [slice(i, min(i + self.post.chunk, n)) for i in range(0, n, self.post.chunk)]
-        parts = self._post_workers.map(finish_rows, chunks) if len(chunks) > 1 else [finish_rows(chunks[0])]
+        parts = self._post_workers.map(finish_chunk, chunks) if len(chunks) > 1 else [finish_chunk(chunks[0])]
         frames = [row for part in parts for row in part]
         for i in np.flatnonzero(self.post.restart_due(slots, RESTART_AFTER)):
             self._restart(states[int(i)])
