@@ -1,8 +1,9 @@
-"""`avatar-bridge bench`: the GPU benchmark (bench/gpu.py) from a source checkout.
+"""`avatar-bridge bench`: the GPU benchmark (bench/gpu.py); needs a source checkout.
 
-The benchmark lives beside the package, not in it (it needs torch and a CUDA GPU), so this command
-loads it from the checkout the installed `bridge` package comes from. Its options are defined here
-once; `python bench/gpu.py` parses the same ones.
+The benchmarks live beside the package, not in it (they need torch and a CUDA GPU, and write their
+results into the checkout's bench/results), so a wheel does not carry them: this command loads
+bench/gpu.py from the checkout an editable install (`pip install -e .`) points at, and says so plainly
+when there is none. Its options are defined here once; `python bench/gpu.py` parses the same ones.
 """
 
 from __future__ import annotations
@@ -41,7 +42,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     spec = importlib.util.spec_from_file_location("avatar_bridge_gpu_bench", GPU_BENCH)
     if spec is None or spec.loader is None or not GPU_BENCH.is_file():
-        print(f"bench/gpu.py not found at {GPU_BENCH}: run from a source checkout", file=sys.stderr)
+        print(
+            "avatar-bridge bench needs a source checkout: the benchmarks (bench/) are not part of the "
+            f"installed package (looked for {GPU_BENCH}). Clone the repository, `pip install -e .` "
+            "there, and run `avatar-bridge bench` from that environment.",
+            file=sys.stderr,
+        )
         return 2
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up there

@@ -8,13 +8,12 @@ latency and channels, and a JSON summary.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import threading
 from pathlib import Path
+from typing import Any
 
-from tqdm import tqdm
-
-from bridge.cli.paths import default_engines_dir
 from bridge.cli.serve import face_tracking_dirs
 from bridge.harness.client import BridgeClient
 from bridge.harness.plots import plot_run
@@ -22,9 +21,23 @@ from bridge.harness.run import HarnessReport, run_harness
 from bridge.outputs.bvh import write_bvh
 from bridge.outputs.recorder import Recording
 from bridge.outputs.session import SessionInfo
+from bridge.paths import default_engines_dir
 from bridge.protocol.events import BodyRig, decode_rig
 from bridge.serving.server import Bridge, ServeConfig
 from bridge.transport.zmq_sockets import TransportConfig
+
+# matplotlib (the picture) and tqdm (the progress bar) are the `demo` extra, not core dependencies.
+DEMO_EXTRA = "pip install 'avatar-bridge[demo]' adds it"
+
+
+def _progress_bar(total: int) -> Any:
+    """A tqdm bar, or None where tqdm is not installed (the demo runs the same without it)."""
+    if importlib.util.find_spec("tqdm") is None:
+        print(f"no progress bar: tqdm is not installed ({DEMO_EXTRA})")
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit="frame", desc="streaming face + motion")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -53,12 +66,13 @@ def run(args: argparse.Namespace) -> int:
         f"bridge up on 127.0.0.1:{bridge.sockets.request_port}; models: {', '.join(bridge.defaults.values())}"
     )
     reports: dict[str, HarnessReport] = {}
-    progress = tqdm(total=2 * int(args.seconds * 60), unit="frame", desc="streaming face + motion")
+    progress = _progress_bar(2 * int(args.seconds * 60))
     lock = threading.Lock()
 
     def tick(_done: int, _total: int) -> None:
-        with lock:
-            progress.update(1)
+        if progress is not None:
+            with lock:
+                progress.update(1)
 
     def drive(pipeline: str, options: dict[str, object]) -> None:
         client = BridgeClient("127.0.0.1", bridge.sockets.request_port)
@@ -79,7 +93,8 @@ def run(args: argparse.Namespace) -> int:
         for w in workers:
             w.join()
     finally:
-        progress.close()
+        if progress is not None:
+            progress.close()
         bridge.stop()
         server.join(timeout=5)
         bridge.close()
@@ -92,7 +107,11 @@ def run(args: argparse.Namespace) -> int:
     info = SessionInfo(motion.session, "motion", rig, fps=motion.opened["fps"], model=motion.opened["model"])
     bvh = args.out / "dance.bvh"
     write_bvh(Recording(info, [r.frame for r in motion.frames]), bvh)
-    png = plot_run(face, motion, rig, args.out / "demo.png")
+    written = [bvh]
+    if importlib.util.find_spec("matplotlib") is None:
+        print(f"demo.png skipped: matplotlib is not installed ({DEMO_EXTRA})")
+    else:
+        written.append(plot_run(face, motion, rig, args.out / "demo.png"))
     summary = {name: report.to_json() for name, report in reports.items()}
     (args.out / "summary.json").write_text(json.dumps(summary, indent=2))
     print(f"\n{'pipeline':<8} {'frames':>7} {'lost':>5} {'p50 ms':>7} {'p99 ms':>7} {'engine ms':>9}")
@@ -101,6 +120,6 @@ def run(args: argparse.Namespace) -> int:
             f"{name:<8} {r.frames_received:>7} {r.frames_lost:>5} {r.latency_ms_p50:>7.2f} "
             f"{r.latency_ms_p99:>7.2f} {r.engine_ms_p50:>9.2f}"
         )
-    print(f"\nwrote {bvh}, {png}, {args.out / 'summary.json'}")
+    print(f"\nwrote {', '.join(map(str, [*written, args.out / 'summary.json']))}")
     print("note: the bundled models are untrained reference weights: the motion is not a real dance.")
     return 0 if all(r.ok for r in reports.values()) else 1

@@ -11,9 +11,9 @@ from typing import Any
 
 import zmq
 
-from bridge.cli.paths import default_engines_dir
 from bridge.cli.serve_config import ServeTable, load_serve_table
 from bridge.outputs.cli import add_output_arguments, build_router
+from bridge.paths import default_engines_dir
 from bridge.serving.server import Bridge, ServeConfig
 from bridge.transport.curve import load_public_keys, load_secret_key
 from bridge.transport.zmq_sockets import TransportConfig

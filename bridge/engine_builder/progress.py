@@ -8,15 +8,18 @@ threads, hence the lock.
 
 from __future__ import annotations
 
+import importlib.util
+import logging
 import threading
 from typing import IO, TYPE_CHECKING, Any
-
-from tqdm import tqdm
 
 from bridge.engine_builder.flavour import Flavour
 
 if TYPE_CHECKING:
     import tensorrt_rtx as trt
+    from tqdm import tqdm
+
+log = logging.getLogger(__name__)
 
 __all__ = ["PhaseBars", "progress_monitor"]
 
@@ -27,6 +30,10 @@ class PhaseBars:
     def __init__(self, *, file: IO[str] | None = None, disable: bool = False) -> None:
         self._file = file
         self._disable = disable
+        # tqdm comes with the tensorrt extras, not the core: without it the build runs without bars.
+        self._have_tqdm = importlib.util.find_spec("tqdm") is not None
+        if not self._have_tqdm:
+            log.info("no build progress bar: tqdm is not installed (pip install tqdm)")
         self._bars: dict[str, tqdm[Any]] = {}  # top-level phase -> its bar
         self._open: list[str] = []  # sub-phases, innermost last
         self._lock = threading.Lock()
@@ -39,6 +46,10 @@ class PhaseBars:
         with self._lock:
             self.phases_seen.append(phase)
             if parent is None:
+                if not self._have_tqdm:
+                    return
+                from tqdm import tqdm
+
                 self._bars[phase] = tqdm(
                     total=steps, desc=phase, file=self._file, disable=self._disable, unit="step", leave=True
                 )

@@ -1,0 +1,43 @@
+"""Where avatar-bridge's own files live: the bundled models and the user's cache.
+
+A leaf module (standard library and platformdirs only), so every layer may ask it.
+"""
+
+from __future__ import annotations
+
+import os
+from importlib import resources
+from pathlib import Path
+
+import platformdirs
+
+__all__ = ["CACHE_ENV", "ENGINES_ENV", "default_engines_dir", "user_cache_dir"]
+
+ENGINES_ENV = "AVATAR_BRIDGE_ENGINES"
+CACHE_ENV = "AVATAR_BRIDGE_CACHE"
+
+# A source checkout keeps the models in the top-level engines/ folder beside the package; a wheel
+# carries the same files as bridge/engines (pyproject.toml's wheel target maps one to the other).
+_CHECKOUT_ENGINES = Path(__file__).resolve().parents[1] / "engines"
+
+
+def default_engines_dir() -> Path:
+    """The models folder `serve` and `demo` load by default: $AVATAR_BRIDGE_ENGINES, else the bundled one."""
+    override = os.environ.get(ENGINES_ENV)
+    if override:
+        return Path(override)
+    if _CHECKOUT_ENGINES.is_dir():
+        return _CHECKOUT_ENGINES
+    bundled = resources.files("bridge") / "engines"
+    # Installed packages are plain folders (ONNX Runtime needs real files); a zipped install is not supported.
+    return Path(str(bundled))
+
+
+def user_cache_dir() -> Path:
+    """This user's cache for avatar-bridge (converted models, built plans): $AVATAR_BRIDGE_CACHE, else
+    the platform's user cache directory (~/.cache/avatar-bridge, ~/Library/Caches/avatar-bridge,
+    %LOCALAPPDATA%\\avatar-bridge\\Cache). Not created here: writers create what they write."""
+    override = os.environ.get(CACHE_ENV)
+    if override:
+        return Path(override)
+    return Path(platformdirs.user_cache_dir("avatar-bridge", appauthor=False))
