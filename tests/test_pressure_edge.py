@@ -260,6 +260,8 @@ def test_a_failing_row_costs_only_its_own_session(bridge: Bridge, monkeypatch: p
         for seq in range(30):
             raw.send(features(sid, seq=seq))
             time.sleep(1 / 120)
+        errors = raw.replies(30)
+        assert errors and {(e["code"], e["session"]) for e in errors} == {(ErrorCode.INTERNAL, sid)}
         raw.close()
 
     under_attack(bridge, attack)
