@@ -48,5 +48,7 @@ def test_harness_without_a_bridge_fails_with_a_message() -> None:
 
 
 def test_serve_refuses_a_folder_without_models(tmp_path: Path) -> None:
-    done = avatar_bridge("serve", "--engines", str(tmp_path), "--request-port", "0", "--frames-port", "0")
+    done = avatar_bridge(
+        "serve", "--engines", str(tmp_path), "--no-face-tracking", "--request-port", "0", "--frames-port", "0"
+    )
     assert done.returncode == 2 and "manifest" in done.stderr

@@ -18,7 +18,7 @@ import cv2
 import numpy as np
 import pytest
 
-from bridge.harness.client import BridgeClient
+from bridge.harness.client import BridgeClient, BridgeError
 from bridge.media.face_video import load_face_photo
 from bridge.models.mediapipe import locate as loc
 from bridge.models.mediapipe.convert import NETWORKS, PARTS, SERVED_NAME, ensure_converted
@@ -285,6 +285,18 @@ def test_face_sessions_default_to_tracking_through_a_real_bridge(models: Path) -
         f = frames[-1]
         assert f.expression.size == 0 and f.blendshapes.shape == (52,) and f.gaze.shape == (4,)
         assert -1.0 < f.head_position[2] < -0.2  # metres in front of the camera
+        assert f.blendshapes.max() > 0.05
+        # Neutral calibration on the wire: the face now showing becomes the neutral.
+        assert client.request("calibrate", session=opened["session"])["session"] == opened["session"]
+        client.send_image(opened["session"], seq, photo)
+        client.send_image(opened["session"], seq + 1, photo)
+        later: list[FaceFrame] = []
+        while len(later) < 2 and time.monotonic() < deadline:
+            later += [r.frame for r in client.recv_frames(300) if isinstance(r.frame, FaceFrame)]
+        assert later[-1].blendshapes.max() < 0.02
+        motion = client.open("motion")["session"]
+        with pytest.raises(BridgeError, match="no neutral calibration"):
+            client.request("calibrate", session=motion)
     finally:
         client.close()
         stop_bridge(server, thread)

@@ -64,6 +64,14 @@ class CloseSession:
 
 
 @dataclass(frozen=True)
+class Calibrate:
+    """Take the session's next tracked face as its neutral (face tracking; docs/protocol.md 5.1)."""
+
+    id: int
+    session: str
+
+
+@dataclass(frozen=True)
 class Ping:
     id: int
     session: str | None  # a ping naming a session keeps it from being reaped
@@ -104,7 +112,7 @@ class FeaturesInput:
 
 
 Input = ImageInput | AudioInput | FeaturesInput
-Request = Hello | ListModels | OpenSession | CloseSession | Ping | Input
+Request = Hello | ListModels | OpenSession | CloseSession | Calibrate | Ping | Input
 InputKind = Literal["image", "audio", "features"]
 
 # ------------------------------------------------------------------------------------ wire schema
@@ -144,6 +152,10 @@ class _Close(_Message, tag="close"):
     session: _SessionId
 
 
+class _Calibrate(_Message, tag="calibrate"):
+    session: _SessionId
+
+
 class _Ping(_Message, tag="ping"):
     session: _SessionId | None = None
 
@@ -175,8 +187,8 @@ class _Echo(msgspec.Struct):
     session: msgspec.Raw = msgspec.Raw()
 
 
-_DECODER = msgspec.msgpack.Decoder(_Hello | _List | _Open | _Close | _Ping | _Input)
-_OPS = ("close", "hello", "input", "list", "open", "ping")
+_DECODER = msgspec.msgpack.Decoder(_Hello | _List | _Open | _Close | _Calibrate | _Ping | _Input)
+_OPS = ("calibrate", "close", "hello", "input", "list", "open", "ping")
 
 
 def decode_request(payload: bytes, max_bytes: int | None = None) -> Request:
@@ -198,6 +210,8 @@ def decode_request(payload: bytes, max_bytes: int | None = None) -> Request:
         return OpenSession(message.id, message.pipeline, message.model, message.options or {})
     if isinstance(message, _Close):
         return CloseSession(message.id, message.session)
+    if isinstance(message, _Calibrate):
+        return Calibrate(message.id, message.session)
     if isinstance(message, _Hello):
         return Hello(message.id, message.client or "")
     return ListModels(message.id)

@@ -32,6 +32,7 @@ from bridge.protocol.events import encode_closed_event, encode_opened_event, enc
 from bridge.protocol.replies import error_reply, reply
 from bridge.protocol.requests import (
     AudioInput,
+    Calibrate,
     CloseSession,
     FeaturesInput,
     Hello,
@@ -295,6 +296,15 @@ class Bridge:
                 envelope,
                 reply("close", request.id, session=session.id, frames_published=session.frames_published),
             )
+        elif isinstance(request, Calibrate):
+            session = self._session(request.session, owner)
+            calibrate = getattr(session.pipeline, "calibrate", None)  # face tracking only
+            if calibrate is None:
+                raise ProtocolError(
+                    ErrorCode.BAD_VALUE, f"model {session.pipeline.model_name} has no neutral calibration"
+                )
+            calibrate(session.state)
+            self._send(envelope, reply("calibrate", request.id, session=session.id))
         elif isinstance(request, Ping):
             if request.session is not None:
                 self._session(request.session, owner).last_seen = time.monotonic()

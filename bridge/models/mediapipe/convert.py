@@ -28,7 +28,7 @@ from bridge.models.mediapipe.locate import BUNDLE_SHA256, Bundle, cache_dir
 from bridge.models.mediapipe.tflite_onnx import InputSpec, OutputSpec, convert
 from bridge.runtime.manifest import ModelManifest, Profile, Task, TensorSpec, sha256_file
 
-CONVERTER_VERSION = 1  # bump when the converter's output changes: old conversions are then ignored
+CONVERTER_VERSION = 2  # bump when the converter's output changes: old conversions are then ignored
 SERVED_NAME = "mediapipe_face"
 PARTS = "parts"
 GEOMETRY = "geometry_pipeline_metadata_landmarks.binarypb"
