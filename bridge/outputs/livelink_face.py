@@ -10,7 +10,8 @@ Head angles: the frame's head quaternion, converted to Unreal's axes (protocol s
 FRotator Unreal computes from it, in degrees divided by 180 - the [-1, 1] scale UE's own ARKit
 code uses (AppleARKitConversion.h, ToBlendShapeMap). HeadYaw > 0 turns the head to the avatar's
 right, HeadPitch > 0 raises the chin, HeadRoll > 0 tilts it towards the avatar's right shoulder.
-Frames carry no gaze, so the six eye values are 0.
+Eye yaw and pitch come from the frame's gaze (face tracking; 0 for models without one), on the same
+scale and with the same signs as the head's; eye roll is 0.
 """
 
 from __future__ import annotations
@@ -130,6 +131,10 @@ class LiveLinkFaceOutput(Output):
         if frame.blendshapes.size and frame.blendshapes.size == s.n_blendshapes:
             values[s.target] = np.clip(frame.blendshapes[s.source], 0.0, 1.0)
         values[len(ARKIT_NAMES) : len(ARKIT_NAMES) + 3] = head_angles(frame.head)
+        if frame.gaze.size == 4:  # wire: yaw > 0 to the subject's left, pitch > 0 up
+            eyes = len(ARKIT_NAMES) + 3
+            left_yaw, left_pitch, right_yaw, right_pitch = (float(v) / math.pi for v in frame.gaze)
+            values[eyes : eyes + 6] = (-left_yaw, left_pitch, 0.0, -right_yaw, right_pitch, 0.0)
         number, sub = frame_time(frame.header.t_capture_ns, s.rate)
         return encode_packet(s.device_id, self.subject, number, sub, s.rate, values)
 

@@ -3,7 +3,8 @@
 Every frame sends /VMC/Ext/OK and /VMC/Ext/T, then for motion sessions /VMC/Ext/Root/Pos and one
 /VMC/Ext/Bone/Pos per joint that has a Unity HumanBodyBones name, and for face sessions one
 /VMC/Ext/Blend/Val per ARKit blendshape (PerfectSync clip names, PascalCase as in Unity's
-ARKitBlendShapeLocation) plus the VRM0 presets derivable from them, then /VMC/Ext/Blend/Apply.
+ARKitBlendShapeLocation) plus the VRM0 presets derivable from them, then /VMC/Ext/Blend/Apply, and
+the LeftEye / RightEye bones where the frame carries gaze (face tracking).
 
 Values are Unity transform values (left-handed, Y-up, metres; quaternion x, y, z, w), converted
 from the wire with protocol section 3. Bone poses are *local*: rotation relative to the parent bone
@@ -27,7 +28,7 @@ from bridge.outputs.router import Output, Received
 from bridge.outputs.session import BodyRig, FaceRig, SessionInfo
 from bridge.outputs.udp import UdpDestination
 from bridge.protocol import FaceFrame, Frame, MotionFrame
-from bridge.rig.rotations import quat_multiply, quat_rotate
+from bridge.rig.rotations import axis_angle_to_quat, quat_multiply, quat_rotate
 
 log = logging.getLogger(__name__)
 
@@ -197,4 +198,25 @@ class VmcOutput(Output):
         if self.vrm_presets:
             out += [message("/VMC/Ext/Blend/Val", p, weights[a]) for p, a in VRM0_PRESETS if a in weights]
         out.append(message("/VMC/Ext/Blend/Apply"))
+        if frame.gaze.size == 4:  # face tracking: eye bones from the gaze
+            out += [
+                message(
+                    "/VMC/Ext/Bone/Pos",
+                    bone,
+                    0.0,
+                    0.0,
+                    0.0,
+                    *map(float, to_unity_quaternion(eye_rotation(y, p))),
+                )
+                for bone, y, p in (("LeftEye", *frame.gaze[:2]), ("RightEye", *frame.gaze[2:]))
+            ]
         return out
+
+
+def eye_rotation(yaw: float, pitch: float) -> npt.NDArray[np.float64]:
+    """Wire quaternion of an eye looking `yaw` to the subject's left (about +Y), then `pitch` up (about
+    -X). Sent as the bone's local rotation with position 0: receivers keep the eye's own offset."""
+    turn = axis_angle_to_quat([0.0, float(yaw), 0.0])
+    lift = axis_angle_to_quat([-float(pitch), 0.0, 0.0])
+    q: npt.NDArray[np.float64] = np.asarray(quat_multiply(turn, lift), np.float64)
+    return q
