@@ -222,8 +222,10 @@ bool AvatarLink::heartbeat() {
             return false;
         }
         const auto* error = std::get_if<ErrorReply>(&*reply);
-        if (error != nullptr && error->code == static_cast<int>(ErrorCode::UnknownSession)) {
-            // The bridge restarted (or reaped the session): reopen under the same subject name.
+        if (error != nullptr && (error->code == static_cast<int>(ErrorCode::UnknownSession) ||
+                                 error->code == static_cast<int>(ErrorCode::NotOwner))) {
+            // The bridge restarted or reaped the session, or our connection dropped and came back with a
+            // new routing id, which no longer owns it (docs/protocol.md §4): reopen under the same name.
             unbind(att->session);
             feed->detach();
         }

@@ -18,6 +18,8 @@ std::string_view errorCodeName(int code) {
         case ErrorCode::WrongInputKind: return "WRONG_INPUT_KIND";
         case ErrorCode::SessionLimit: return "SESSION_LIMIT";
         case ErrorCode::Overloaded: return "OVERLOADED";
+        case ErrorCode::NotOwner: return "NOT_OWNER";
+        case ErrorCode::ClientSessionLimit: return "CLIENT_SESSION_LIMIT";
         case ErrorCode::Internal: return "INTERNAL";
     }
     return "UNKNOWN";

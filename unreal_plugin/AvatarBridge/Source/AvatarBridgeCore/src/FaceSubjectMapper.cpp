@@ -1,5 +1,8 @@
 #include "avatar_bridge/FaceSubjectMapper.hpp"
 
+#include <array>
+#include <string_view>
+
 #include "avatar_bridge/ArkitNames.hpp"
 #include "avatar_bridge/FlameToArkit.hpp"
 #include "avatar_bridge/ProtocolError.hpp"
@@ -10,9 +13,38 @@ namespace {
 
 Quat quatAt(const F32View& v) { return Quat{v[0], v[1], v[2], v[3]}.normalized(); }
 
+// The rotation seen in a mirror across Unreal's XZ plane (Y, the face's right, flips): a reflection M with
+// det -1 turns the axis a into -M a, so (x, y, z, w) -> (-x, y, -z, w).
+Quat mirrored(const Quat& q) { return Quat{-q.x, q.y, -q.z, q.w}; }
+
+// kArkitNames index of each curve's other side ("EyeBlinkLeft" <-> "EyeBlinkRight"); itself when it has none.
+constexpr std::array<std::size_t, kArkitNames.size()> arkitMirror() {
+    std::array<std::size_t, kArkitNames.size()> other{};
+    for (std::size_t i = 0; i < kArkitNames.size(); ++i) {
+        other[i] = i;
+        const std::string_view name = kArkitNames[i];
+        for (std::size_t j = 0; j < kArkitNames.size(); ++j) {
+            const std::string_view candidate = kArkitNames[j];
+            const bool leftToRight = name.size() >= 4 && name.substr(name.size() - 4) == "Left" &&
+                                     candidate.size() == name.size() + 1 &&
+                                     candidate.substr(0, name.size() - 4) == name.substr(0, name.size() - 4) &&
+                                     candidate.substr(name.size() - 4) == "Right";
+            const bool rightToLeft = name.size() >= 5 && name.substr(name.size() - 5) == "Right" &&
+                                     candidate.size() + 1 == name.size() &&
+                                     candidate.substr(0, name.size() - 5) == name.substr(0, name.size() - 5) &&
+                                     candidate.substr(candidate.size() - 4) == "Left";
+            if (leftToRight || rightToLeft) {
+                other[i] = j;
+            }
+        }
+    }
+    return other;
+}
+constexpr auto kArkitMirror = arkitMirror();
+
 }  // namespace
 
-FaceSubjectMapper::FaceSubjectMapper(const FaceRig& rig) {
+FaceSubjectMapper::FaceSubjectMapper(const FaceRig& rig, bool mirror) : mirror_(mirror) {
     layout_.boneNames = {kHeadBone, kJawBone};
     layout_.boneParents = {-1, 0};
     for (const auto name : kArkitNames) {
@@ -20,7 +52,8 @@ FaceSubjectMapper::FaceSubjectMapper(const FaceRig& rig) {
     }
     layout_.curveNames.insert(layout_.curveNames.end(), rig.expression.begin(), rig.expression.end());
     layout_.curveNames.insert(layout_.curveNames.end(), rig.eyelids.begin(), rig.eyelids.end());
-    for (const char* name : {"HeadYaw", "HeadPitch", "HeadRoll", "FaceFound"}) {
+    for (const char* name : {"HeadYaw", "HeadPitch", "HeadRoll", "LeftEyeYaw", "LeftEyePitch", "LeftEyeRoll",
+                             "RightEyeYaw", "RightEyePitch", "RightEyeRoll", "FaceFound"}) {
         layout_.curveNames.emplace_back(name);
     }
     for (const auto& name : rig.blendshapes) {
@@ -35,9 +68,10 @@ SubjectPose FaceSubjectMapper::pose(const DecodedFrame& decoded) const {
     }
     SubjectPose p;
     p.seq = f->header.seq;
-    const Quat jaw = quatAt(f->jaw);
-    const Quat head = UnrealAxes::rotation(quatAt(f->head));
-    p.rotations = {head, UnrealAxes::rotation(jaw)};
+    const Quat jaw = quatAt(f->jaw);  // wire axes: FlameToArkit reads the jaw's own opening angle
+    const Quat head = mirror_ ? mirrored(UnrealAxes::rotation(quatAt(f->head))) : UnrealAxes::rotation(quatAt(f->head));
+    const Quat jawUnreal = mirror_ ? mirrored(UnrealAxes::rotation(jaw)) : UnrealAxes::rotation(jaw);
+    p.rotations = {head, jawUnreal};
     p.translations = {Vec3{}, Vec3{}};
     p.curves.reserve(layout_.curveNames.size());
 
@@ -51,17 +85,27 @@ SubjectPose FaceSubjectMapper::pose(const DecodedFrame& decoded) const {
     } else {
         arkit = FlameToArkit::map(f->expression, f->eyelids, jaw);
     }
-    p.curves.assign(arkit.begin(), arkit.end());
+    if (mirror_) {
+        for (std::size_t i = 0; i < arkit.size(); ++i) {
+            p.curves.push_back(arkit[kArkitMirror[i]]);
+        }
+    } else {
+        p.curves.assign(arkit.begin(), arkit.end());
+    }
     for (std::size_t i = 0; i < f->expression.size(); ++i) {
         p.curves.push_back(f->expression[i]);
     }
     for (std::size_t i = 0; i < f->eyelids.size(); ++i) {
-        p.curves.push_back(f->eyelids[i]);
+        p.curves.push_back(f->eyelids[mirror_ ? f->eyelids.size() - 1 - i : i]);  // [left, right]
     }
     // Live Link Face's scale for head angles: FRotator degrees / 180, i.e. radians / pi, in [-1, 1].
     const UnrealAxes::Rotator r = UnrealAxes::rotator(head);
     constexpr float kInvPi = 0.318309886f;
-    p.curves.insert(p.curves.end(), {r.yaw * kInvPi, r.pitch * kInvPi, r.roll * kInvPi, f->faceFound ? 1.0f : 0.0f});
+    p.curves.insert(p.curves.end(), {r.yaw * kInvPi, r.pitch * kInvPi, r.roll * kInvPi});
+    // Eye angles: frames carry no gaze yet (docs/protocol.md §5), so zero, like the bridge's own Live Link
+    // Face sender; when they do, decode them here and swap sides (negating yaw and roll) when mirrored.
+    p.curves.insert(p.curves.end(), kEyeCurves, 0.0f);
+    p.curves.push_back(f->faceFound ? 1.0f : 0.0f);
     return p;
 }
 

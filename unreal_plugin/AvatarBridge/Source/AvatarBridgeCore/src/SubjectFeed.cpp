@@ -13,7 +13,7 @@ SubjectFeed::Stats SubjectFeed::stats() const {
 }
 
 void SubjectFeed::attach(const std::string& session, const std::string& pipeline, double fps, const Rig& rig) {
-    auto mapper = SubjectMapper::create(rig);
+    auto mapper = SubjectMapper::create(rig, spec_ && spec_->mirror);
     auto next = std::make_shared<Attachment>();
     next->session = session;
     next->pipeline = pipeline;

@@ -5,9 +5,9 @@
 
 namespace avatar_bridge {
 
-std::unique_ptr<SubjectMapper> SubjectMapper::create(const Rig& rig) {
+std::unique_ptr<SubjectMapper> SubjectMapper::create(const Rig& rig, bool mirrorFace) {
     if (const auto* face = std::get_if<FaceRig>(&rig)) {
-        return std::make_unique<FaceSubjectMapper>(*face);
+        return std::make_unique<FaceSubjectMapper>(*face, mirrorFace);
     }
     return std::make_unique<BodySubjectMapper>(std::get<BodyRig>(rig));
 }

@@ -522,7 +522,7 @@ TEST(Live, AvatarLinkPublishesSubjectsAndInterpolatesToTheRenderTick) {
     EXPECT_EQ(link.state(), AvatarLink::State::Connected);
     ASSERT_TRUE(link.lastHello().has_value());
     EXPECT_EQ(link.lastHello()->framesPort, gBridge->framesPort());
-    EXPECT_EQ(face->attachment()->layout->curveNames.size(), 108u);
+    EXPECT_EQ(face->attachment()->layout->curveNames.size(), 114u);
     EXPECT_EQ(body->attachment()->layout->boneNames.size(), 24u);
 
     // Feed both sessions in real time from a "capture" thread while the "game thread" ticks at ~120 Hz.
@@ -560,7 +560,7 @@ TEST(Live, AvatarLinkPublishesSubjectsAndInterpolatesToTheRenderTick) {
         }
         if (const auto p = face->sample(now)) {
             ++facePoses;
-            ASSERT_EQ(p->curves.size(), 108u);
+            ASSERT_EQ(p->curves.size(), 114u);
             for (std::size_t k = 0; k < 52; ++k) {
                 ASSERT_GE(p->curves[k], 0.0f);
                 ASSERT_LE(p->curves[k], 1.0f);

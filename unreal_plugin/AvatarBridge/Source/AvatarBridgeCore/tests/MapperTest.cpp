@@ -38,14 +38,16 @@ TEST(FaceSubject, LayoutHasArkitThenFlameThenHeadCurves) {
     const SubjectLayout& l = mapper->layout();
     EXPECT_EQ(l.boneNames, (std::vector<std::string>{"flame_head", "flame_jaw"}));
     EXPECT_EQ(l.boneParents, (std::vector<int>{-1, 0}));
-    ASSERT_EQ(l.curveNames.size(), 52u + 50u + 2u + 4u);
+    ASSERT_EQ(l.curveNames.size(), 52u + 50u + 2u + 3u + 6u + 1u);
     EXPECT_EQ(l.curveNames[0], "EyeBlinkLeft");
     EXPECT_EQ(l.curveNames[17], "JawOpen");
     EXPECT_EQ(l.curveNames[51], "TongueOut");
     EXPECT_EQ(l.curveNames[52], "Exp00");
     EXPECT_EQ(l.curveNames[102], "EyelidLeft");
     EXPECT_EQ(l.curveNames[104], "HeadYaw");
-    EXPECT_EQ(l.curveNames[107], "FaceFound");
+    EXPECT_EQ(l.curveNames[107], "LeftEyeYaw");   // Live Link Face's names and order
+    EXPECT_EQ(l.curveNames[112], "RightEyeRoll");
+    EXPECT_EQ(l.curveNames[113], "FaceFound");
 }
 
 TEST(FaceSubject, BridgeBlendshapesAreMappedByName) {
@@ -87,6 +89,37 @@ TEST(FaceSubject, HeadRotationBecomesBoneAndCurves) {
     EXPECT_NEAR(p.curves[curveIndex(mapper->layout(), "HeadPitch")], 0.0f, 1e-5f);
     EXPECT_NEAR(p.rotations[0].z, -std::sin(0.25f), 1e-6f);
     EXPECT_EQ(p.translations.size(), 2u);
+}
+
+TEST(FaceSubject, MirrorSwapsSidesAndReflectsTheHead) {
+    const auto rig = rigOf(payloads::openFace(1, "00112233445566ff"));
+    const auto plain = SubjectMapper::create(rig);
+    const auto mirror = SubjectMapper::create(rig, true);
+    const SubjectLayout& l = plain->layout();
+    ASSERT_EQ(mirror->layout().curveNames, l.curveNames);  // same subject, other values
+    // Head turned to the avatar's left and tilted: in the mirror it turns right, tilted the other way.
+    const Quat head = Quat::fromAxisAngle(Vec3{0.2f, 0.9539392f, 0.2236068f}, 0.5f);
+    const DecodedFrame frame = decode(payloads::faceFrame(0, true, 0.0f).floats("head", quatBytes(head)));
+    const SubjectPose a = plain->pose(frame);
+    const SubjectPose b = mirror->pose(frame);
+    for (const char* name : {"EyeBlinkLeft", "MouthSmileLeft", "JawLeft", "BrowOuterUpLeft", "EyelidLeft"}) {
+        std::string other(name);
+        other.replace(other.size() - 4, 4, "Right");
+        EXPECT_EQ(b.curves[curveIndex(l, name)], a.curves[curveIndex(l, other)]) << name;
+        EXPECT_EQ(b.curves[curveIndex(l, other)], a.curves[curveIndex(l, name)]) << name;
+    }
+    for (const char* name : {"JawOpen", "TongueOut", "BrowInnerUp", "Exp07"}) {
+        EXPECT_EQ(b.curves[curveIndex(l, name)], a.curves[curveIndex(l, name)]) << name;
+    }
+    EXPECT_NEAR(b.curves[curveIndex(l, "HeadYaw")], -a.curves[curveIndex(l, "HeadYaw")], 1e-5f);
+    EXPECT_NEAR(b.curves[curveIndex(l, "HeadRoll")], -a.curves[curveIndex(l, "HeadRoll")], 1e-5f);
+    EXPECT_NEAR(b.curves[curveIndex(l, "HeadPitch")], a.curves[curveIndex(l, "HeadPitch")], 1e-5f);
+    EXPECT_GT(std::fabs(a.curves[curveIndex(l, "HeadYaw")]), 0.1f);
+    // Reflecting twice is the identity: the bone rotation is the mirror image, not an arbitrary one.
+    EXPECT_NEAR(b.rotations[0].x, -a.rotations[0].x, 1e-6f);
+    EXPECT_NEAR(b.rotations[0].y, a.rotations[0].y, 1e-6f);
+    EXPECT_NEAR(b.rotations[0].z, -a.rotations[0].z, 1e-6f);
+    EXPECT_EQ(b.curves.back(), 1.0f);
 }
 
 TEST(BodySubject, SkeletonAndTransformsInUnrealSpace) {

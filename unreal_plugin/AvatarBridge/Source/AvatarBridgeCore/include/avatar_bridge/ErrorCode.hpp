@@ -20,6 +20,8 @@ enum class ErrorCode : int {
     WrongInputKind = 203,
     SessionLimit = 204,
     Overloaded = 205,
+    NotOwner = 206,
+    ClientSessionLimit = 207,
     Internal = 500,
 };
 

@@ -12,14 +12,20 @@ namespace avatar_bridge {
 //   the 52 ARKit names (kArkitNames order: the bridge's weights mapped by name, or FlameToArkit when the
 //   session sends none), the 50 FLAME expression names and 2 eyelid names of the rig, then HeadYaw,
 //   HeadPitch, HeadRoll (FRotator angles in degrees / 180, the [-1, 1] scale of Live Link Face and of the
-//   bridge's own Live Link Face sender) and FaceFound (1 or 0).
+//   bridge's own Live Link Face sender), the six eye angles of Live Link Face (LeftEyeYaw, LeftEyePitch,
+//   LeftEyeRoll, RightEyeYaw, RightEyePitch, RightEyeRoll: 0 while frames carry no gaze, as the bridge's
+//   own Live Link Face sender does) and FaceFound (1 or 0).
 // The bones are prefixed so that a MetaHuman's own `head` bone is never overwritten by accident.
+// Mirrored: every Left/Right curve pair swaps (ARKit, eyelids, eyes), head and jaw reflect across the
+// face's mid plane (so yaw and roll change sign); FLAME coefficients have no sides and stay as they are.
 class FaceSubjectMapper : public SubjectMapper {
 public:
     static constexpr const char* kHeadBone = "flame_head";
     static constexpr const char* kJawBone = "flame_jaw";
 
-    explicit FaceSubjectMapper(const FaceRig& rig);
+    static constexpr std::size_t kEyeCurves = 6;
+
+    explicit FaceSubjectMapper(const FaceRig& rig, bool mirror = false);
 
     const SubjectLayout& layout() const override { return layout_; }
     SubjectPose pose(const DecodedFrame& frame) const override;
@@ -27,6 +33,7 @@ public:
 private:
     SubjectLayout layout_;
     std::vector<std::size_t> arkitSlot_;  // for each rig blendshape, its index in kArkitNames (52 = unknown)
+    bool mirror_;
 };
 
 }  // namespace avatar_bridge

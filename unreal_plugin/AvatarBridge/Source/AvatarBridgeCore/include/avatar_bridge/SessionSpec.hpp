@@ -13,6 +13,9 @@ struct SessionSpec {
     std::string model;     // empty: the pipeline's default model
     std::map<std::string, OptionValue> options;
     std::string subjectName;  // empty: derived from the pipeline ("face", "motion") by the caller
+    // Face, plugin side: mirror the face (left and right curves swapped, head and jaw reflected), for a
+    // camera that shows the performer as a mirror does.
+    bool mirror = false;
 };
 
 }  // namespace avatar_bridge

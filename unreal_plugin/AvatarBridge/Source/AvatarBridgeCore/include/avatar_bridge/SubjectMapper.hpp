@@ -14,8 +14,8 @@ class SubjectMapper {
 public:
     virtual ~SubjectMapper() = default;
 
-    // FaceSubjectMapper for a face rig, BodySubjectMapper for a body rig.
-    static std::unique_ptr<SubjectMapper> create(const Rig& rig);
+    // FaceSubjectMapper for a face rig (mirrored when asked), BodySubjectMapper for a body rig.
+    static std::unique_ptr<SubjectMapper> create(const Rig& rig, bool mirrorFace = false);
 
     virtual const SubjectLayout& layout() const = 0;
     // Throws ProtocolError when the frame belongs to the other pipeline. The pose's timeNs is left 0.
