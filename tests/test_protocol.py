@@ -107,6 +107,7 @@ BASE = {"op": "input", "session": "s", "seq": 0, "t_capture_ns": 0}
     ("payload", "code"),
     [
         (b"\xc1garbage", ErrorCode.MALFORMED),
+        (b"\x80\x00", ErrorCode.MALFORMED),  # a map missing `op`, then trailing bytes
         (msgpack.packb([1, 2, 3]), ErrorCode.MALFORMED),
         (msgpack.packb({1: 2}), ErrorCode.MALFORMED),
         (pack({"op": "hello", "v": 2}), ErrorCode.UNSUPPORTED_VERSION),

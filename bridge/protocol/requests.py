@@ -251,6 +251,8 @@ def _validation_error(payload: bytes, text: str) -> ProtocolError:
         if "`$.v`" in str(exc):
             return ProtocolError(ErrorCode.BAD_TYPE, _clip(f"request: {exc}"))
         version = PROTOCOL_VERSION
+    except msgspec.DecodeError:  # the union stopped at a missing field before it met the bad bytes
+        return ProtocolError(ErrorCode.MALFORMED, "not a msgpack message")
     if version != PROTOCOL_VERSION:
         return _unsupported(version)
     if "missing required field" in text:
