@@ -54,7 +54,7 @@ def _offenders(subpackage: str, forbidden: tuple[str, ...]) -> list[str]:
 _ALL = (
     "bridge.cli", "bridge.serving", "bridge.transport", "bridge.pipelines", "bridge.outputs",
     "bridge.harness", "bridge.runtime", "bridge.engine_builder", "bridge.quantize", "bridge.models",
-    "bridge.rig", "bridge.filters", "bridge.media",
+    "bridge.rig", "bridge.filters", "bridge.media", "bridge.sources",
 )  # fmt: skip
 
 
@@ -100,6 +100,11 @@ RULES: list[tuple[str, tuple[str, ...], str]] = [
         "harness",
         _all_but("bridge.rig", "bridge.media"),
         "the harness is a client: it needs only the contract",
+    ),
+    (
+        "sources",
+        _all_but("bridge.harness", "bridge.rig", "bridge.media"),
+        "a live source is a client of the bridge, like the harness",
     ),
     ("engine_builder", ("bridge.runtime.tensorrt",), "the TensorRT runtime depends on the builder, not back"),
     ("rig", _all_but(), "rig tables are facts about skeletons and faces"),

@@ -12,9 +12,11 @@ from typing import Any
 import zmq
 
 from bridge.cli.serve_config import ServeTable, load_serve_table
+from bridge.cli.sources import add_source_arguments, device_listing, source_specs, start_feeders
 from bridge.outputs.cli import add_output_arguments, build_router
 from bridge.paths import default_engines_dir
 from bridge.serving.server import Bridge, ServeConfig
+from bridge.sources.base import SourceError
 from bridge.transport.curve import load_public_keys, load_secret_key
 from bridge.transport.zmq_sockets import TransportConfig
 
@@ -84,6 +86,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--metrics-host", help="address of the metrics endpoint (default 127.0.0.1)")
     add_output_arguments(parser)
+    add_source_arguments(parser)
 
 
 def config_from_args(args: argparse.Namespace, table: ServeTable | None = None) -> ServeConfig:
@@ -151,12 +154,13 @@ def face_tracking_dirs(bundle_path: Path | None) -> tuple[Path, ...]:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.list_devices:
+        print(device_listing())
+        return 0
     try:
         table = load_serve_table(args.config)
         config = config_from_args(args, table)
-        if not args.no_face_tracking:
-            extra = face_tracking_dirs(args.face_landmarker)
-            config = replace(config, extra_engine_dirs=(*config.extra_engine_dirs, *extra))
+        specs = source_specs(args, table.present())
         bridge = Bridge(config)
         bridge.start()
     except (OSError, ValueError, ImportError, zmq.ZMQError) as exc:
@@ -171,6 +175,15 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if router is not None:
         router.start()
+    try:
+        preview = args.preview or (Path(table.preview) if table.preview else None)
+        feeders = start_feeders(specs, bridge, style=args.dance_style or table.dance_style, preview=preview)
+    except SourceError as exc:
+        log.error("cannot open source: %s", exc)
+        if router is not None:
+            router.stop()
+        bridge.close()
+        return 2
     signal.signal(signal.SIGINT, lambda *_: bridge.stop())
     signal.signal(signal.SIGTERM, lambda *_: bridge.stop())
     t = config.transport
@@ -180,9 +193,13 @@ def run(args: argparse.Namespace) -> int:
         f"models {', '.join(f'{p}:{m}' for p, m in sorted(bridge.defaults.items()))}",
         flush=True,
     )
+    for feeder in feeders:
+        print(f"source {feeder.source.describe()}", flush=True)
     try:
         bridge.serve_forever()
     finally:
+        for feeder in feeders:
+            feeder.stop()
         if router is not None:
             router.stop()
         bridge.close()

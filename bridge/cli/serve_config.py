@@ -51,6 +51,20 @@ class ServeTable(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True)
     livelink_face: str | list[str] | None = None
     osc_no_bundle: bool | None = None
     output_rate: float | None = None
+    # Live sources (bridge.cli.sources reads these under the same names as its flags).
+    camera: str | list[str] | None = None
+    camera_size: str | None = None
+    camera_fps: float | None = None
+    camera_format: str | None = None
+    video: str | list[str] | None = None
+    microphone: str | list[str] | None = None
+    audio: str | list[str] | None = None
+    loop: bool | None = None
+    audio_pipeline: str | None = None
+    dance_style: str | None = None
+    play: bool | None = None
+    play_offset_ms: float | None = None
+    preview: str | None = None
 
     def present(self) -> dict[str, Any]:
         """The keys the file set, by name."""

@@ -121,6 +121,11 @@ def encode_closed_event(session: str, *, reason: str, frames_published: int) -> 
     return _event(session, "closed", {"reason": reason, "frames_published": frames_published})
 
 
+def encode_source_event(session: str, *, state: str, source: str, message: str) -> bytes:
+    """A live source's state (`lost`, `resumed`, `ended`, `failed`) for the session it feeds."""
+    return _event(session, "source", {"state": state, "source": source, "message": message})
+
+
 @dataclass(frozen=True)
 class SessionEvent:
     session: str

@@ -1,0 +1,153 @@
+"""`serve`'s live-source options: turn `--camera/--video/--microphone/--audio` (and their config keys) into
+feeders of the running bridge."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import zmq
+
+from bridge.harness.client import BridgeClient
+from bridge.serving.server import Bridge
+from bridge.sources.audio import audio_devices
+from bridge.sources.base import SourceError
+from bridge.sources.feeder import FeederOptions, SourceFeeder
+from bridge.sources.specs import SourceSpec, open_source, parse_size
+from bridge.sources.video import camera_devices
+
+__all__ = ["add_source_arguments", "device_listing", "source_specs", "start_feeders"]
+
+
+def add_source_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("live sources (each opens a session fed by the bridge itself)")
+    group.add_argument(
+        "--camera", action="append", metavar="N|DEVICE", help="a camera (index or device path)"
+    )
+    group.add_argument("--camera-size", metavar="WxH", help="requested camera size, e.g. 1280x720")
+    group.add_argument("--camera-fps", type=float, help="requested camera frame rate")
+    group.add_argument("--camera-format", metavar="FOURCC", help="requested camera pixel format, e.g. MJPG")
+    group.add_argument("--video", action="append", metavar="FILE", help="a video file, paced in real time")
+    group.add_argument(
+        "--microphone",
+        action="append",
+        nargs="?",
+        const="",
+        metavar="DEVICE",
+        help="a microphone (default input)",
+    )
+    group.add_argument(
+        "--audio", action="append", metavar="FILE", help="a sound file (wav/flac/ogg/mp3), paced in real time"
+    )
+    group.add_argument("--loop", action="store_true", default=None, help="files start again at their end")
+    group.add_argument("--audio-pipeline", help="pipeline of audio sources' sessions (default motion)")
+    group.add_argument("--dance-style", help="style of motion sessions opened by sources")
+    group.add_argument(
+        "--play", action="store_true", default=None, help="also play --audio files on the speakers"
+    )
+    group.add_argument(
+        "--play-offset-ms", type=float, help="with --play: play this long after sending (default 0)"
+    )
+    group.add_argument(
+        "--preview", type=Path, metavar="DIR", help="write what each source's session sees here"
+    )
+    group.add_argument(
+        "--list-devices", action="store_true", help="list cameras and audio devices, then exit"
+    )
+
+
+def _values(args: argparse.Namespace, table: Mapping[str, Any], key: str) -> list[str]:
+    value = getattr(args, key)
+    if value is None:
+        value = table.get(key, [])
+    return [value] if isinstance(value, str) else list(value)
+
+
+def _pick(args: argparse.Namespace, table: Mapping[str, Any], key: str) -> Any:
+    value = getattr(args, key)
+    return value if value is not None else table.get(key)
+
+
+def source_specs(args: argparse.Namespace, table: Mapping[str, Any]) -> list[SourceSpec]:
+    """Every source the flags (or, where a flag is absent, the config file) name; raises ValueError."""
+    size_text = _pick(args, table, "camera_size")
+    size = parse_size(size_text) if size_text else None
+    loop = bool(_pick(args, table, "loop"))
+    play = bool(_pick(args, table, "play"))
+    offset_ms = _pick(args, table, "play_offset_ms")
+    audio_pipeline = _pick(args, table, "audio_pipeline")
+    specs = [
+        SourceSpec(
+            "camera",
+            device,
+            size=size,
+            fps=_pick(args, table, "camera_fps"),
+            fourcc=_pick(args, table, "camera_format"),
+        )
+        for device in _values(args, table, "camera")
+    ]
+    specs += [SourceSpec("video", path, loop=loop) for path in _values(args, table, "video")]
+    specs += [
+        SourceSpec("microphone", d, pipeline=audio_pipeline) for d in _values(args, table, "microphone")
+    ]
+    specs += [
+        SourceSpec(
+            "audio",
+            path,
+            pipeline=audio_pipeline,
+            loop=loop,
+            play_offset_s=(offset_ms or 0.0) / 1000.0 if play else None,
+        )
+        for path in _values(args, table, "audio")
+    ]
+    return specs
+
+
+def start_feeders(
+    specs: list[SourceSpec], bridge: Bridge, *, style: str | None = None, preview: Path | None = None
+) -> list[SourceFeeder]:
+    """Open every source and start its feeder; a device or file that cannot be opened raises SourceError
+    (after stopping those already started). Sessions open on the feeders' threads."""
+    transport = bridge.config.transport
+    server_key = None
+    if transport.curve_secret_key is not None:
+        if transport.curve_client_keys is not None:
+            raise SourceError(
+                "live sources are not available with --curve-client-keys (they connect unlisted)"
+            )
+        server_key = zmq.curve_public(transport.curve_secret_key)
+    host = "127.0.0.1" if transport.host in ("0.0.0.0", "*", "::") else transport.host
+    feeders: list[SourceFeeder] = []
+    try:
+        for spec in specs:
+            source = open_source(spec)
+            options = FeederOptions(
+                pipeline=spec.session_pipeline,
+                open_options={"style": style} if style and spec.session_pipeline == "motion" else {},
+                loop=spec.loop,
+                preview_dir=preview,
+                play_offset_s=spec.play_offset_s,
+            )
+            client = BridgeClient(host=host, request_port=bridge.sockets.request_port, server_key=server_key)
+            feeder = SourceFeeder(source, options, client, publish=bridge.sockets.publish)
+            feeder.start()  # opens its session once the bridge's I/O loop answers
+            feeders.append(feeder)
+    except BaseException:
+        for feeder in feeders:
+            feeder.stop()
+        raise
+    return feeders
+
+
+def device_listing() -> str:
+    cameras = camera_devices()
+    lines = [
+        "cameras: " + (", ".join(cameras) if cameras else "none listed (OpenCV takes indices 0, 1, ...)")
+    ]
+    try:
+        lines.append("audio devices:\n" + audio_devices())
+    except SourceError as exc:
+        lines.append(f"audio devices: unavailable ({exc})")
+    return "\n".join(lines)
