@@ -300,3 +300,12 @@ def test_face_sessions_default_to_tracking_through_a_real_bridge(models: Path) -
     finally:
         client.close()
         stop_bridge(server, thread)
+
+
+def test_preview_pictures_are_written(models: Path, tmp_path: Path) -> None:
+    from bridge.cli.face_preview import write_previews
+
+    photo = skimage_data.astronaut()
+    written = write_previews(models, [photo, photo, np.zeros_like(photo)], tmp_path, every=2)
+    assert [p.name for p in written] == ["face-00000.png", "face-00002.png"]
+    assert cv2.imread(str(written[0])).shape == photo.shape

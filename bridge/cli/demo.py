@@ -18,6 +18,7 @@ from bridge.cli.serve import face_tracking_dirs
 from bridge.harness.client import BridgeClient
 from bridge.harness.plots import plot_run
 from bridge.harness.run import HarnessReport, run_harness
+from bridge.harness.sources import face_frames
 from bridge.outputs.bvh import write_bvh
 from bridge.outputs.recorder import Recording
 from bridge.outputs.session import SessionInfo
@@ -49,14 +50,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--engines", type=Path, default=None, help="models folder (default: bundled engines/)"
     )
+    parser.add_argument(
+        "--preview",
+        type=Path,
+        default=None,
+        help="write face-tracking debug pictures (landmarks, head axes) here",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
+    tracking = face_tracking_dirs(None)
     config = ServeConfig(
         transport=TransportConfig(request_port=0, frames_port=0),
         engines_dir=args.engines or default_engines_dir(),
-        extra_engine_dirs=face_tracking_dirs(None),  # real face tracking where the model is found
+        extra_engine_dirs=tracking,  # real face tracking where the model is found
     )
     bridge = Bridge(config)
     bridge.start()
@@ -112,6 +120,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"demo.png skipped: matplotlib is not installed ({DEMO_EXTRA})")
     else:
         written.append(plot_run(face, motion, rig, args.out / "demo.png"))
+    if args.preview is not None:
+        if tracking:
+            from bridge.cli.face_preview import write_previews
+
+            written += write_previews(tracking[0], face_frames(args.seconds, 60.0), args.preview)
+        else:
+            print("--preview skipped: face tracking is off (see the warning above)")
     summary = {name: report.to_json() for name, report in reports.items()}
     (args.out / "summary.json").write_text(json.dumps(summary, indent=2))
     print(f"\n{'pipeline':<8} {'frames':>7} {'lost':>5} {'p50 ms':>7} {'p99 ms':>7} {'engine ms':>9}")

@@ -129,7 +129,9 @@ class TrackStep:
 
 
 @dataclass(frozen=True)
-class _Row:
+class TrackedFace:
+    """One tracked face of one frame, before filtering (run_batch rows; None where none was found)."""
+
     landmarks: F64  # (478, 3) image pixels
     blend: F32  # (52,) ARKit order
     rotation: F64  # (3,) axis-angle
@@ -220,7 +222,7 @@ class FaceTrackingPipeline(Pipeline[TrackingState, TrackStep]):
 
     # ------------------------------------------------------------------ engines
     def run_batch(self, states: Sequence[TrackingState], steps: Sequence[Step[TrackStep]]) -> BatchResult:
-        rows: list[_Row | None] = [None] * len(steps)
+        rows: list[TrackedFace | None] = [None] * len(steps)
         live = [i for i, s in enumerate(steps) if s.payload.crop is not None]
         if not live:
             for state in states:
@@ -248,7 +250,7 @@ class FaceTrackingPipeline(Pipeline[TrackingState, TrackStep]):
             pose = geo.fit_head_pose(lm, self.canonical.vertices, self.canonical.weights, w, h)
             arkit = np.where(ARKIT_FROM_MP >= 0, blend[k][ARKIT_FROM_MP], 0.0).astype(np.float32)
             rotvec = np.asarray(cv2.Rodrigues(pose.rotation)[0], np.float64).ravel()
-            rows[i] = _Row(lm, arkit, rotvec, pose.translation)
+            rows[i] = TrackedFace(lm, arkit, rotvec, pose.translation)
         for i in set(range(len(steps))) - set(live):
             states[i].roi = None
         return BatchResult(rows, engine_us)
@@ -273,7 +275,7 @@ class FaceTrackingPipeline(Pipeline[TrackingState, TrackStep]):
         session: str,
         seq: int,
         step: Step[TrackStep],
-        row: _Row | None,
+        row: TrackedFace | None,
         result: BatchResult,
     ) -> bytes:
         t = step.t_capture_ns / 1e9

@@ -14,6 +14,8 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from bridge.paths import user_cache_dir
+
 BUNDLE_NAME = "face_landmarker.task"
 BUNDLE_SHA256 = "64184e229b263107bc2b804c6625db1341ff2bb731874b0bcc2fe6544e0bc9ff"
 # MediaPipe's published URL of this exact bundle (float16, version 1).
@@ -54,9 +56,7 @@ class Bundle:
 
 def cache_dir() -> Path:
     """Where the bundle and its ONNX conversions are cached for this user."""
-    import platformdirs  # the face-tracking extra; `import bridge` needs only the core dependencies
-
-    return Path(platformdirs.user_cache_dir("avatar-bridge")) / "face_landmarker"
+    return user_cache_dir() / "face_landmarker"
 
 
 def sha256_of(path: Path) -> str:
