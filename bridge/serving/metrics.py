@@ -9,26 +9,28 @@ Figures are read from BridgeStats, the session table and the guards (a custom co
 path never touches prometheus-client, which stays an optional extra. Binds to 127.0.0.1 unless told
 otherwise.
 
-Bounded, so that scrapers cannot hurt the bridge: a fixed pool of MAX_WORKERS threads serves at most
-MAX_CONNECTIONS connections at once (more are closed on accept), each socket read times out after
-READ_TIMEOUT_S (slowloris), and /metrics is rendered at most once per RENDER_EVERY_S however many
-scrapers ask: the others get the cached text.
+Bounded, so that scrapers cannot hurt the bridge: one asyncio thread holds every connection (at most
+MAX_CONNECTIONS; when full, a new one evicts the oldest that has not finished sending its request, so
+slow clients cannot lock out quick ones), a request must arrive within READ_TIMEOUT_S and
+MAX_REQUEST_BYTES (slowloris), and /metrics is rendered on one worker thread at most once per
+RENDER_EVERY_S however many scrapers ask: the others get the cached text.
 """
 
 from __future__ import annotations
 
+import asyncio
+import asyncio.base_events
 import json
 import logging
 import shutil
-import socket
 import subprocess
 import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from http.server import BaseHTTPRequestHandler, HTTPServer
-from typing import TYPE_CHECKING, Any
+from http import HTTPStatus
+from typing import TYPE_CHECKING
 
 from bridge import __version__
 from bridge.pipelines.output_guard import stats_for
@@ -61,44 +63,10 @@ log = logging.getLogger(__name__)
 PREFIX = "avatar_bridge"
 HEALTH_STALE_S = 5.0  # the I/O loop turns every 20 ms; this long without a turn means it is stuck
 GPU_QUERY_EVERY_S = 5.0
-MAX_CONNECTIONS = 32  # open at once; more are closed as they are accepted
-MAX_WORKERS = 4  # threads serving them
-READ_TIMEOUT_S = 2.0  # a client that sends its request slower than this is dropped
+MAX_CONNECTIONS = 256  # open at once; a new one beyond closes the oldest that has not sent its request
+MAX_REQUEST_BYTES = 8192  # request line and headers
+READ_TIMEOUT_S = 2.0  # a client that sends its request (or reads the answer) slower than this is dropped
 RENDER_EVERY_S = 0.25  # /metrics is rendered at most this often; scrapers in between get the cache
-
-
-class _BoundedHTTPServer(HTTPServer):
-    """HTTPServer with a fixed worker pool and a cap on open connections (no thread per connection)."""
-
-    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
-        super().__init__(address, handler)
-        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
-        self._pool = ThreadPoolExecutor(MAX_WORKERS, "metrics-http")
-        self.refused = 0  # connections closed on accept because MAX_CONNECTIONS were open
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        if not self._slots.acquire(blocking=False):
-            self.refused += 1
-            self.shutdown_request(request)
-            return
-        request.settimeout(READ_TIMEOUT_S)
-        self._pool.submit(self._serve, request, client_address)
-
-    def _serve(self, request: socket.socket, client_address: Any) -> None:
-        try:
-            self.finish_request(request, client_address)
-        except Exception:
-            self.handle_error(request, client_address)
-        finally:
-            self.shutdown_request(request)
-            self._slots.release()
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        log.debug("metrics http: connection from %s failed", client_address, exc_info=True)
-
-    def server_close(self) -> None:
-        super().server_close()
-        self._pool.shutdown(wait=False, cancel_futures=True)
 
 
 class _Renderer:
@@ -121,29 +89,110 @@ class _Renderer:
 
 
 class MetricsServer:
-    """The HTTP endpoint: one accept thread and a bounded pool (see the module doc)."""
+    """The HTTP endpoint: one asyncio thread holds every connection (a slow one costs a socket, not a
+    thread); /metrics renders on one worker thread, through the cache."""
 
     def __init__(self, bridge: Bridge, host: str, port: int) -> None:
+        self.bridge = bridge
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(BridgeCollector(bridge))
         ProcessCollector(registry=self.registry)
         PlatformCollector(registry=self.registry)
         self.renderer = _Renderer(self.registry)
-        handler = type("Handler", (_Handler,), {"bridge": bridge, "renderer": self.renderer})
-        self._http = _BoundedHTTPServer((host, port), handler)
-        self.port: int = self._http.server_address[1]
-        self._thread = threading.Thread(target=self._http.serve_forever, name="metrics-accept", daemon=True)
+        self.refused = 0  # connections closed unanswered: over the cap, too slow, or not a GET
+        self._waiting: dict[asyncio.StreamWriter, float] = {}  # connections still sending their request
+        self._open = 0
+        self._render_pool = ThreadPoolExecutor(1, "metrics-render")
+        self._loop = asyncio.new_event_loop()
+        self._listening: asyncio.base_events.Server | None = None
+        started = threading.Event()
+        errors: list[BaseException] = []
+        self._thread = threading.Thread(
+            target=self._run, args=(host, port, started, errors), name="metrics-http", daemon=True
+        )
         self._thread.start()
+        started.wait()
+        if errors:
+            raise errors[0]
+        assert self._listening is not None
+        self.port: int = self._listening.sockets[0].getsockname()[1]
         log.info("metrics on http://%s:%d/metrics (health /healthz, readiness /readyz)", host, self.port)
 
-    @property
-    def refused(self) -> int:
-        return self._http.refused
+    def _run(self, host: str, port: int, started: threading.Event, errors: list[BaseException]) -> None:
+        asyncio.set_event_loop(self._loop)
+        try:
+            self._listening = self._loop.run_until_complete(
+                asyncio.start_server(self._connection, host, port, limit=MAX_REQUEST_BYTES)
+            )
+        except OSError as exc:
+            errors.append(exc)
+            started.set()
+            return
+        started.set()
+        self._loop.run_forever()
+
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self._open >= MAX_CONNECTIONS:  # full: make room by dropping the oldest still-unfinished request
+            oldest = min(self._waiting, key=self._waiting.__getitem__, default=None)
+            if oldest is None:
+                self.refused += 1
+                writer.close()
+                return
+            self._waiting.pop(oldest)
+            self.refused += 1
+            oldest.close()
+        self._open += 1
+        self._waiting[writer] = time.monotonic()
+        try:
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), READ_TIMEOUT_S)
+            self._waiting.pop(writer, None)
+            status, body, content_type = await self._answer(head)
+            writer.write(
+                f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\nContent-Type: {content_type}\r\n"
+                f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
+                + body
+            )
+            await asyncio.wait_for(writer.drain(), READ_TIMEOUT_S)
+        except (asyncio.TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, OSError):
+            self.refused += 1
+        finally:
+            self._waiting.pop(writer, None)
+            self._open -= 1
+            writer.close()
+
+    async def _answer(self, head: bytes) -> tuple[int, bytes, str]:
+        method, _, rest = head.partition(b" ")
+        if method != b"GET":
+            return 405, b"GET only\n", "text/plain"
+        path = rest.split(b" ", 1)[0].split(b"?", 1)[0].decode("latin-1")
+        if path == "/metrics":
+            text = await self._loop.run_in_executor(self._render_pool, self.renderer.text)
+            return 200, text, CONTENT_TYPE_LATEST
+        if path == "/healthz":
+            ok, why = health(self.bridge)
+            return (200 if ok else 503), why.encode() + b"\n", "text/plain"
+        if path == "/readyz":
+            ok, why = health(self.bridge)
+            ready = self.bridge.ready and ok
+            body = {
+                "ready": ready,
+                "health": why,
+                "engines": {x.model: x.error or "loaded" for x in self.bridge.engine_loads},
+            }
+            return (200 if ready else 503), json.dumps(body).encode(), "application/json"
+        return 404, b"not found: try /metrics, /healthz or /readyz\n", "text/plain"
 
     def close(self) -> None:
-        self._http.shutdown()
-        self._http.server_close()
+        async def shut() -> None:
+            if self._listening is not None:
+                self._listening.close()
+            for writer in list(self._waiting):
+                writer.close()
+
+        asyncio.run_coroutine_threadsafe(shut(), self._loop).result(timeout=5)
+        self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=5)
+        self._render_pool.shutdown(wait=False, cancel_futures=True)
 
 
 def health(bridge: Bridge) -> tuple[bool, str]:
@@ -154,41 +203,6 @@ def health(bridge: Bridge) -> tuple[bool, str]:
     if down:
         return False, f"scheduler down or stuck: {', '.join(down)}"
     return True, "ok"
-
-
-class _Handler(BaseHTTPRequestHandler):
-    bridge: Bridge
-    renderer: _Renderer
-    timeout = READ_TIMEOUT_S
-
-    def do_GET(self) -> None:
-        path = self.path.split("?", 1)[0]
-        if path == "/metrics":
-            self._answer(200, self.renderer.text(), CONTENT_TYPE_LATEST)
-        elif path == "/healthz":
-            ok, why = health(self.bridge)
-            self._answer(200 if ok else 503, why.encode() + b"\n", "text/plain")
-        elif path == "/readyz":
-            ok, why = health(self.bridge)
-            ready = self.bridge.ready and ok
-            body = {
-                "ready": ready,
-                "health": why,
-                "engines": {x.model: x.error or "loaded" for x in self.bridge.engine_loads},
-            }
-            self._answer(200 if ready else 503, json.dumps(body).encode(), "application/json")
-        else:
-            self._answer(404, b"not found: try /metrics, /healthz or /readyz\n", "text/plain")
-
-    def _answer(self, status: int, body: bytes, content_type: str) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: object) -> None:
-        log.debug("metrics http: " + format, *args)
 
 
 class BridgeCollector(Collector):

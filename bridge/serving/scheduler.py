@@ -16,9 +16,12 @@ has one, so N sessions cost one call per tick instead of N (docs/scheduling.md).
   refuses inputs beyond `max_pending` (the caller answers OVERLOADED).
 - Pre-processing may run on `prepare_workers` threads (one session's inputs stay on one task, in
   order): face detection and cropping release the GIL in OpenCV.
-- Realtime first: a step that makes more than one frame (an offline chunk) is bulk work. Bulk calls
-  run after the realtime ones of a round, and only when no realtime session's next input is due
-  before the bulk call would end (its duration is learnt as it runs); offline uses what is left.
+- Realtime first: a step that makes more than one frame (an offline chunk) is bulk work; its payload
+  holds one entry per frame (`step_frames`), so it can be cut. Bulk calls run after the realtime
+  ones of a round, one per round, and only when no realtime session's next input is due before the
+  call would end (its cost per frame is learnt as it runs). While realtime sessions stream, bulk
+  steps are cut to BULK_SLICE_FRAMES frames so that a call fits between two realtime ticks; alone,
+  they run whole. Offline uses what is left.
 - Bulk frames are paced, not dropped: they are published with `hold=True`; a frame that a
   subscriber has no room for stays in the session's outbox and is retried every OUTBOX_RETRY_S, and
   the session runs no further step until its outbox is empty. A subscriber that keeps up thus gets
@@ -44,6 +47,7 @@ import time
 from collections import Counter, OrderedDict, deque
 from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any, Protocol
 
 from bridge.pipelines.base import FailedRow, Pipeline
@@ -67,6 +71,7 @@ OUTBOX_RETRY_S = 0.001  # a held bulk frame is retried this often
 OUTBOX_PATIENCE_S = 0.05  # ... and sent lossy after this long (its subscriber is not reading)
 RESTART_BACKOFF_S = 1.0  # a dead scheduler thread is restarted after this, doubling up to 30 s
 STUCK_S = 5.0  # a round running longer than this makes the scheduler unhealthy
+BULK_SLICE_FRAMES = 4  # frames per bulk step while realtime sessions stream
 
 
 class Scheduler:
@@ -96,7 +101,7 @@ class Scheduler:
         self._pruned = 0.0  # when _senders was last pruned
         # Bulk frames a subscriber had no room for: id -> (first held at, payloads in order).
         self._outbox: dict[str, tuple[float, deque[bytes]]] = {}
-        self._bulk_s = 0.0  # learnt duration of one bulk call (engine + post + publish)
+        self._bulk_frame_s = 0.0  # learnt cost of one bulk frame in a call (engine + post + publish)
         self._round: list[Session] = []  # sessions of the round in progress, for supervision
         self.round_started: float | None = None  # monotonic, while a round runs
         self._deaths = 0
@@ -187,9 +192,10 @@ class Scheduler:
         return accepted
 
     def _pending(self, session: Session) -> int:
-        """Steps queued or about to be: inputs not pre-processed yet count as the steps they make."""
+        """Frames queued or about to be (the unit of the pending bound): inputs not pre-processed yet
+        count as the frames they make."""
         queued = sum(self.pipeline.steps_for(session.state, item) for _, item in session.inbox)
-        return len(session.steps) + queued
+        return sum(self.pipeline.step_frames(step) for step in session.steps) + queued
 
     # ------------------------------------------------------------------------------- loop
     def _loop(self) -> None:
@@ -249,12 +255,19 @@ class Scheduler:
         for group in realtime.values():
             for start in range(0, len(group), self.max_batch):
                 self._run(group[start : start + self.max_batch])
-        if bulk and self._bulk_fits():
-            t0 = time.perf_counter()
-            group = next(iter(bulk.values()))  # one bulk call per round: realtime gets the next turn
-            self._run(group[: self.max_batch], bulk=True)
-            took = time.perf_counter() - t0
-            self._bulk_s = took if not self._bulk_s else 0.8 * self._bulk_s + 0.2 * took
+        if bulk:
+            group = next(iter(bulk.values()))[: self.max_batch]  # one bulk call per round
+            if self._realtime_streaming():
+                for s in group:
+                    self._slice_head(s, BULK_SLICE_FRAMES)
+            frames = sum(self.pipeline.step_frames(s.steps[0]) for s in group)
+            if self._bulk_fits(frames * self._bulk_frame_s):
+                t0 = time.perf_counter()
+                self._run(group, bulk=True)
+                per_frame = (time.perf_counter() - t0) / frames
+                self._bulk_frame_s = (
+                    per_frame if not self._bulk_frame_s else 0.8 * self._bulk_frame_s + 0.2 * per_frame
+                )
         with self._wake:
             for s in sessions:
                 # Served sessions go to the back of the line; idle ones leave it.
@@ -268,10 +281,28 @@ class Scheduler:
                     self._active.move_to_end(s.id)
         return True
 
-    def _bulk_fits(self) -> bool:
-        """True when no realtime input is due before a bulk call started now would end."""
+    def _realtime_streaming(self) -> bool:
         now = time.perf_counter()
-        end = now + self._bulk_s
+        return any(
+            sid not in self._bulk_ids and interval < FORGET_S and now - last <= FORGET_S
+            for sid, (last, interval) in list(self._senders.items())
+        )
+
+    def _slice_head(self, s: Session, frames: int) -> None:
+        """Cut the session's next bulk step into steps of at most `frames` frames (in order)."""
+        step = s.steps[0]
+        if self.pipeline.step_frames(step) <= frames:
+            return
+        s.steps.popleft()
+        pieces = [
+            replace(step, payload=step.payload[i : i + frames]) for i in range(0, len(step.payload), frames)
+        ]
+        s.steps.extendleft(reversed(pieces))
+
+    def _bulk_fits(self, cost_s: float) -> bool:
+        """True when no realtime input is due before a bulk call of `cost_s` started now would end."""
+        now = time.perf_counter()
+        end = now + cost_s
         with self._wake:
             if any(s.inbox and s.id not in self._bulk_ids for s in self._active.values()):
                 return False  # realtime inputs already waiting

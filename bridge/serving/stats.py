@@ -149,7 +149,7 @@ class BridgeStats:
             "frames_published": sum(s.frames_published for s in every),
             "frames_dropped": sum(s.frames_dropped for s in every),
             "subscriber_stalls": sum(s.subscriber_stalls for s in every),
-            "scheduler_restarts": self.scheduler_restarts,
+            "scheduler_restarts": sum(s.scheduler_restarts for s in every),
             "inputs_dropped": sum(s.inputs_dropped for s in every),
             "sessions_opened": self.sessions_opened,
             "sessions_reaped": self.sessions_reaped,
