@@ -142,6 +142,7 @@ def test_image_floods_from_two_clients(bridge: Bridge) -> None:
     def attack(bystander: Bystander) -> None:
         attackers = [Raw(bridge) for _ in range(2)]
         sids = [a.ask({"op": "open", "pipeline": "face"})["session"] for a in attackers]
+        before = rss_mib()
         too_many = np.zeros((682, 4096, 3), np.uint8).tobytes()  # 2.8 MP: over the pixel bound
         largest = np.zeros((1024, 2048, 3), np.uint8).tobytes()  # the largest legal image
         for a, sid in zip(attackers, sids, strict=True):
@@ -153,6 +154,7 @@ def test_image_floods_from_two_clients(bridge: Bridge) -> None:
         for a in attackers:
             assert a.replies(1, timeout_s=0.2) == []  # legal images are served (latest wins), no error
             a.close()
+        assert rss_mib() - before < 500  # 8 buffered per connection, 1 queued per session
 
     under_attack(bridge, attack, seconds=2.0)
 
