@@ -16,7 +16,7 @@ from bridge.harness.client import BridgeClient, BridgeError
 from bridge.pipelines import motion as motion_module
 from bridge.pipelines.motion_frames import encode_motion_frames
 from bridge.protocol import ErrorCode, decode_frame, pack, unpack_map
-from bridge.protocol.requests import MAX_AUDIO_INPUT_S
+from bridge.protocol.requests import MAX_AUDIO_INPUT_S, FeaturesInput, decode_request
 from bridge.serving.server import Bridge
 from bridge.transport.zmq_sockets import TransportConfig
 
@@ -330,3 +330,35 @@ def test_curve_clients_own_sessions_by_key_across_connections() -> None:
         again.close()
     finally:
         stop_bridge(server, thread)
+
+
+@pytest.mark.parametrize(
+    "encode",
+    [
+        lambda v: b"\xd3" + v.to_bytes(8, "big", signed=True),  # int64, as C# and C++ writers may
+        lambda v: b"\xcf" + v.to_bytes(8, "big"),  # uint64
+        lambda v: b"\xd1" + v.to_bytes(2, "big", signed=True),  # int16
+        lambda v: b"\xcd" + v.to_bytes(2, "big"),  # uint16
+    ],
+)
+def test_every_msgpack_integer_width_is_accepted(encode: Callable[[int], bytes]) -> None:
+    def key(name: str) -> bytes:
+        return bytes([0xA0 | len(name)]) + name.encode()
+
+    data = ROW.tobytes()
+    fields = [
+        (key("op"), key("input")),
+        (key("id"), encode(7)),
+        (key("v"), encode(1)),
+        (key("session"), key("0123456789abcdef")),
+        (key("kind"), key("features")),
+        (key("seq"), encode(300)),
+        (key("t_capture_ns"), encode(1000)),
+        (key("rows"), encode(1)),
+        (key("cols"), encode(35)),
+        (key("data"), b"\xc4" + bytes([len(data)]) + data),
+    ]
+    payload = bytes([0x80 | len(fields)]) + b"".join(k + v for k, v in fields)
+    request = decode_request(payload)
+    assert isinstance(request, FeaturesInput)
+    assert (request.id, request.seq, request.t_capture_ns, request.rows.shape) == (7, 300, 1000, (1, 35))
