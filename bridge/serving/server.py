@@ -283,6 +283,7 @@ class Bridge:
                     max_message_bytes=self.config.transport.max_message_bytes,
                     pipelines=sorted(self.pipelines),
                     idle_timeout_s=self.config.idle_timeout_s,
+                    max_sessions_per_client=self.config.max_sessions_per_client,
                 ),
             )
         elif isinstance(request, ListModels):
