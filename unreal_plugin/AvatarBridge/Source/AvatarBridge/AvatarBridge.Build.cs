@@ -1,6 +1,7 @@
-// Runtime module: the Live Link source. All protocol, networking and animation logic lives in the
-// engine-independent core (../../Core, plain C++17, built and tested with CMake outside Unreal); this module
-// compiles those sources in (Private/AvatarBridgeCore.cpp) and adapts them to Live Link.
+// Runtime module: the Live Link source, its factory and settings, the SMPL retarget asset, Blueprint functions
+// and the FSocket transport. All protocol, networking and animation logic lives in the engine-independent core
+// (../AvatarBridgeCore, plain C++17, built and tested with CMake outside Unreal); this module compiles those
+// sources in (Private/AvatarBridgeCore.cpp) and adapts them.
 
 using System.IO;
 using UnrealBuildTool;
@@ -11,13 +12,11 @@ public class AvatarBridge : ModuleRules
 	{
 		PCHUsage = PCHUsageMode.UseExplicitOrSharedPCHs;
 
-		// cppzmq and msgpack-cxx report errors with exceptions; the core catches them on its own threads,
-		// so nothing ever unwinds into engine code.
+		// msgpack-cxx reports errors with exceptions, which the core catches inside itself; every function the
+		// Unreal code calls is noexcept or catches, so nothing unwinds into engine code.
 		bEnableExceptions = true;
 
-		string CoreDir = Path.Combine(PluginDirectory, "Core");
-		PrivateIncludePaths.Add(Path.Combine(CoreDir, "include"));
-		PrivateIncludePaths.Add(Path.Combine(CoreDir, "src"));
+		PrivateIncludePaths.Add(Path.Combine(PluginDirectory, "Source", "AvatarBridgeCore", "src"));
 
 		PublicDependencyModuleNames.AddRange(new string[]
 		{
@@ -25,14 +24,41 @@ public class AvatarBridge : ModuleRules
 			"CoreUObject",
 			"Engine",
 			"LiveLinkInterface",
+			"LiveLinkAnimationCore",
 		});
 
 		PrivateDependencyModuleNames.AddRange(new string[]
 		{
+			"AvatarBridgeCore",
 			"Json",
 			"JsonUtilities",
 			"MsgPack",
-			"ZeroMQ",
+			"Networking",
+			"Sockets",
 		});
+
+		// Optional: a static libzmq dropped into ../ThirdParty/ZeroMQ (see its README) switches the core to its
+		// libzmq transport, which adds CURVE for a remote bridge. Without it the core's own ZMTP client runs
+		// over FSocket and nothing needs building.
+		string ZmqDir = Path.Combine(PluginDirectory, "Source", "ThirdParty", "ZeroMQ");
+		string ZmqLib = null;
+		if (Target.Platform == UnrealTargetPlatform.Win64) { ZmqLib = Path.Combine(ZmqDir, "lib", "Win64", "libzmq.lib"); }
+		else if (Target.Platform == UnrealTargetPlatform.Linux) { ZmqLib = Path.Combine(ZmqDir, "lib", "Linux", "libzmq.a"); }
+		else if (Target.Platform == UnrealTargetPlatform.Mac) { ZmqLib = Path.Combine(ZmqDir, "lib", "Mac", "libzmq.a"); }
+		if (ZmqLib != null && File.Exists(ZmqLib) && File.Exists(Path.Combine(ZmqDir, "include", "zmq.hpp")))
+		{
+			PublicSystemIncludePaths.Add(Path.Combine(ZmqDir, "include"));
+			PublicAdditionalLibraries.Add(ZmqLib);
+			PublicDefinitions.Add("AVATAR_BRIDGE_WITH_LIBZMQ=1");
+			if (Target.Platform == UnrealTargetPlatform.Win64)
+			{
+				PublicDefinitions.Add("ZMQ_STATIC");
+				PublicSystemLibraries.AddRange(new string[] { "ws2_32.lib", "iphlpapi.lib", "advapi32.lib" });
+			}
+		}
+		else
+		{
+			PublicDefinitions.Add("AVATAR_BRIDGE_WITH_LIBZMQ=0");
+		}
 	}
 }

@@ -1,4 +1,4 @@
-// Editor module: the "Avatar Bridge" entry of the Live Link panel's "+ Source" menu and its settings panel.
+// Editor module: injects the creation panel (SAvatarBridgeSourcePanel) into the runtime module's source factory.
 
 using UnrealBuildTool;
 

@@ -1,7 +1,7 @@
 #include "AvatarBridgeBlueprintLibrary.h"
 
-#include "AvatarBridgeModule.h"
 #include "AvatarBridgeSource.h"
+#include "AvatarBridgeSourceFactory.h"
 #include "Features/IModularFeatures.h"
 #include "ILiveLinkClient.h"
 
@@ -13,24 +13,24 @@ bool UAvatarBridgeBlueprintLibrary::AddAvatarBridgeSource(const FAvatarBridgeCon
 		return false;
 	}
 	ILiveLinkClient& Client = Features.GetModularFeature<ILiveLinkClient>(ILiveLinkClient::ModularFeatureName);
-	return Client.AddSource(MakeShared<FAvatarBridgeSource>(Settings)).IsValid();
+	// Through the factory, like the panel: the source's settings then name the factory and carry the
+	// connection string (InitializeSettings), so a preset saved afterwards restores it.
+	const TSharedPtr<ILiveLinkSource> Source = UAvatarBridgeSourceFactory::CreateSourceFromSettings(Settings);
+	return Source.IsValid() && Client.AddSource(Source).IsValid();
 }
 
 bool UAvatarBridgeBlueprintLibrary::SendImageRGB8(FName Subject, int32 Width, int32 Height, const TArray<uint8>& Pixels)
 {
-	FAvatarBridgeSource* Source = FAvatarBridgeModule::Get().FindSourceForSubject(Subject);
-	return Source && Source->SendImageRGB8(Subject, Width, Height, Pixels);
+	return FAvatarBridgeSource::SendImageRGB8(Subject, Width, Height, Pixels);
 }
 
 bool UAvatarBridgeBlueprintLibrary::SendAudioPCM16(FName Subject, int32 SampleRate, const TArray<uint8>& PCM16Bytes)
 {
-	FAvatarBridgeSource* Source = FAvatarBridgeModule::Get().FindSourceForSubject(Subject);
 	const TArrayView<const int16> Samples(reinterpret_cast<const int16*>(PCM16Bytes.GetData()), PCM16Bytes.Num() / 2);
-	return Source && Source->SendAudioPCM16(Subject, SampleRate, Samples);
+	return FAvatarBridgeSource::SendAudioPCM16(Subject, SampleRate, Samples);
 }
 
 bool UAvatarBridgeBlueprintLibrary::SendMusicFeatures(FName Subject, int32 Rows, const TArray<float>& Values)
 {
-	FAvatarBridgeSource* Source = FAvatarBridgeModule::Get().FindSourceForSubject(Subject);
-	return Source && Source->SendMusicFeatures(Subject, Rows, Values);
+	return FAvatarBridgeSource::SendMusicFeatures(Subject, Rows, Values);
 }

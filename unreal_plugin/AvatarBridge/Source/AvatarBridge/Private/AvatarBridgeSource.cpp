@@ -1,13 +1,18 @@
 #include "AvatarBridgeSource.h"
 
 #include "AvatarBridgeModule.h"
+#include "AvatarBridgeSourceFactory.h"
+#include "AvatarBridgeSourceSettings.h"
 #include "ILiveLinkClient.h"
+#include "LiveLinkSourceSettings.h"
+#include "Misc/ScopeLock.h"
 #include "Roles/LiveLinkAnimationRole.h"
 #include "Roles/LiveLinkAnimationTypes.h"
-#include "Modules/ModuleManager.h"
+#include "UnrealNetwork.h"
 
 #include "avatar_bridge/AvatarLink.hpp"
 #include "avatar_bridge/CurveKeys.hpp"
+#include "avatar_bridge/SceneTime.hpp"
 #include "avatar_bridge/WallClock.hpp"
 
 #include <exception>
@@ -15,6 +20,14 @@
 #include <vector>
 
 #define LOCTEXT_NAMESPACE "AvatarBridgeSource"
+
+struct FAvatarBridgeSource::FPushTarget
+{
+	FCriticalSection Lock;  // held while pushing; shutdown takes it to clear Client
+	ILiveLinkClient* Client = nullptr;
+	FGuid SourceGuid;
+	TMap<FName, uint64> PushedVersions;
+};
 
 namespace
 {
@@ -28,14 +41,64 @@ FName ToName(const std::string& Utf8)
 	return FName(UTF8_TO_TCHAR(Utf8.c_str()));
 }
 
+// Live Link's clock (FPlatformTime) for a wall-clock frame time, through one clock pair read now.
+double ToPlatformSeconds(int64 WallNs, double PlatformNowSeconds, int64 WallNowNs)
+{
+	return PlatformNowSeconds - static_cast<double>(WallNowNs - WallNs) * 1e-9;
+}
+
+void PushStaticData(ILiveLinkClient& Client, const FLiveLinkSubjectKey& Key, const avatar_bridge::SubjectLayout& Layout)
+{
+	FLiveLinkStaticDataStruct StaticData(FLiveLinkSkeletonStaticData::StaticStruct());
+	FLiveLinkSkeletonStaticData& Skeleton = *StaticData.Cast<FLiveLinkSkeletonStaticData>();
+	Skeleton.BoneNames.Reserve(Layout.boneNames.size());
+	for (const std::string& Bone : Layout.boneNames)
+	{
+		Skeleton.BoneNames.Add(ToName(Bone));
+	}
+	Skeleton.BoneParents.Append(Layout.boneParents.data(), static_cast<int32>(Layout.boneParents.size()));
+	Skeleton.PropertyNames.Reserve(Layout.curveNames.size());
+	for (const std::string& Curve : Layout.curveNames)
+	{
+		Skeleton.PropertyNames.Add(ToName(Curve));
+	}
+	Client.PushSubjectStaticData_AnyThread(Key, ULiveLinkAnimationRole::StaticClass(), MoveTemp(StaticData));
+}
+
+void PushFrame(ILiveLinkClient& Client, const FLiveLinkSubjectKey& Key, const avatar_bridge::SubjectFeed::Attachment& Attachment,
+	const avatar_bridge::SubjectPose& Pose, double FrameSeconds)
+{
+	FLiveLinkFrameDataStruct FrameData(FLiveLinkAnimationFrameData::StaticStruct());
+	FLiveLinkAnimationFrameData& Animation = *FrameData.Cast<FLiveLinkAnimationFrameData>();
+	// The core already converted to Unreal space (left-handed, Z up, cm): copy, do not convert again.
+	Animation.Transforms.Reserve(Pose.rotations.size());
+	for (size_t Bone = 0; Bone < Pose.rotations.size(); ++Bone)
+	{
+		const avatar_bridge::Quat& Q = Pose.rotations[Bone];
+		const avatar_bridge::Vec3& T = Pose.translations[Bone];
+		Animation.Transforms.Add(FTransform(FQuat(Q.x, Q.y, Q.z, Q.w), FVector(T.x, T.y, T.z)));
+	}
+	Animation.PropertyValues.Append(Pose.curves.data(), static_cast<int32>(Pose.curves.size()));
+	Animation.WorldTime = FLiveLinkWorldTime(FrameSeconds);
+	// Timecode of the frame's capture, at the session's rate: Take Recorder, timecode evaluation and the
+	// detected frame rate read it.
+	const double Fps = Attachment.periodNs > 0 ? 1e9 / static_cast<double>(Attachment.periodNs) : 60.0;
+	const avatar_bridge::SceneTime Scene = avatar_bridge::sceneTimeOf(Pose.timeNs, Fps);
+	Animation.MetaData.SceneTime = FQualifiedFrameTime(FFrameTime(Scene.frame, Scene.subFrame), FFrameRate(Scene.rateNumerator, Scene.rateDenominator));
+	Animation.MetaData.StringMetaData.Add(TEXT("Session"), UTF8_TO_TCHAR(Attachment.session.c_str()));
+	Animation.MetaData.StringMetaData.Add(TEXT("Seq"), FString::Printf(TEXT("%llu"), static_cast<unsigned long long>(Pose.seq)));
+	Client.PushSubjectFrameData_AnyThread(Key, MoveTemp(FrameData));
+}
+
 avatar_bridge::AvatarLink::Config ToCoreConfig(const FAvatarBridgeConnectionSettings& Settings)
 {
 	avatar_bridge::AvatarLink::Config Config;
 	Config.host = ToUtf8(Settings.Host);
 	Config.requestPort = Settings.RequestPort;
 	Config.framesPort = Settings.FramesPort;
-	Config.clientName = "avatar-bridge-unreal 0.1.0";
+	Config.clientName = "avatar-bridge-unreal 0.2.0";
 	Config.observeOtherSessions = Settings.bObserveOtherSessions;
+	Config.network = AvatarBridgeUnreal::MakeNetwork();
 	if (!Settings.CurveServerPublicKeyFile.IsEmpty())
 	{
 		try
@@ -62,6 +125,7 @@ avatar_bridge::AvatarLink::Config ToCoreConfig(const FAvatarBridgeConnectionSett
 		if (bFace)
 		{
 			Spec.options = {{"blendshapes", Session.bBlendshapes}, {"smoothing", Session.bFaceSmoothing}};
+			Spec.mirror = Session.bMirror;
 		}
 		else
 		{
@@ -71,7 +135,7 @@ avatar_bridge::AvatarLink::Config ToCoreConfig(const FAvatarBridgeConnectionSett
 				Spec.options.emplace("style", ToUtf8(Session.Style));
 			}
 		}
-		// Subject names must be unique within the source: number repeats (AvatarBridgeFace, AvatarBridgeFace2).
+		// One subject per session; names must be unique within the source: number repeats (AvatarBridgeFace2).
 		const FName Base = Session.SubjectName.IsNone() ? FName(bFace ? TEXT("AvatarBridgeFace") : TEXT("AvatarBridgeBody")) : Session.SubjectName;
 		FName Name = Base;
 		for (int32 Suffix = 2; Used.Contains(Name); ++Suffix)
@@ -93,20 +157,132 @@ FAvatarBridgeSource::FAvatarBridgeSource(const FAvatarBridgeConnectionSettings& 
 
 FAvatarBridgeSource::~FAvatarBridgeSource()
 {
-	RequestSourceShutdown();
+	// Live Link polls RequestSourceShutdown() until true before it lets go, so this normally finds nothing to
+	// wait for; a source dropped without that still stops, bounded by the core (about 0.4 s).
+	FAvatarBridgeModule::UnregisterLink(this);
+	if (Push)
+	{
+		FScopeLock Guard(&Push->Lock);
+		Push->Client = nullptr;
+	}
+	Link.reset();
+	Retiring.reset();
 }
 
 void FAvatarBridgeSource::ReceiveClient(ILiveLinkClient* InClient, FGuid InSourceGuid)
 {
 	Client = InClient;
 	SourceGuid = InSourceGuid;
-	// The link connects, handshakes and opens the sessions on its own threads; subjects appear in Update().
-	Link = MakeUnique<avatar_bridge::AvatarLink>(ToCoreConfig(Settings));
-	FAvatarBridgeModule::Get().RegisterSource(this);
+	StartLink();
+}
+
+void FAvatarBridgeSource::StartLink()
+{
+	Push = std::make_shared<FPushTarget>();
+	Push->Client = Client;
+	Push->SourceGuid = SourceGuid;
+	avatar_bridge::AvatarLink::Config Config = ToCoreConfig(Settings);
+	if (!Settings.bInterpolateInPlugin)
+	{
+		// Receive thread: push each frame as it arrives, as Epic's own sources do, with its own time.
+		Config.onPose = [Target = std::weak_ptr<FPushTarget>(Push)](avatar_bridge::SubjectFeed& Feed,
+			const avatar_bridge::SubjectFeed::Attachment& Attachment, const avatar_bridge::SubjectPose& Pose)
+		{
+			const std::shared_ptr<FPushTarget> Push = Target.lock();
+			if (!Push)
+			{
+				return;
+			}
+			FScopeLock Guard(&Push->Lock);
+			if (Push->Client == nullptr)
+			{
+				return;
+			}
+			const FName Name = ToName(Feed.name());
+			const FLiveLinkSubjectKey Key(Push->SourceGuid, Name);
+			uint64& Pushed = Push->PushedVersions.FindOrAdd(Name);
+			if (Pushed != Attachment.version)
+			{
+				PushStaticData(*Push->Client, Key, *Attachment.layout);  // also clears frames of the old session
+				Pushed = Attachment.version;
+			}
+			PushFrame(*Push->Client, Key, Attachment, Pose, ToPlatformSeconds(Pose.timeNs, FPlatformTime::Seconds(), avatar_bridge::WallClock::nowNs()));
+		};
+	}
+	std::string Error;
+	Link = avatar_bridge::AvatarLink::create(MoveTemp(Config), Error);
+	if (!Link)
+	{
+		StartError = UTF8_TO_TCHAR(Error.c_str());
+		UE_LOG(LogAvatarBridge, Error, TEXT("cannot start the Avatar Bridge link: %s"), *StartError);
+		return;
+	}
+	StartError.Reset();
+	FAvatarBridgeModule::RegisterLink(this, Link);
+}
+
+void FAvatarBridgeSource::InitializeSettings(ULiveLinkSourceSettings* InSettings)
+{
+	if (InSettings == nullptr)
+	{
+		return;
+	}
+	// Every source, however it was made (panel, preset, Blueprint), can be recreated from its preset.
+	InSettings->Factory = UAvatarBridgeSourceFactory::StaticClass();
+	InSettings->ConnectionString = Settings.ToConnectionString();
+	if (Settings.bInterpolateInPlugin)
+	{
+		InSettings->Mode = ELiveLinkSourceMode::Latest;  // the plugin already interpolates to the tick
+	}
+	if (UAvatarBridgeSourceSettings* Typed = Cast<UAvatarBridgeSourceSettings>(InSettings))
+	{
+		Typed->Connection = Settings;
+	}
+}
+
+TSubclassOf<ULiveLinkSourceSettings> FAvatarBridgeSource::GetSettingsClass() const
+{
+	return UAvatarBridgeSourceSettings::StaticClass();
+}
+
+void FAvatarBridgeSource::OnSettingsChanged(ULiveLinkSourceSettings* InSettings, const FPropertyChangedEvent& PropertyChangedEvent)
+{
+	ILiveLinkSource::OnSettingsChanged(InSettings, PropertyChangedEvent);
+	const UAvatarBridgeSourceSettings* Typed = Cast<UAvatarBridgeSourceSettings>(InSettings);
+	if (Typed == nullptr || PropertyChangedEvent.MemberProperty == nullptr ||
+		PropertyChangedEvent.MemberProperty->GetFName() != GET_MEMBER_NAME_CHECKED(UAvatarBridgeSourceSettings, Connection))
+	{
+		return;
+	}
+	// Reconnect with the edited settings: the old link stops in the background (polled in Update) while the new
+	// one starts, so the game thread never waits.
+	Settings = Typed->Connection;
+	InSettings->ConnectionString = Settings.ToConnectionString();
+	if (Settings.bInterpolateInPlugin)
+	{
+		InSettings->Mode = ELiveLinkSourceMode::Latest;
+	}
+	FAvatarBridgeModule::UnregisterLink(this);
+	if (Push)
+	{
+		FScopeLock Guard(&Push->Lock);
+		Push->Client = nullptr;
+	}
+	if (Link)
+	{
+		Link->requestStop();
+		Retiring = MoveTemp(Link);
+	}
+	Subjects.Reset();
+	StartLink();
 }
 
 void FAvatarBridgeSource::Update()
 {
+	if (Retiring && Retiring->stopped())
+	{
+		Retiring.reset();
+	}
 	if (!Link || !Client)
 	{
 		return;
@@ -118,7 +294,6 @@ void FAvatarBridgeSource::Update()
 		bWasConnected = bConnected;
 	}
 
-	// One clock pair per tick maps the bridge's wall-clock frame times onto Live Link's FPlatformTime.
 	const double PlatformNowSeconds = FPlatformTime::Seconds();
 	const int64 WallNowNs = avatar_bridge::WallClock::nowNs();
 	const auto Feeds = Link->feeds();
@@ -135,6 +310,11 @@ void FAvatarBridgeSource::Update()
 		if (!Live.Contains(It->Key))
 		{
 			Client->RemoveSubject_AnyThread(FLiveLinkSubjectKey(SourceGuid, It->Key));
+			if (Push)
+			{
+				FScopeLock Guard(&Push->Lock);
+				Push->PushedVersions.Remove(It->Key);
+			}
 			It.RemoveCurrent();
 		}
 	}
@@ -142,81 +322,33 @@ void FAvatarBridgeSource::Update()
 
 void FAvatarBridgeSource::UpdateSubject(avatar_bridge::SubjectFeed& Feed, FName Name, double PlatformNowSeconds, int64 WallNowNs)
 {
-	const auto Attachment = Feed.attachment();
-	if (!Attachment)
-	{
-		return;  // not (re)opened yet: the subject keeps its last pose until frames flow again
-	}
-	const FLiveLinkSubjectKey Key(SourceGuid, Name);
 	FSubjectState& State = Subjects.FindOrAdd(Name);
-	if (State.PushedVersion != Attachment->version)
-	{
-		// Once per session: after a reopen the rig is pushed again, which also clears stale buffered frames.
-		PushStaticData(Key, *Attachment->layout);
-		State.PushedVersion = Attachment->version;
-	}
-
 	if (Feed.errorCount() != State.ReportedErrors)
 	{
 		// Rare, so reading the detail (which briefly takes the network side's lock) is fine here.
 		UE_LOG(LogAvatarBridge, Warning, TEXT("%s: %s"), *Name.ToString(), UTF8_TO_TCHAR(Feed.stats().lastError.c_str()));
 		State.ReportedErrors = Feed.errorCount();
 	}
-
-	const FString Session = UTF8_TO_TCHAR(Attachment->session.c_str());
-	const auto ToPlatformSeconds = [&](int64 WallNs) { return PlatformNowSeconds - static_cast<double>(WallNowNs - WallNs) * 1e-9; };
-	if (Settings.bInterpolateInPlugin)
+	if (!Settings.bInterpolateInPlugin)
 	{
-		if (const auto Pose = Feed.sample(WallNowNs))
-		{
-			PushFrame(Key, *Pose, ToPlatformSeconds(Pose->timeNs), Session);
-		}
-		return;
+		return;  // the receive thread pushes
 	}
-	std::vector<avatar_bridge::SubjectPose> Poses;
-	Feed.takeAll(Poses);
-	for (const avatar_bridge::SubjectPose& Pose : Poses)
+	const auto Attachment = Feed.attachment();
+	if (!Attachment)
 	{
-		PushFrame(Key, Pose, ToPlatformSeconds(Pose.timeNs), Session);
+		return;  // not (re)opened yet: the subject keeps its last pose until frames flow again
 	}
-}
-
-void FAvatarBridgeSource::PushStaticData(const FLiveLinkSubjectKey& Key, const avatar_bridge::SubjectLayout& Layout) const
-{
-	FLiveLinkStaticDataStruct StaticData(FLiveLinkSkeletonStaticData::StaticStruct());
-	FLiveLinkSkeletonStaticData& Skeleton = *StaticData.Cast<FLiveLinkSkeletonStaticData>();
-	Skeleton.BoneNames.Reserve(Layout.boneNames.size());
-	for (const std::string& Bone : Layout.boneNames)
+	const FLiveLinkSubjectKey Key(SourceGuid, Name);
+	if (State.PushedVersion != Attachment->version)
 	{
-		Skeleton.BoneNames.Add(ToName(Bone));
+		// Once per session: after a reopen the rig is pushed again, which also clears stale buffered frames.
+		PushStaticData(*Client, Key, *Attachment->layout);
+		State.PushedVersion = Attachment->version;
 	}
-	Skeleton.BoneParents.Append(Layout.boneParents.data(), static_cast<int32>(Layout.boneParents.size()));
-	Skeleton.PropertyNames.Reserve(Layout.curveNames.size());
-	for (const std::string& Curve : Layout.curveNames)
+	if (const auto Pose = Feed.sample(WallNowNs))
 	{
-		Skeleton.PropertyNames.Add(ToName(Curve));
+		PushFrame(*Client, Key, *Attachment, *Pose, ToPlatformSeconds(Pose->timeNs, PlatformNowSeconds, WallNowNs));
 	}
-	Client->PushSubjectStaticData_AnyThread(Key, ULiveLinkAnimationRole::StaticClass(), MoveTemp(StaticData));
-}
-
-void FAvatarBridgeSource::PushFrame(const FLiveLinkSubjectKey& Key, const avatar_bridge::SubjectPose& Pose, double FrameSeconds,
-	const FString& Session) const
-{
-	FLiveLinkFrameDataStruct FrameData(FLiveLinkAnimationFrameData::StaticStruct());
-	FLiveLinkAnimationFrameData& Animation = *FrameData.Cast<FLiveLinkAnimationFrameData>();
-	// The core already converted to Unreal space (left-handed, Z up, cm): copy, do not convert again.
-	Animation.Transforms.Reserve(Pose.rotations.size());
-	for (size_t Bone = 0; Bone < Pose.rotations.size(); ++Bone)
-	{
-		const avatar_bridge::Quat& Q = Pose.rotations[Bone];
-		const avatar_bridge::Vec3& T = Pose.translations[Bone];
-		Animation.Transforms.Add(FTransform(FQuat(Q.x, Q.y, Q.z, Q.w), FVector(T.x, T.y, T.z)));
-	}
-	Animation.PropertyValues.Append(Pose.curves.data(), static_cast<int32>(Pose.curves.size()));
-	Animation.WorldTime = FLiveLinkWorldTime(FrameSeconds);
-	Animation.MetaData.StringMetaData.Add(TEXT("Session"), Session);
-	Animation.MetaData.StringMetaData.Add(TEXT("Seq"), FString::Printf(TEXT("%llu"), static_cast<unsigned long long>(Pose.seq)));
-	Client->PushSubjectFrameData_AnyThread(Key, MoveTemp(FrameData));
 }
 
 bool FAvatarBridgeSource::IsSourceStillValid() const
@@ -226,14 +358,27 @@ bool FAvatarBridgeSource::IsSourceStillValid() const
 
 bool FAvatarBridgeSource::RequestSourceShutdown()
 {
-	if (Link)
+	FAvatarBridgeModule::UnregisterLink(this);
+	if (Push)
 	{
-		if (FAvatarBridgeModule* Module = FModuleManager::GetModulePtr<FAvatarBridgeModule>("AvatarBridge"))
-		{
-			Module->UnregisterSource(this);
-		}
-		Link.Reset();  // closes the sessions it opened; bounded to a fraction of a second
+		FScopeLock Guard(&Push->Lock);  // after this the receive thread pushes nothing more
+		Push->Client = nullptr;
 	}
+	bool bDone = true;
+	for (std::shared_ptr<avatar_bridge::AvatarLink>* Each : {&Link, &Retiring})
+	{
+		if (*Each)
+		{
+			(*Each)->requestStop();  // sets a flag; the supervisor closes our sessions on its own thread
+			bDone = bDone && (*Each)->stopped();
+		}
+	}
+	if (!bDone)
+	{
+		return false;
+	}
+	Link.reset();  // its threads have ended: this joins without waiting
+	Retiring.reset();
 	Client = nullptr;
 	return true;
 }
@@ -252,37 +397,28 @@ FText FAvatarBridgeSource::GetSourceStatus() const
 {
 	if (!Link)
 	{
-		return LOCTEXT("Stopped", "Stopped");
+		return StartError.IsEmpty() ? LOCTEXT("Stopped", "Stopped") : FText::FromString(StartError);
 	}
 	return FText::FromString(UTF8_TO_TCHAR(Link->statusText().c_str()));
 }
 
-std::shared_ptr<avatar_bridge::SubjectFeed> FAvatarBridgeSource::FindFeed(FName Subject) const
-{
-	return Link ? Link->feed(ToUtf8(Subject.ToString())) : nullptr;
-}
-
-bool FAvatarBridgeSource::HasSubject(FName Subject) const
-{
-	return FindFeed(Subject) != nullptr;
-}
-
 bool FAvatarBridgeSource::SendImageRGB8(FName Subject, int32 Width, int32 Height, TArrayView<const uint8> Pixels)
 {
-	const std::shared_ptr<avatar_bridge::SubjectFeed> Feed = FindFeed(Subject);
-	return Feed && Link->sendImage(*Feed, Width, Height, Pixels.GetData(), static_cast<size_t>(Pixels.Num()));
+	const FAvatarBridgeModule::FFound Found = FAvatarBridgeModule::FindSubject(Subject);
+	return Found.Feed && Found.Link->sendImage(*Found.Feed, Width, Height, Pixels.GetData(), static_cast<size_t>(Pixels.Num()));
 }
 
 bool FAvatarBridgeSource::SendAudioPCM16(FName Subject, int32 SampleRate, TArrayView<const int16> Samples)
 {
-	const std::shared_ptr<avatar_bridge::SubjectFeed> Feed = FindFeed(Subject);
-	return Feed && Link->sendAudio(*Feed, SampleRate, "s16le", Samples.GetData(), static_cast<size_t>(Samples.Num()) * sizeof(int16));
+	const FAvatarBridgeModule::FFound Found = FAvatarBridgeModule::FindSubject(Subject);
+	return Found.Feed && Found.Link->sendAudio(*Found.Feed, SampleRate, "s16le", Samples.GetData(), static_cast<size_t>(Samples.Num()) * sizeof(int16));
 }
 
 bool FAvatarBridgeSource::SendMusicFeatures(FName Subject, int32 Rows, TArrayView<const float> Values)
 {
-	const std::shared_ptr<avatar_bridge::SubjectFeed> Feed = FindFeed(Subject);
-	return Feed && Link->sendFeatures(*Feed, Rows, avatar_bridge::RequestEncoder::kFeatureColumns, Values.GetData(), static_cast<size_t>(Values.Num()) * sizeof(float));
+	const FAvatarBridgeModule::FFound Found = FAvatarBridgeModule::FindSubject(Subject);
+	return Found.Feed && Found.Link->sendFeatures(*Found.Feed, Rows, avatar_bridge::RequestEncoder::kFeatureColumns, Values.GetData(),
+		static_cast<size_t>(Values.Num()) * sizeof(float));
 }
 
 #undef LOCTEXT_NAMESPACE

@@ -1,5 +1,5 @@
 // Blueprint access: add a source at runtime (packaged games have no Live Link panel), and feed inputs to the
-// sessions behind subjects.
+// sessions behind subjects. The Send functions may be called from any thread (e.g. an audio capture callback).
 
 #pragma once
 
@@ -16,7 +16,7 @@ class AVATARBRIDGE_API UAvatarBridgeBlueprintLibrary : public UBlueprintFunction
 	GENERATED_BODY()
 
 public:
-	/** Adds an Avatar Bridge source to Live Link, as the Live Link panel's "+ Source" does. False without Live Link. */
+	/** Adds an Avatar Bridge source to Live Link through its factory, as the panel does (so presets restore it). False without Live Link. */
 	UFUNCTION(BlueprintCallable, Category = "Avatar Bridge")
 	static bool AddAvatarBridgeSource(const FAvatarBridgeConnectionSettings& Settings);
 

@@ -3,21 +3,32 @@
 #include "CoreMinimal.h"
 #include "Modules/ModuleInterface.h"
 
+#include <memory>
+
 DECLARE_LOG_CATEGORY_EXTERN(LogAvatarBridge, Log, All);
 
-class FAvatarBridgeSource;
+namespace avatar_bridge
+{
+class AvatarLink;
+class SubjectFeed;
+}
 
-/** Runtime module. Keeps track of live Avatar Bridge sources so Blueprint calls can find a subject's source. */
+/**
+ * Runtime module. Keeps a registry of the live sources' links, so inputs can be sent to a subject's session from
+ * any thread (audio capture, a render-thread texture read-back) without touching a source that is shutting down.
+ */
 class AVATARBRIDGE_API FAvatarBridgeModule : public IModuleInterface
 {
 public:
-	static FAvatarBridgeModule& Get();
+	struct FFound
+	{
+		std::shared_ptr<avatar_bridge::AvatarLink> Link;
+		std::shared_ptr<avatar_bridge::SubjectFeed> Feed;
+	};
 
-	/** Game thread. */
-	void RegisterSource(FAvatarBridgeSource* Source);
-	void UnregisterSource(FAvatarBridgeSource* Source);
-	FAvatarBridgeSource* FindSourceForSubject(FName Subject) const;
-
-private:
-	TArray<FAvatarBridgeSource*> Sources;
+	/** Any thread. Key identifies the source (its address); the registry keeps the link alive only while in use. */
+	static void RegisterLink(const void* Key, const std::shared_ptr<avatar_bridge::AvatarLink>& Link);
+	static void UnregisterLink(const void* Key);
+	/** Any thread: the link and feed publishing `Subject`, both null when no source has it. */
+	static FFound FindSubject(FName Subject);
 };

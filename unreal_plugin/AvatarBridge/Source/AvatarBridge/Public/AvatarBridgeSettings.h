@@ -25,7 +25,7 @@ struct AVATARBRIDGE_API FAvatarBridgeSessionSettings
 	UPROPERTY(EditAnywhere, BlueprintReadWrite, Category = "Avatar Bridge")
 	EAvatarBridgePipeline Pipeline = EAvatarBridgePipeline::Face;
 
-	/** Live Link subject name. None: AvatarBridgeFace / AvatarBridgeBody (numbered when repeated). */
+	/** Live Link subject name (one subject per session). None: AvatarBridgeFace / AvatarBridgeBody (numbered when repeated). */
 	UPROPERTY(EditAnywhere, BlueprintReadWrite, Category = "Avatar Bridge")
 	FName SubjectName;
 
@@ -40,6 +40,10 @@ struct AVATARBRIDGE_API FAvatarBridgeSessionSettings
 	/** Face: One-Euro filtering of the face parameters on the bridge. */
 	UPROPERTY(EditAnywhere, BlueprintReadWrite, Category = "Avatar Bridge|Face")
 	bool bFaceSmoothing = true;
+
+	/** Face: mirror the face (Left/Right curves swap, head yaw and roll change sign), for a camera shown as a mirror. */
+	UPROPERTY(EditAnywhere, BlueprintReadWrite, Category = "Avatar Bridge|Face")
+	bool bMirror = false;
 
 	/** Motion: dance style, one of the model's styles; empty: the bridge's default ("house"). */
 	UPROPERTY(EditAnywhere, BlueprintReadWrite, Category = "Avatar Bridge|Motion")
@@ -71,7 +75,8 @@ struct AVATARBRIDGE_API FAvatarBridgeConnectionSettings
 
 	/**
 	 * CURVE (for a bridge started with --curve-secret-key): the bridge's public key file (server.key from
-	 * `avatar-bridge keys`). Empty: plain, unencrypted connection.
+	 * `avatar-bridge keys`). Empty: plain, unencrypted connection. Needs the libzmq build of the plugin
+	 * (Source/ThirdParty/ZeroMQ/README.md); the default build reports that it cannot.
 	 */
 	UPROPERTY(EditAnywhere, BlueprintReadWrite, Category = "Avatar Bridge|Security")
 	FString CurveServerPublicKeyFile;
@@ -92,8 +97,10 @@ struct AVATARBRIDGE_API FAvatarBridgeConnectionSettings
 	bool bObserveOtherSessions = true;
 
 	/**
-	 * Interpolate to the engine tick in the plugin's jitter buffer (one smooth frame per tick). Off: push every
-	 * bridge frame with its own time and let the subject's Live Link evaluation settings buffer and interpolate.
+	 * Interpolate to the engine tick in the plugin's jitter buffer (one smooth frame per tick; the source's
+	 * evaluation mode is then Latest, so Live Link adds no second buffer). Off: every bridge frame is pushed from
+	 * the receive thread with its own time and timecode, and the source's Live Link settings (Engine Time by
+	 * default) buffer and interpolate.
 	 */
 	UPROPERTY(EditAnywhere, BlueprintReadWrite, Category = "Avatar Bridge")
 	bool bInterpolateInPlugin = true;

@@ -1,19 +1,20 @@
 // The Live Link source: a thin adapter over the core's avatar_bridge::AvatarLink, which owns the sockets,
-// sessions, reconnects and jitter buffering on its own threads. Update() (game thread) only copies
-// ready poses into Live Link and never waits.
+// sessions, reconnects and jitter buffering on its own threads. With Interpolate In Plugin, Update() (game
+// thread) pushes the pose interpolated to the tick; without, every frame is pushed from the receive thread as
+// it arrives, with its own time and timecode (SceneTime). Nothing here waits on the network or throws.
 
 #pragma once
 
 #include "CoreMinimal.h"
 #include "ILiveLinkSource.h"
 #include "LiveLinkTypes.h"
-#include "Templates/UniquePtr.h"
 
 #include <memory>
 
 #include "AvatarBridgeSettings.h"
 
 class ILiveLinkClient;
+class ULiveLinkSourceSettings;
 
 namespace avatar_bridge
 {
@@ -31,24 +32,30 @@ public:
 
 	// ILiveLinkSource
 	virtual void ReceiveClient(ILiveLinkClient* InClient, FGuid InSourceGuid) override;
+	virtual void InitializeSettings(ULiveLinkSourceSettings* InSettings) override;
+	virtual TSubclassOf<ULiveLinkSourceSettings> GetSettingsClass() const override;
+	virtual void OnSettingsChanged(ULiveLinkSourceSettings* InSettings, const FPropertyChangedEvent& PropertyChangedEvent) override;
 	virtual void Update() override;
 	virtual bool IsSourceStillValid() const override;
+	/** Flag-then-poll: asks the link to stop and returns false until its threads are done (Live Link calls again). */
 	virtual bool RequestSourceShutdown() override;
 	virtual FText GetSourceType() const override;
 	virtual FText GetSourceMachineName() const override;
 	virtual FText GetSourceStatus() const override;
 
 	const FAvatarBridgeConnectionSettings& GetSettings() const { return Settings; }
-	bool HasSubject(FName Subject) const;
 
-	// Inputs for the session behind a subject (game thread or any other). False when the subject has no
-	// session right now (not connected yet, or the bridge is restarting); errors show in the log.
+	// Inputs for the session behind a subject, from any thread. False when the subject has no session right now
+	// (not connected yet, or the bridge is restarting); errors show in the log.
 	/** Width * Height * 3 bytes, rows top to bottom, R G B. Face subjects. */
-	bool SendImageRGB8(FName Subject, int32 Width, int32 Height, TArrayView<const uint8> Pixels);
+	static bool SendImageRGB8(FName Subject, int32 Width, int32 Height, TArrayView<const uint8> Pixels);
 	/** Mono 16-bit PCM in capture order, any chunk size. Motion subjects. */
-	bool SendAudioPCM16(FName Subject, int32 SampleRate, TArrayView<const int16> Samples);
+	static bool SendAudioPCM16(FName Subject, int32 SampleRate, TArrayView<const int16> Samples);
 	/** Rows of 35 AIST++ music features, one row per output frame. Motion subjects. */
-	bool SendMusicFeatures(FName Subject, int32 Rows, TArrayView<const float> Values);
+	static bool SendMusicFeatures(FName Subject, int32 Rows, TArrayView<const float> Values);
+
+	/** What the receive thread needs to push, shared with it so a source being torn down is never touched. */
+	struct FPushTarget;
 
 private:
 	struct FSubjectState
@@ -57,16 +64,17 @@ private:
 		uint64 ReportedErrors = 0;
 	};
 
+	void StartLink();
 	void UpdateSubject(avatar_bridge::SubjectFeed& Feed, FName Name, double PlatformNowSeconds, int64 WallNowNs);
-	void PushStaticData(const FLiveLinkSubjectKey& Key, const avatar_bridge::SubjectLayout& Layout) const;
-	void PushFrame(const FLiveLinkSubjectKey& Key, const avatar_bridge::SubjectPose& Pose, double FrameSeconds,
-		const FString& Session) const;
-	std::shared_ptr<avatar_bridge::SubjectFeed> FindFeed(FName Subject) const;
 
 	FAvatarBridgeConnectionSettings Settings;
 	ILiveLinkClient* Client = nullptr;
 	FGuid SourceGuid;
-	TUniquePtr<avatar_bridge::AvatarLink> Link;
+	std::shared_ptr<avatar_bridge::AvatarLink> Link;
+	std::shared_ptr<FPushTarget> Push;
+	/** A link being replaced after a settings edit: polled in Update() until it has stopped. */
+	std::shared_ptr<avatar_bridge::AvatarLink> Retiring;
+	FString StartError;
 	TMap<FName, FSubjectState> Subjects;  // game thread only
 	bool bWasConnected = false;
 };

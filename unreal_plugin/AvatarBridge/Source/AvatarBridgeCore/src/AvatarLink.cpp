@@ -380,33 +380,33 @@ std::optional<RequestEncoder::InputHeader> AvatarLink::inputHeader(SubjectFeed& 
 }
 
 bool AvatarLink::sendImage(SubjectFeed& feed, int width, int height, const std::uint8_t* rgb, std::size_t bytes,
-                           std::int64_t tCaptureNs) {
-    const auto h = inputHeader(feed, tCaptureNs);
-    if (!h) {
+                           std::int64_t tCaptureNs) noexcept {
+    try {
+        const auto h = inputHeader(feed, tCaptureNs);
+        return h && client_->send(RequestEncoder::image(*h, width, height, rgb, bytes));
+    } catch (const std::exception&) {  // out of memory encoding the input
         return false;
     }
-    client_->send(RequestEncoder::image(*h, width, height, rgb, bytes));
-    return true;
 }
 
 bool AvatarLink::sendAudio(SubjectFeed& feed, int rate, std::string_view format, const void* samples,
-                           std::size_t bytes, std::int64_t tCaptureNs) {
-    const auto h = inputHeader(feed, tCaptureNs);
-    if (!h) {
+                           std::size_t bytes, std::int64_t tCaptureNs) noexcept {
+    try {
+        const auto h = inputHeader(feed, tCaptureNs);
+        return h && client_->send(RequestEncoder::audio(*h, rate, format, samples, bytes));
+    } catch (const std::exception&) {  // out of memory encoding the input
         return false;
     }
-    client_->send(RequestEncoder::audio(*h, rate, format, samples, bytes));
-    return true;
 }
 
 bool AvatarLink::sendFeatures(SubjectFeed& feed, int rows, int cols, const float* values, std::size_t bytes,
-                              std::int64_t tCaptureNs) {
-    const auto h = inputHeader(feed, tCaptureNs);
-    if (!h) {
+                              std::int64_t tCaptureNs) noexcept {
+    try {
+        const auto h = inputHeader(feed, tCaptureNs);
+        return h && client_->send(RequestEncoder::features(*h, rows, cols, values, bytes));
+    } catch (const std::exception&) {  // out of memory encoding the input
         return false;
     }
-    client_->send(RequestEncoder::features(*h, rows, cols, values, bytes));
-    return true;
 }
 
 }  // namespace avatar_bridge

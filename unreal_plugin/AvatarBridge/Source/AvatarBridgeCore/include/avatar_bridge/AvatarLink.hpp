@@ -77,14 +77,15 @@ public:
     std::shared_ptr<const std::vector<std::shared_ptr<SubjectFeed>>> feeds() const { return feeds_.load(); }
     std::shared_ptr<SubjectFeed> feed(std::string_view subjectName) const;
 
-    // Inputs to an owned or observed session; false when the subject has no session right now.
-    // `tCaptureNs` 0 means now. Errors arrive asynchronously in the feed's stats.
+    // Inputs to an owned or observed session, from any thread, never waiting on the network; false when the
+    // subject has no session right now or the outgoing queue is full. `tCaptureNs` 0 means now. Errors
+    // arrive asynchronously in the feed's stats.
     bool sendImage(SubjectFeed& feed, int width, int height, const std::uint8_t* rgb, std::size_t bytes,
-                   std::int64_t tCaptureNs = 0);
+                   std::int64_t tCaptureNs = 0) noexcept;
     bool sendAudio(SubjectFeed& feed, int rate, std::string_view format, const void* samples, std::size_t bytes,
-                   std::int64_t tCaptureNs = 0);
+                   std::int64_t tCaptureNs = 0) noexcept;
     bool sendFeatures(SubjectFeed& feed, int rows, int cols, const float* values, std::size_t bytes,
-                      std::int64_t tCaptureNs = 0);
+                      std::int64_t tCaptureNs = 0) noexcept;
 
     // The subject name a spec publishes under: its own, else its pipeline's name.
     static std::string subjectNameOf(const SessionSpec& spec);
