@@ -237,14 +237,17 @@ def test_export_refuses_ambiguous_or_wrong_sessions(
 def test_output_arguments_and_build_router() -> None:
     p = argparse.ArgumentParser()
     add_output_arguments(p)
-    argv = "--osc vmc://127.0.0.1:9000 --osc vmc://localhost?rate=15 --livelink-face 10.0.0.5 --osc-no-bundle"
+    # 192.0.2.5 (TEST-NET-1): a destination that is parsed here, never dialled.
+    argv = (
+        "--osc vmc://127.0.0.1:9000 --osc vmc://localhost?rate=15 --livelink-face 192.0.2.5 --osc-no-bundle"
+    )
     args = p.parse_args([*argv.split(), "--output-rate", "30"])
     router = build_router(args, "tcp://127.0.0.1:5571")
     assert isinstance(router, RouterProcess) and router.endpoint == "tcp://127.0.0.1:5571"
     assert len(router.specs) == 3  # built in the output process, as build_outputs builds them here
     outputs = build_outputs(args)
     names = [o.name for o in outputs]
-    assert names == ["vmc://127.0.0.1:9000", "vmc://localhost:39539", "livelink-face://10.0.0.5:11111"]
+    assert names == ["vmc://127.0.0.1:9000", "vmc://localhost:39539", "livelink-face://192.0.2.5:11111"]
     assert [o.max_rate_hz for o in outputs] == [30.0, 15.0, 30.0]  # ?rate= wins over --output-rate
     vmc = [o for o in outputs if isinstance(o, VmcOutput)]
     assert all(not o.bundle for o in vmc) and isinstance(outputs[2], LiveLinkFaceOutput)
@@ -268,7 +271,7 @@ def test_output_arguments_and_build_router() -> None:
         ("studio-pc", ("studio-pc", 11111)),
         ("[::1]:9000", ("::1", 9000)),
         ("[::1]", ("::1", 11111)),
-        ("fe80::1", ("fe80::1", 11111)),
+        ("2001:db8::1", ("2001:db8::1", 11111)),
     ],
 )
 def test_destinations_parse(text: str, expected: tuple[str, int]) -> None:
@@ -284,18 +287,18 @@ def test_bad_destinations_are_refused(text: str) -> None:
 def test_outputs_from_a_config_table_unless_flags_say_otherwise() -> None:
     p = argparse.ArgumentParser()
     add_output_arguments(p)
-    table = {"osc": ["vmc://127.0.0.1:9000?rate=10"], "livelink_face": "10.0.0.5", "output_rate": 20}
+    table = {"osc": ["vmc://127.0.0.1:9000?rate=10"], "livelink_face": "192.0.2.5", "output_rate": 20}
     outputs = build_outputs(p.parse_args([]), {**table, "osc_no_bundle": True})
     assert [(o.name, o.max_rate_hz) for o in outputs] == [
         ("vmc://127.0.0.1:9000", 10.0),
-        ("livelink-face://10.0.0.5:11111", 20.0),
+        ("livelink-face://192.0.2.5:11111", 20.0),
     ]
     assert not outputs[0].bundle  # type: ignore[attr-defined]
     flags = p.parse_args(["--osc", "vmc://127.0.0.1:7000", "--output-rate", "5"])
     outputs = build_outputs(flags, table)
     assert [(o.name, o.max_rate_hz) for o in outputs] == [
         ("vmc://127.0.0.1:7000", 5.0),
-        ("livelink-face://10.0.0.5:11111", 5.0),
+        ("livelink-face://192.0.2.5:11111", 5.0),
     ]
     with pytest.raises(ValueError, match="config: 'osc' must be a list of strings"):
         build_router(p.parse_args([]), "tcp://127.0.0.1:5571", {"osc": [1]})
