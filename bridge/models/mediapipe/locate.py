@@ -122,3 +122,25 @@ def download(cache: Path | None = None) -> Bundle:
     _check(partial, f"downloaded from {BUNDLE_URL}")
     partial.replace(target)
     return Bundle(target, "user cache")
+
+
+def main() -> int:
+    """`python -m bridge.models.mediapipe.locate [--download]`: say which bundle the bridge would use,
+    or fetch it into the cache first (needs internet)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--download", action="store_true", help=f"download {BUNDLE_URL} into the cache")
+    parser.add_argument("path", nargs="?", help="a face_landmarker.task to check instead")
+    args = parser.parse_args()
+    try:
+        bundle = download() if args.download else locate(args.path)
+    except (OSError, ValueError) as exc:  # FaceModelError, or the download failing
+        print(exc)
+        return 1
+    print(f"{bundle.path} ({bundle.source}), sha256 {BUNDLE_SHA256}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
