@@ -308,4 +308,20 @@ def test_preview_pictures_are_written(models: Path, tmp_path: Path) -> None:
     photo = skimage_data.astronaut()
     written = write_previews(models, [photo, photo, np.zeros_like(photo)], tmp_path, every=2)
     assert [p.name for p in written] == ["face-00000.png", "face-00002.png"]
-    assert cv2.imread(str(written[0])).shape == photo.shape
+    picture = cv2.imread(str(written[0]))
+    assert picture is not None and picture.shape == photo.shape
+
+
+def test_bad_options_are_refused(pipeline: FaceTrackingPipeline) -> None:
+    from bridge.protocol.codec import ProtocolError
+
+    for options in ({"select": "leftmost"}, {"smoothing_eyes": 0}, {"mirror": 1}, {"nose": True}):
+        with pytest.raises(ProtocolError):
+            pipeline.open_session(options)
+
+
+def test_locate_command_checks_a_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = tmp_path / loc.BUNDLE_NAME
+    fake.write_bytes(b"x")
+    monkeypatch.setattr("sys.argv", ["locate", str(fake)])
+    assert loc.main() == 1
