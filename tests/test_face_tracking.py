@@ -325,3 +325,22 @@ def test_locate_command_checks_a_file(tmp_path: Path, monkeypatch: pytest.Monkey
     fake.write_bytes(b"x")
     monkeypatch.setattr("sys.argv", ["locate", str(fake)])
     assert loc.main() == 1
+
+
+def test_torch_backend_runs_the_converted_networks(models: Path) -> None:
+    pytest.importorskip("torch")
+    photo = skimage_data.astronaut()
+    results = {}
+    for backend in ("onnxruntime", "torch"):
+        p = FaceTrackingPipeline(Engine.load(models / f"{SERVED_NAME}.onnx", backend=backend))
+        try:
+            assert p.detector.backend.name == p.blendshape_engine.backend.name == backend
+            state = p.open_session({"smoothing": False})
+            results[backend] = [
+                track(p, state, np.roll(photo, 4 * k, axis=1), k * 10**8)[2] for k in range(2)
+            ]
+        finally:
+            for engine in (p.engine, p.detector, p.blendshape_engine):
+                engine.close()
+    for a, b in zip(results["onnxruntime"], results["torch"], strict=True):
+        assert b.face_found and np.abs(a.blendshapes - b.blendshapes).max() < 0.005

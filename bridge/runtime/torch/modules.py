@@ -1,5 +1,6 @@
 """Which PyTorch module runs a manifest: the reference models by manifest name (seeded weights, the
-same ones `bridge.models.export` writes to ONNX), or a module the caller passes in."""
+same ones `bridge.models.export` writes to ONNX), the face-tracking networks from their ONNX file
+(bridge.runtime.torch.onnx_module), or a module the caller passes in."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ from torch import nn
 
 from bridge.models.face import build_emoca_size, build_face_small
 from bridge.models.motion import build_dance_lstm
+from bridge.runtime.manifest import ModelManifest
+from bridge.runtime.torch.onnx_module import OnnxModule
 
-__all__ = ["REFERENCE_MODULES", "reference_module"]
+__all__ = ["ONNX_TASKS", "REFERENCE_MODULES", "module_for", "reference_module"]
 
 REFERENCE_MODULES: dict[str, Callable[[int], nn.Module]] = {
     "dance_lstm": build_dance_lstm,
@@ -27,3 +30,13 @@ def reference_module(name: str, seed: int = 0) -> nn.Module:
             f"(known: {', '.join(sorted(REFERENCE_MODULES))}); pass module=... to the backend"
         )
     return build(seed)
+
+
+# Manifest tasks whose ONNX file is run as is (our own conversions, a small op set).
+ONNX_TASKS = ("face_landmarks", "face_detector", "face_blendshapes")
+
+
+def module_for(manifest: ModelManifest, seed: int = 0) -> nn.Module:
+    if manifest.task in ONNX_TASKS:
+        return OnnxModule(manifest.onnx_path)
+    return reference_module(manifest.name, seed)

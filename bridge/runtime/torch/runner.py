@@ -25,7 +25,7 @@ from torch import nn
 from bridge.runtime.backend import Backend
 from bridge.runtime.engine import Engine
 from bridge.runtime.manifest import ModelManifest
-from bridge.runtime.torch.modules import reference_module
+from bridge.runtime.torch.modules import module_for
 from bridge.runtime.torch.state_slots import DeviceStateSlots
 
 __all__ = ["Device", "Precision", "TorchBackend"]
@@ -107,9 +107,7 @@ class TorchBackend(Backend):
 
     # ------------------------------------------------------------------------------- lifecycle
     def activate_impl(self) -> None:
-        net = (
-            self._module if self._module is not None else reference_module(self.manifest.name, self._seed)
-        ).eval()
+        net = (self._module if self._module is not None else module_for(self.manifest, self._seed)).eval()
         net = net.to(self.device, self.precision)
         if self._channels_last:
             net = net.to(memory_format=torch.channels_last)  # type: ignore[call-overload]  # NHWC: the layout fp16 tensor-core convs want
