@@ -37,6 +37,9 @@ namespace AvatarBridge.Core.Rig
             a.W * b.Z + a.X * b.Y - a.Y * b.X + a.Z * b.W,
             a.W * b.W - a.X * b.X - a.Y * b.Y - a.Z * b.Z);
 
+        /// <summary>The inverse of a unit quaternion (its conjugate).</summary>
+        public Quat Inverse => new Quat(-X, -Y, -Z, W);
+
         /// <summary>Rotates v (q v q*).</summary>
         public static Vec3 operator *(Quat q, Vec3 v)
         {

@@ -196,6 +196,7 @@ namespace AvatarBridge.Tests.Core
                 Assert.AreEqual(52, info.FaceRig.Blendshapes.Length);
                 Assert.AreEqual(50, info.FaceRig.Expression.Length);
                 CollectionAssert.Contains(info.FaceRig.Blendshapes, "JawOpen");
+                CollectionAssert.AreEqual(ArkitShapes.Names, info.FaceRig.Blendshapes, "the core's ARKit list is the bridge's");
 
                 // Paced like a camera; the bridge may still drop queued images (latest wins), so
                 // frames ≤ images, and every frame names an input that was sent.
