@@ -2,9 +2,12 @@
 # Builds the Unity package's engine-independent C# core with Mono's mcs and runs its NUnit 2.6 tests:
 # msgpack, frame/reply decoding (against payloads from the bridge's Python encoder), axis conversion,
 # ZMTP against a real libzmq peer, and live sessions against a real `avatar-bridge serve`, which this
-# script starts on free ports and stops at the end. Also compile-checks the Unity-facing components
-# against a minimal UnityEngine stub (a type check only; nothing Unity-side runs here).
-# Needs: mono-mcs, nunit-console, libnunit-cil-dev (Debian) and the avatar-bridge Python package.
+# script starts on free ports and stops at the end. Also compile-checks the Unity-facing code (components,
+# editor, sample, play-mode tests, the optional VRM driver, the Android and WebGL branches) against stubs
+# of the UnityEngine/UnityEditor/UniVRM members it uses (a type check only; nothing Unity-side runs here),
+# and checks those stubs against Tests/UnityStub~/api-surface.txt, the list of every member with its
+# signature as Unity 2021.3 declares it (Tests/Tools~/ApiSurface.cs, Mono.Cecil).
+# Needs: mono-devel, nunit-console, libnunit-cil-dev (Debian) and the avatar-bridge Python package.
 # Takes about 20 s; exits non-zero if anything fails to compile, a test fails, or a test is ignored.
 set -euo pipefail
 
@@ -53,20 +56,40 @@ mapfile -t TESTS < <(find "$PKG/Tests/Editor/Core" -name '*.cs' | sort)
 cp "$NUNIT_FRAMEWORK" "$WORK/"
 
 echo "== compile check: Unity-facing code against Tests/UnityStub~ (types only)"
-mapfile -t STUB < <(find "$PKG/Tests/UnityStub~" -name '*.cs' | sort)
-"${MCS[@]}" -nowarn:67 -target:library -out:"$WORK/UnityEngine.dll" "${STUB[@]}"
-mapfile -t COMPONENTS < <(find "$PKG/Runtime" -name '*.cs' -not -path '*/Core/*' | sort)
-"${MCS[@]}" -target:library -out:"$WORK/AvatarBridge.Runtime.dll" -r:"$WORK/AvatarBridge.Core.dll" -r:"$WORK/UnityEngine.dll" \
-    "${COMPONENTS[@]}"
+# The stubs are three assemblies, as in Unity: runtime code that touched UnityEditor would fail here.
+"${MCS[@]}" -nowarn:67,169,660,661 -target:library -out:"$WORK/UnityEngine.dll" "$PKG/Tests/UnityStub~/UnityEngine.cs"
+"${MCS[@]}" -nowarn:67 -target:library -out:"$WORK/UnityEditor.dll" -r:"$WORK/UnityEngine.dll" "$PKG/Tests/UnityStub~/UnityEditor.cs"
+"${MCS[@]}" -target:library -out:"$WORK/VRM10.dll" -r:"$WORK/UnityEngine.dll" "$PKG/Tests/UnityStub~/UniVRM10.cs"
+mapfile -t COMPONENTS < <(find "$PKG/Runtime" -name '*.cs' -not -path '*/Core/*' -not -path '*/Vrm/*' | sort)
+UNITY=(-r:"$WORK/AvatarBridge.Core.dll" -r:"$WORK/UnityEngine.dll")
+"${MCS[@]}" -target:library -out:"$WORK/AvatarBridge.Runtime.dll" "${UNITY[@]}" "${COMPONENTS[@]}"
+# The platform branches the editor never compiles: Android (runtime permissions) and WebGL (idle components).
+mkdir -p "$WORK/android" "$WORK/webgl"
+"${MCS[@]}" -define:UNITY_ANDROID -target:library -out:"$WORK/android/AvatarBridge.Runtime.dll" "${UNITY[@]}" "${COMPONENTS[@]}"
+"${MCS[@]}" -define:UNITY_WEBGL -target:library -out:"$WORK/webgl/AvatarBridge.Runtime.dll" "${UNITY[@]}" "${COMPONENTS[@]}"
+mapfile -t VRM < <(find "$PKG/Runtime/Vrm" -name '*.cs' | sort)
+"${MCS[@]}" -define:AVATAR_BRIDGE_VRM10 -target:library -out:"$WORK/AvatarBridge.Vrm.dll" "${UNITY[@]}" -r:"$WORK/AvatarBridge.Runtime.dll" \
+    -r:"$WORK/VRM10.dll" "${VRM[@]}"
 mapfile -t EDITOR < <(find "$PKG/Editor" -name '*.cs' | sort)
-"${MCS[@]}" -target:library -out:"$WORK/AvatarBridge.Editor.dll" -r:"$WORK/AvatarBridge.Core.dll" -r:"$WORK/UnityEngine.dll" \
+"${MCS[@]}" -target:library -out:"$WORK/AvatarBridge.Editor.dll" "${UNITY[@]}" -r:"$WORK/UnityEditor.dll" \
     -r:"$WORK/AvatarBridge.Runtime.dll" "${EDITOR[@]}"
 mapfile -t SAMPLES < <(find "$PKG/Samples~" -name '*.cs' | sort)
-"${MCS[@]}" -target:library -out:"$WORK/Samples.dll" -r:"$WORK/AvatarBridge.Core.dll" -r:"$WORK/UnityEngine.dll" \
-    -r:"$WORK/AvatarBridge.Runtime.dll" "${SAMPLES[@]}"
+"${MCS[@]}" -target:library -out:"$WORK/Samples.dll" "${UNITY[@]}" -r:"$WORK/AvatarBridge.Runtime.dll" "${SAMPLES[@]}"
 mapfile -t RUNTIME_TESTS < <(find "$PKG/Tests/Runtime" -name '*.cs' | sort)
-"${MCS[@]}" -target:library -out:"$WORK/AvatarBridge.Runtime.Tests.dll" -r:"$WORK/AvatarBridge.Core.dll" -r:"$WORK/UnityEngine.dll" \
+"${MCS[@]}" -target:library -out:"$WORK/AvatarBridge.Runtime.Tests.dll" "${UNITY[@]}" \
     -r:"$WORK/AvatarBridge.Runtime.dll" -r:"$NUNIT_FRAMEWORK" "${RUNTIME_TESTS[@]}"
+
+echo "== API surface: the stubs declare exactly Tests/UnityStub~/api-surface.txt, and the package uses nothing else"
+CECIL=""
+for candidate in /usr/lib/mono/gac/Mono.Cecil/0.11*/Mono.Cecil.dll; do [[ -f "$candidate" ]] && CECIL=$candidate; done
+[[ -n "$CECIL" ]] || { echo "Mono.Cecil 0.11 not found: install mono-devel (libmono-cecil-private-cil)" >&2; exit 2; }
+mkdir -p "$WORK/tool"
+cp "$CECIL" "$WORK/tool/"
+"${MCS[@]}" -out:"$WORK/tool/ApiSurface.exe" -r:"$CECIL" -r:System.Core "$PKG/Tests/Tools~/ApiSurface.cs"
+mono "$WORK/tool/ApiSurface.exe" check "$PKG/Tests/UnityStub~/api-surface.txt" \
+    "$WORK/UnityEngine.dll" "$WORK/UnityEditor.dll" "$WORK/VRM10.dll" -- \
+    "$WORK/AvatarBridge.Runtime.dll" "$WORK/android/AvatarBridge.Runtime.dll" "$WORK/webgl/AvatarBridge.Runtime.dll" \
+    "$WORK/AvatarBridge.Vrm.dll" "$WORK/AvatarBridge.Editor.dll" "$WORK/Samples.dll" "$WORK/AvatarBridge.Runtime.Tests.dll"
 
 echo "== fixtures from the bridge's Python encoder"
 "$PYTHON" "$PKG/Tests/Tools~/make_fixtures.py" "$WORK/fixtures"

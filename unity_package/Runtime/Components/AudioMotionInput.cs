@@ -5,7 +5,9 @@ namespace AvatarBridge
     /// <summary>
     /// Feeds the audio passing through this GameObject (an AudioSource playing music, or the
     /// AudioListener) to the motion session as mono float samples; the bridge computes the music
-    /// features. Runs on Unity's audio thread, where sending a few kilobytes is cheap.
+    /// features. Runs on Unity's audio thread: SendAudio only copies the block into the client's
+    /// lock-free queue (it never waits on the socket), so a large image send cannot cause dropouts.
+    /// Unity calls no audio filters on WebGL, so there it does nothing.
     /// </summary>
     [AddComponentMenu("Avatar Bridge/Audio Motion Input")]
     public sealed class AudioMotionInput : MonoBehaviour

@@ -43,10 +43,10 @@ namespace AvatarBridge
         Quaternion _headRest, _jawRest, _headTarget = Quaternion.identity, _jawTarget = Quaternion.identity;
 
         public BridgeClient Client { get => _client; set => _client = value; }
-        /// <summary>Changes take effect at the next (re)bind, i.e. when the session is next opened or on re-enable.</summary>
-        public SkinnedMeshRenderer[] Renderers { get => _renderers; set => _renderers = value ?? new SkinnedMeshRenderer[0]; }
-        public FaceSource Source { get => _source; set => _source = value; }
-        public BlendshapeMapping Mapping { get => _mapping; set => _mapping = value; }
+        // Renderers, Source and Mapping may change at any time: the driver rebinds before the next frame.
+        public SkinnedMeshRenderer[] Renderers { get => _renderers; set { _renderers = value ?? new SkinnedMeshRenderer[0]; Unbind(); } }
+        public FaceSource Source { get => _source; set { _source = value; Unbind(); } }
+        public BlendshapeMapping Mapping { get => _mapping; set { _mapping = value; Unbind(); } }
         public float SmoothingTime { get => _smoothingTime; set => _smoothingTime = Mathf.Max(0f, value); }
 
         /// <summary>Bindings made for each renderer (for the inspector and tests).</summary>
@@ -59,6 +59,8 @@ namespace AvatarBridge
                 return n;
             }
         }
+
+        void OnValidate() => Unbind(); // inspector edits in play mode
 
         void OnEnable()
         {
@@ -80,6 +82,14 @@ namespace AvatarBridge
             if (session.Frames.TryGetNewest(ref _cursor, out frame)) Take(frame);
             if (!_hasFrame) return;
             Apply(Time.deltaTime);
+        }
+
+        // The targets and bindings were made for other renderers or another source: bind again, and
+        // forget the last frame's values, which were read for the old source.
+        void Unbind()
+        {
+            _boundOpenCount = -1;
+            _hasFrame = false;
         }
 
         /// <summary>Matches the rig's names against each renderer's blendshapes.</summary>
@@ -109,6 +119,10 @@ namespace AvatarBridge
         /// <summary>Copies one frame's weights into the targets (the frame is only valid during this call).</summary>
         internal void Take(Frame frame)
         {
+            // A frame that does not fit the bound source (blendshapes switched off on the bridge, a
+            // source change not yet rebound) is skipped rather than thrown on every LateUpdate.
+            int length = _source == FaceSource.ArkitBlendshapes ? frame.Blendshapes.Length : frame.Expression.Length + frame.Eyelids.Length;
+            if (length != _sourceValues.Length || length == 0) return;
             if (_source == FaceSource.ArkitBlendshapes)
             {
                 frame.Blendshapes.CopyTo(_sourceValues);
@@ -130,7 +144,7 @@ namespace AvatarBridge
         internal void Apply(float deltaTime)
         {
             float alpha = ExponentialSmoothing.Alpha(deltaTime, _smoothingTime);
-            for (int r = 0; r < _bindings.Length; r++)
+            for (int r = 0; r < _bindings.Length && r < _renderers.Length; r++)
             {
                 var renderer = _renderers[r];
                 if (renderer == null) continue;

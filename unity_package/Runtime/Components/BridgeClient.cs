@@ -10,6 +10,8 @@ namespace AvatarBridge
     /// Everything network-side runs on the core's background threads; drivers read the newest frame
     /// from FaceSession / MotionSession on the main thread. Reconnects by itself; disabling,
     /// leaving play mode, a domain reload or quitting shuts it down within about half a second.
+    /// On WebGL (no raw sockets, no threads) it compiles but stays idle: Client and the sessions stay
+    /// null, so every other component of the package does nothing either.
     /// </summary>
     [AddComponentMenu("Avatar Bridge/Bridge Client")]
     [DisallowMultipleComponent]
@@ -64,6 +66,11 @@ namespace AvatarBridge
 
         void OnEnable()
         {
+            if (!BridgePlatform.HasSockets)
+            {
+                Debug.LogWarning("Avatar Bridge: this platform has no TCP sockets (WebGL); the bridge client stays idle.", this);
+                return;
+            }
             _client = new SessionClient(new ClientOptions
             {
                 Host = _host,

@@ -7,16 +7,23 @@ namespace AvatarBridge
 {
     /// <summary>
     /// Poses a humanoid avatar from the motion session: the 24 SMPL joints go to HumanBodyBones via
-    /// Animator.GetBoneTransform, written in LateUpdate so they win over the Animator. Each bone gets
-    /// avatarRoot · G · rest, where G is the joint's rotation away from the T-pose (converted to
-    /// Unity's axes by the core) and rest the bone's T-pose rotation, so any humanoid rig works
-    /// whatever its bone axes. Root motion (moving the hips with the dance) is optional.
+    /// Animator.GetBoneTransform. Each driven bone ends at avatarRoot · G · rest (G: the joint's turn away
+    /// from the T-pose, converted to Unity's axes by the core; rest: the bone's T-pose rotation), so any
+    /// humanoid rig works whatever its bone axes. Bones are written as local rotations under their real
+    /// parents in LateUpdate (after the Animator, Animation Rigging and Timeline have evaluated), blended
+    /// by Weight with the pose those produced, so an IK layer or a Timeline clip can share the body:
+    /// lower Weight, or leave it at 1 and the dance wins. HumanPose mode goes through Mecanim's
+    /// muscle space instead (limits respected, recordable). Root motion (moving the hips) is optional.
     /// </summary>
     [AddComponentMenu("Avatar Bridge/Humanoid Driver")]
     [RequireComponent(typeof(Animator))]
     public sealed class HumanoidDriver : MonoBehaviour
     {
         [SerializeField] BridgeClient _client;
+        [SerializeField, Tooltip("Direct: exact bone rotations on any rig. Human Pose: through Mecanim muscles, clamped to the Avatar's limits.")]
+        HumanoidDriveMode _mode = HumanoidDriveMode.Direct;
+        [SerializeField, Range(0f, 1f), Tooltip("1 = the dance only; lower blends it with the pose the Animator / IK / Timeline produced this frame.")]
+        float _weight = 1f;
         [SerializeField, Tooltip("Move the hips by the root translation (relative to where the dance started).")]
         bool _rootMotion;
         [SerializeField, Tooltip("Metres on the avatar per metre of SMPL motion.")]
@@ -30,12 +37,18 @@ namespace AvatarBridge
         Quaternion[] _rest = new Quaternion[0];
         Transform _hips;
         Vector3 _hipsRest;
+        HumanPoseHandler _handler;
+        HumanPose _animatedPose, _targetPose;
         int _boundOpenCount = -1;
         long _cursor;
         bool _hasFrame;
 
         public BridgeClient Client { get => _client; set => _client = value; }
         public bool RootMotion { get => _rootMotion; set => _rootMotion = value; }
+        public float Weight { get => _weight; set => _weight = Mathf.Clamp01(value); }
+
+        /// <summary>Takes effect at the next frame (the HumanPoseHandler is made when first needed).</summary>
+        public HumanoidDriveMode Mode { get => _mode; set => _mode = value; }
 
         /// <summary>How many of the 24 joints found a bone on this avatar (for the inspector and tests).</summary>
         public int BoundCount
@@ -53,6 +66,12 @@ namespace AvatarBridge
             _animator = GetComponent<Animator>();
             _boundOpenCount = -1;
             _hasFrame = false;
+        }
+
+        void OnDisable()
+        {
+            _handler?.Dispose();
+            _handler = null;
         }
 
         void LateUpdate()
@@ -102,16 +121,69 @@ namespace AvatarBridge
 
         internal void Apply()
         {
+            if (_weight <= 0f) return;
+            bool viaMuscles = _mode == HumanoidDriveMode.HumanPose && EnsureHandler();
+            if (viaMuscles) _handler.GetHumanPose(ref _animatedPose);
+            WriteBones(viaMuscles ? 1f : _weight);
+            if (viaMuscles) ApplyThroughMuscles();
+        }
+
+        // Parents precede children in SMPL order, so each bone's parent already holds its new rotation
+        // when the bone's local rotation is computed; bones the avatar lacks are skipped and keep theirs.
+        void WriteBones(float weight)
+        {
             var root = transform;
-            var rootRotation = root.rotation;
-            // Parents precede children in SMPL order, and every bone gets a world rotation, so bones the
-            // avatar lacks are simply skipped: their children still land right.
+            var rootRotation = root.rotation.ToCore();
             for (int j = 0; j < _bones.Length; j++)
             {
-                if (_bones[j] != null) _bones[j].rotation = rootRotation * _pose.Global(j).ToUnity() * _rest[j];
+                var bone = _bones[j];
+                if (bone == null) continue;
+                var world = HumanoidRetarget.BoneWorld(rootRotation, _pose.Global(j), _rest[j].ToCore());
+                var parent = bone.parent;
+                var local = parent == null ? world : HumanoidRetarget.LocalUnder(parent.rotation.ToCore(), world);
+                bone.localRotation = weight >= 1f ? local.ToUnity() : Quaternion.Slerp(bone.localRotation, local.ToUnity(), weight);
             }
             if (_rootMotion && _hips != null)
-                _hips.position = root.TransformPoint(_hipsRest + _pose.RootOffset.ToUnity() * _rootMotionScale);
+            {
+                var target = root.TransformPoint(_hipsRest + _pose.RootOffset.ToUnity() * _rootMotionScale);
+                _hips.position = weight >= 1f ? target : Vector3.Lerp(_hips.position, target, weight);
+            }
+        }
+
+        bool EnsureHandler()
+        {
+            if (_handler != null) return true;
+            var avatar = _animator.avatar;
+            if (avatar == null || !avatar.isHuman)
+            {
+                Debug.LogWarning("HumanoidDriver: Human Pose mode needs a humanoid Avatar on the Animator; driving bones directly.", this);
+                _mode = HumanoidDriveMode.Direct;
+                return false;
+            }
+            _handler = new HumanPoseHandler(avatar, transform);
+            _animatedPose.muscles = new float[HumanTrait.MuscleCount];
+            _targetPose.muscles = new float[HumanTrait.MuscleCount];
+            return true;
+        }
+
+        // The bones hold the dance; read it back as muscles, clamp to the Avatar's limits (±1 is each
+        // muscle's configured range), blend with the animated pose and let Mecanim apply it.
+        void ApplyThroughMuscles()
+        {
+            _handler.GetHumanPose(ref _targetPose);
+            var target = _targetPose.muscles;
+            var animated = _animatedPose.muscles;
+            for (int m = 0; m < target.Length; m++) target[m] = Mathf.Lerp(animated[m], Mathf.Clamp(target[m], -1f, 1f), _weight);
+            if (!_rootMotion)
+            {
+                _targetPose.bodyPosition = _animatedPose.bodyPosition;
+            }
+            else
+            {
+                _targetPose.bodyPosition = Vector3.Lerp(_animatedPose.bodyPosition, _targetPose.bodyPosition, _weight);
+            }
+            _targetPose.bodyRotation = Quaternion.Slerp(_animatedPose.bodyRotation, _targetPose.bodyRotation, _weight);
+            _handler.SetHumanPose(ref _targetPose);
         }
 
         /// <summary>Makes the current hips position the origin of root motion again.</summary>

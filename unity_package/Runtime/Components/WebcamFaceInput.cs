@@ -1,12 +1,16 @@
+using System.Collections;
+using System.Runtime.InteropServices;
 using AvatarBridge.Core.Client;
 using UnityEngine;
 
 namespace AvatarBridge
 {
     /// <summary>
-    /// Feeds a webcam to the face session as rgb8 images. Unity's pixel rows run bottom to top and the
-    /// protocol's top to bottom, so rows are flipped while converting; buffers are reused, so sending
-    /// allocates nothing per frame.
+    /// Feeds a webcam to the face session. Asks for camera permission first (Android, iOS, WebGL).
+    /// The main thread only copies the texture's pixels (GetPixels32 must run there) into the client's
+    /// queue; the client's sender thread turns them upright (Unity's bottom-up rows, the camera's
+    /// videoRotationAngle and videoVerticallyMirrored, the optional mirror) into rgb8. Buffers are
+    /// reused, so a running camera allocates nothing per frame.
     /// </summary>
     [AddComponentMenu("Avatar Bridge/Webcam Face Input")]
     public sealed class WebcamFaceInput : MonoBehaviour
@@ -18,19 +22,37 @@ namespace AvatarBridge
         [SerializeField] int _requestedHeight = 480;
         [SerializeField, Range(1, 60), Tooltip("Images sent per second at most (the face models run at about 30).")]
         int _maxRate = 30;
+        [SerializeField, Tooltip("Flip left and right before sending (only for a camera that delivers a mirrored picture; the bridge expects the camera's own view).")]
+        bool _mirror;
 
         WebCamTexture _camera;
         Color32[] _pixels = new Color32[0];
-        byte[] _rgb = new byte[0];
         float _nextSend;
 
         public BridgeClient Client { get => _client; set => _client = value; }
+        public bool Mirror { get => _mirror; set => _mirror = value; }
 
-        /// <summary>The running camera texture (null while disabled), e.g. to show it on a RawImage.</summary>
+        /// <summary>The running camera texture (null while disabled or waiting for permission), e.g. to show it on a RawImage.</summary>
         public WebCamTexture Camera => _camera;
+
+        /// <summary>Set when the camera could not be opened (permission denied).</summary>
+        public string LastError { get; private set; }
 
         void OnEnable()
         {
+            if (BridgePlatform.HasSockets) StartCoroutine(Open());
+        }
+
+        IEnumerator Open()
+        {
+            yield return DevicePermission.Request(true);
+            if (!DevicePermission.Granted(true))
+            {
+                LastError = "camera permission was not granted";
+                Debug.LogWarning("WebcamFaceInput: " + LastError, this);
+                yield break;
+            }
+            if (!isActiveAndEnabled) yield break; // disabled while the dialog was up
             _camera = string.IsNullOrEmpty(_deviceName)
                 ? new WebCamTexture(_requestedWidth, _requestedHeight, _maxRate)
                 : new WebCamTexture(_deviceName, _requestedWidth, _requestedHeight, _maxRate);
@@ -39,6 +61,7 @@ namespace AvatarBridge
 
         void OnDisable()
         {
+            StopAllCoroutines();
             if (_camera == null) return;
             _camera.Stop();
             Destroy(_camera);
@@ -48,36 +71,17 @@ namespace AvatarBridge
         void Update()
         {
             var session = _client != null ? _client.FaceSession : null;
-            if (session == null || !session.IsOpen || !_camera.didUpdateThisFrame || Time.unscaledTime < _nextSend) return;
+            if (_camera == null || session == null || !session.IsOpen || !_camera.didUpdateThisFrame || Time.unscaledTime < _nextSend) return;
             _nextSend = Time.unscaledTime + 1f / _maxRate;
             int width = _camera.width, height = _camera.height;
             if (width < 16 || height < 16) return; // the camera reports 16x16 until it has started
-            if (_pixels.Length != width * height)
-            {
-                _pixels = new Color32[width * height];
-                _rgb = new byte[width * height * 3];
-            }
+            if (_pixels.Length != width * height) _pixels = new Color32[width * height];
             _camera.GetPixels32(_pixels);
-            Send(_client.Client, session, _pixels, width, height, _rgb);
-        }
-
-        /// <summary>Converts bottom-up Color32 pixels to top-down rgb8 in rgb and sends them to a face session.</summary>
-        public static bool Send(SessionClient client, BridgeSession session, Color32[] pixels, int width, int height, byte[] rgb)
-        {
-            long captured = WallClock.NowNs();
-            for (int y = 0; y < height; y++)
-            {
-                int source = (height - 1 - y) * width;
-                int target = y * width * 3;
-                for (int x = 0; x < width; x++)
-                {
-                    var p = pixels[source + x];
-                    rgb[target++] = p.r;
-                    rgb[target++] = p.g;
-                    rgb[target++] = p.b;
-                }
-            }
-            return client.SendImage(session, width, height, rgb, captured);
+            var source = ImageSource.Rgba32BottomUp;
+            source.RotationClockwise = _camera.videoRotationAngle;
+            source.VerticallyMirrored = _camera.videoVerticallyMirrored;
+            source.Mirror = _mirror;
+            _client.Client.SendImage(session, width, height, MemoryMarshal.AsBytes(new System.ReadOnlySpan<Color32>(_pixels)), source, WallClock.NowNs());
         }
     }
 }

@@ -41,6 +41,41 @@ namespace AvatarBridge.Tests
             Assert.AreEqual(0f, renderer.GetBlendShapeWeight(2), 1e-3);
         }
 
+        [Test]
+        public void TheGeneratedFaceBindsAllFiftyTwoShapes()
+        {
+            SkinnedMeshRenderer face;
+            _face = ProceduralAvatar.Build("avatar", out face);
+            var driver = _face.AddComponent<BlendshapeDriver>();
+            driver.Renderers = new[] { face };
+            driver.Bind(RuntimeRig.ArkitFace(), 1);
+            Assert.AreEqual(52, driver.BoundCount);
+        }
+
+        [Test]
+        public void ChangingTheSourceAtRunTimeRebindsInsteadOfThrowing()
+        {
+            _face = new GameObject("face");
+            var renderer = _face.AddComponent<SkinnedMeshRenderer>();
+            renderer.sharedMesh = MeshWithShapes("JawOpen", "Exp03");
+            var driver = _face.AddComponent<BlendshapeDriver>();
+            driver.Renderers = new[] { renderer };
+            driver.SmoothingTime = 0;
+            var rig = RuntimeRig.ArkitFace();
+            driver.Bind(rig, 1);
+            Assert.AreEqual(1, driver.BoundCount);
+
+            driver.Source = FaceSource.FlameExpression; // no rebind by hand
+            var expression = new float[50];
+            expression[3] = 1.5f;
+            Assert.DoesNotThrow(() => driver.Take(RuntimeRig.FaceFrame(new float[52], expression)));
+            driver.Bind(rig, 1); // what the next LateUpdate does after the change
+            Assert.AreEqual(1, driver.BoundCount, "now Exp03 is the bound shape");
+            driver.Take(RuntimeRig.FaceFrame(new float[52], expression));
+            driver.Apply(0.016f);
+            Assert.AreEqual(150f, renderer.GetBlendShapeWeight(1), 1e-3, "FLAME coefficient 1.5 × Scale 100");
+        }
+
         static Mesh MeshWithShapes(params string[] names)
         {
             var mesh = new Mesh { vertices = new[] { new Vector3(0, 0, 0), new Vector3(1, 0, 0), new Vector3(0, 1, 0) } };

@@ -1,34 +1,34 @@
-// COMPILE CHECK ONLY: the UnityEditor signatures the package's Editor folder uses (see UnityEngine.cs).
+// COMPILE CHECK ONLY: the UnityEditor members the package's Editor folder uses, as Unity 2021.3
+// declares them (see UnityEngine.cs and api-surface.txt). A separate assembly, so that runtime code
+// referencing UnityEditor (which breaks player builds) fails to compile here.
 using System;
 using UnityEngine;
 
 namespace UnityEditor
 {
-    [AttributeUsage(AttributeTargets.Class)]
-    public sealed class InitializeOnLoadAttribute : Attribute
+    public class InitializeOnLoadAttribute : Attribute
     {
     }
 
-    [AttributeUsage(AttributeTargets.Class)]
-    public sealed class CustomEditor : Attribute
+    public class CustomEditor : Attribute
     {
         public CustomEditor(Type inspectedType) { }
     }
 
     public class Editor : ScriptableObject
     {
-        public UnityEngine.Object target => null;
+        public UnityEngine.Object target { get; set; }
+        public bool DrawDefaultInspector() => false;
         public virtual void OnInspectorGUI() { }
         public virtual bool RequiresConstantRepaint() => false;
-        public bool DrawDefaultInspector() => false;
     }
 
     public enum PlayModeStateChange
     {
-        EnteredEditMode, ExitingEditMode, EnteredPlayMode, ExitingPlayMode,
+        ExitingPlayMode = 3,
     }
 
-    public static class EditorApplication
+    public sealed class EditorApplication
     {
         public static event Action<PlayModeStateChange> playModeStateChanged;
     }
@@ -41,19 +41,19 @@ namespace UnityEditor
 
     public enum MessageType
     {
-        None, Info, Warning, Error,
+        Warning = 2,
     }
 
-    public static class EditorStyles
+    public sealed class EditorStyles
     {
         public static GUIStyle boldLabel => null;
     }
 
-    public static class EditorGUILayout
+    public sealed class EditorGUILayout
     {
-        public static void Space() { }
-        public static void LabelField(string label, GUIStyle style) { }
-        public static void LabelField(string label, string text) { }
+        public static void LabelField(string label, GUIStyle style, params GUILayoutOption[] options) { }
+        public static void LabelField(string label, string label2, params GUILayoutOption[] options) { }
         public static void HelpBox(string message, MessageType type) { }
+        public static void Space() { }
     }
 }

@@ -1,17 +1,22 @@
-// COMPILE CHECK ONLY. The UnityEngine signatures the package uses, with empty bodies, so that
-// scripts/test_csharp.sh can type-check the Unity-facing components with mcs where Unity is not
-// installed. Nothing here behaves like Unity; the folder ends in "~" so Unity never imports it.
-// Grouped in one file on purpose: it stands in for an external assembly, not package code.
+// COMPILE CHECK ONLY. The UnityEngine members the package uses, declared as Unity 2021.3 declares them
+// (api-surface.txt lists each one and where Unity's C# reference source declares it), with empty
+// bodies, so that scripts/test_csharp.sh can type-check the Unity-facing code with mcs where Unity is
+// not installed, and check that the package uses nothing else. Nothing here behaves like Unity; the
+// folder ends in "~" so Unity never imports it. One file on purpose: it stands in for an external
+// assembly, not package code. Private fields only give structs their size and are not part of the surface.
 using System;
+using System.Collections;
 
 namespace UnityEngine
 {
     public class Object
     {
         public string name { get; set; }
-        public static void Destroy(Object o) { }
-        public static void DestroyImmediate(Object o) { }
-        public static implicit operator bool(Object o) => o != null;
+        public static void Destroy(Object obj) { }
+        public static void DestroyImmediate(Object obj) { }
+        // Unity's lifetime-aware equality: "obj != null" in the package calls these, not reference equality.
+        public static bool operator ==(Object x, Object y) => ReferenceEquals(x, y);
+        public static bool operator !=(Object x, Object y) => !ReferenceEquals(x, y);
     }
 
     public class Component : Object
@@ -24,16 +29,17 @@ namespace UnityEngine
 
     public class Behaviour : Component
     {
-        public bool enabled { get; set; }
+        public bool isActiveAndEnabled => false;
     }
 
     public class MonoBehaviour : Behaviour
     {
+        public Coroutine StartCoroutine(IEnumerator routine) => null;
+        public void StopAllCoroutines() { }
     }
 
     public class ScriptableObject : Object
     {
-        public static T CreateInstance<T>() where T : ScriptableObject => null;
     }
 
     public sealed class GameObject : Object
@@ -41,6 +47,7 @@ namespace UnityEngine
         public GameObject(string name) { }
         public Transform transform => null;
         public T AddComponent<T>() where T : Component => null;
+        public T GetComponent<T>() => default(T);
         public void SetActive(bool value) { }
         public static GameObject CreatePrimitive(PrimitiveType type) => null;
     }
@@ -48,99 +55,145 @@ namespace UnityEngine
     public class Transform : Component
     {
         public Vector3 position { get; set; }
+        public Vector3 localPosition { get; set; }
         public Quaternion rotation { get; set; }
         public Quaternion localRotation { get; set; }
-        public Vector3 localPosition { get; set; }
         public Vector3 localScale { get; set; }
         public Transform parent { get; set; }
-        public void SetParent(Transform p, bool worldPositionStays) { }
-        public Vector3 TransformPoint(Vector3 p) => p;
-        public Vector3 InverseTransformPoint(Vector3 p) => p;
+        public Transform root => null;
+        public void SetParent(Transform parent, bool worldPositionStays) { }
+        public Vector3 TransformPoint(Vector3 position) => position;
+        public Vector3 InverseTransformPoint(Vector3 position) => position;
     }
 
     public struct Vector3
     {
-        public float x, y, z;
+        public float x;
+        public float y;
+        public float z;
         public Vector3(float x, float y, float z) { this.x = x; this.y = y; this.z = z; }
-        public static Vector3 forward => new Vector3(0, 0, 1);
-        public static Vector3 up => new Vector3(0, 1, 0);
-        public static Vector3 one => new Vector3(1, 1, 1);
+        public static Vector3 zero => default(Vector3);
+        public static Vector3 one => default(Vector3);
+        public static Vector3 forward => default(Vector3);
+        public static Vector3 up => default(Vector3);
+        public static Vector3 Lerp(Vector3 a, Vector3 b, float t) => a;
+        public static float Distance(Vector3 a, Vector3 b) => 0;
         public static Vector3 operator +(Vector3 a, Vector3 b) => a;
         public static Vector3 operator -(Vector3 a, Vector3 b) => a;
-        public static Vector3 operator *(Vector3 a, float s) => a;
-        public static float Distance(Vector3 a, Vector3 b) => 0;
+        public static Vector3 operator *(Vector3 a, float d) => a;
     }
 
     public struct Quaternion
     {
-        public float x, y, z, w;
+        public float x;
+        public float y;
+        public float z;
+        public float w;
         public Quaternion(float x, float y, float z, float w) { this.x = x; this.y = y; this.z = z; this.w = w; }
-        public static Quaternion identity => new Quaternion(0, 0, 0, 1);
-        public static Quaternion Inverse(Quaternion q) => q;
+        public static Quaternion identity => default(Quaternion);
+        public static Quaternion FromToRotation(Vector3 fromDirection, Vector3 toDirection) => default(Quaternion);
+        public static Quaternion Inverse(Quaternion rotation) => rotation;
         public static Quaternion Slerp(Quaternion a, Quaternion b, float t) => b;
-        public static Quaternion Euler(float x, float y, float z) => identity;
+        public static Quaternion Euler(float x, float y, float z) => default(Quaternion);
         public static float Angle(Quaternion a, Quaternion b) => 0;
-        public static Quaternion operator *(Quaternion a, Quaternion b) => a;
-        public static Vector3 operator *(Quaternion q, Vector3 v) => v;
+        public static Quaternion operator *(Quaternion lhs, Quaternion rhs) => lhs;
+        public static Vector3 operator *(Quaternion rotation, Vector3 point) => point;
     }
 
     public struct Color32
     {
-        public byte r, g, b, a;
-        public Color32(byte r, byte g, byte b, byte a) { this.r = r; this.g = g; this.b = b; this.a = a; }
+        // Unity's Color32 is r, g, b, a bytes (an explicit layout): four bytes, as the webcam path relies on.
+        byte _r, _g, _b, _a;
+    }
+
+    public struct Mathf
+    {
+        public const float PI = (float)Math.PI;
+        public static float Sin(float f) => 0;
+        public static float Abs(float f) => f;
+        public static float Max(float a, float b) => a;
+        public static float Exp(float power) => 0;
+        public static int RoundToInt(float f) => 0;
+        public static float Clamp(float value, float min, float max) => value;
+        public static float Clamp01(float value) => value;
+        public static float Lerp(float a, float b, float t) => a;
+    }
+
+    public struct Rect
+    {
+        public Rect(float x, float y, float width, float height) { }
     }
 
     public class Texture : Object
     {
-        public virtual int width => 0;
-        public virtual int height => 0;
+        public virtual int width { get; set; }
+        public virtual int height { get; set; }
     }
 
     public sealed class WebCamTexture : Texture
     {
-        public static WebCamDevice[] devices => new WebCamDevice[0];
-        public WebCamTexture(int width, int height, int fps) { }
-        public WebCamTexture(string device, int width, int height, int fps) { }
-        public bool didUpdateThisFrame => false;
+        public static WebCamDevice[] devices => null;
+        public WebCamTexture(string deviceName, int requestedWidth, int requestedHeight, int requestedFPS) { }
+        public WebCamTexture(int requestedWidth, int requestedHeight, int requestedFPS) { }
         public void Play() { }
         public void Stop() { }
+        public int videoRotationAngle => 0;
+        public bool videoVerticallyMirrored => false;
+        public bool didUpdateThisFrame => false;
         public Color32[] GetPixels32(Color32[] colors) => colors;
+    }
+
+    public struct WebCamDevice
+    {
     }
 
     public sealed class Mesh : Object
     {
+        public Mesh() { }
         public Vector3[] vertices { get; set; }
+        public int[] triangles { get; set; }
         public int blendShapeCount => 0;
-        public string GetBlendShapeName(int index) => null;
-        public void AddBlendShapeFrame(string name, float weight, Vector3[] deltaVertices, Vector3[] deltaNormals, Vector3[] deltaTangents) { }
+        public string GetBlendShapeName(int shapeIndex) => null;
+        public void AddBlendShapeFrame(string shapeName, float frameWeight, Vector3[] deltaVertices, Vector3[] deltaNormals, Vector3[] deltaTangents) { }
+        public void RecalculateBounds() { }
+        public void RecalculateNormals() { }
+    }
+
+    public class Material : Object
+    {
     }
 
     public class Renderer : Component
     {
+        public Material sharedMaterial { get; set; }
     }
 
-    public sealed class SkinnedMeshRenderer : Renderer
+    public class SkinnedMeshRenderer : Renderer
     {
         public Mesh sharedMesh { get; set; }
         public float GetBlendShapeWeight(int index) => 0;
         public void SetBlendShapeWeight(int index, float value) { }
     }
 
-    public sealed class Animator : Behaviour
+    public class Animator : Behaviour
     {
+        public Transform GetBoneTransform(HumanBodyBones humanBoneId) => null;
         public Avatar avatar { get; set; }
-        public Transform GetBoneTransform(HumanBodyBones bone) => null;
     }
 
-    public sealed class Avatar : Object
+    public enum HumanBodyBones
     {
+        Hips = 0, LeftUpperLeg = 1, RightUpperLeg = 2, LeftLowerLeg = 3, RightLowerLeg = 4, LeftFoot = 5, RightFoot = 6,
+        Spine = 7, Chest = 8, UpperChest = 54, Neck = 9, Head = 10, LeftShoulder = 11, RightShoulder = 12,
+        LeftUpperArm = 13, RightUpperArm = 14, LeftLowerArm = 15, RightLowerArm = 16, LeftHand = 17, RightHand = 18,
+        LeftToes = 19, RightToes = 20,
+    }
+
+    public class Avatar : Object
+    {
+        public bool isValid => false;
         public bool isHuman => false;
         public HumanDescription humanDescription => default(HumanDescription);
-    }
-
-    public struct HumanDescription
-    {
-        public SkeletonBone[] skeleton;
     }
 
     public struct SkeletonBone
@@ -151,141 +204,100 @@ namespace UnityEngine
         public Vector3 scale;
     }
 
-    public enum HumanBodyBones
+    public struct HumanLimit
     {
-        Hips, LeftUpperLeg, RightUpperLeg, LeftLowerLeg, RightLowerLeg, LeftFoot, RightFoot, Spine, Chest, Neck, Head,
-        LeftShoulder, RightShoulder, LeftUpperArm, RightUpperArm, LeftLowerArm, RightLowerArm, LeftHand, RightHand,
-        LeftToes, RightToes, LeftEye, RightEye, Jaw, UpperChest = 54, LastBone = 55,
+        public bool useDefaultValues { get => false; set { } }
     }
 
-    public static class Application
+    public struct HumanBone
+    {
+        public HumanLimit limit;
+        public string boneName { get => null; set { } }
+        public string humanName { get => null; set { } }
+    }
+
+    public struct HumanDescription
+    {
+        public HumanBone[] human;
+        public SkeletonBone[] skeleton;
+    }
+
+    public class AvatarBuilder
+    {
+        public static Avatar BuildHumanAvatar(GameObject go, HumanDescription humanDescription) => null;
+    }
+
+    public struct HumanPose
+    {
+        public Vector3 bodyPosition;
+        public Quaternion bodyRotation;
+        public float[] muscles;
+    }
+
+    public class HumanPoseHandler : IDisposable
+    {
+        public HumanPoseHandler(Avatar avatar, Transform root) { }
+        public void Dispose() { }
+        public void GetHumanPose(ref HumanPose humanPose) { }
+        public void SetHumanPose(ref HumanPose humanPose) { }
+    }
+
+    public class HumanTrait
+    {
+        public static int MuscleCount => 0;
+    }
+
+    public class Application
     {
         public static event Action quitting;
         public static bool isPlaying => false;
-        public static string unityVersion => "";
+        public static string unityVersion => null;
+        public static AsyncOperation RequestUserAuthorization(UserAuthorization mode) => null;
+        public static bool HasUserAuthorization(UserAuthorization mode) => false;
     }
 
-    public static class Time
+    public enum UserAuthorization
+    {
+        WebCam = 1,
+        Microphone = 2,
+    }
+
+    public class YieldInstruction
+    {
+    }
+
+    public class AsyncOperation : YieldInstruction
+    {
+    }
+
+    public sealed class Coroutine : YieldInstruction
+    {
+    }
+
+    public class Time
     {
         public static float deltaTime => 0;
         public static float unscaledTime => 0;
+        public static float realtimeSinceStartup => 0;
     }
 
-    public static class AudioSettings
+    public class Debug
     {
-        public static int outputSampleRate => 48000;
-    }
-
-    public static class Debug
-    {
-        public static void Log(object message) { }
+        public static void LogWarning(object message) { }
         public static void LogWarning(object message, Object context) { }
     }
 
-    public class GUIStyle
+    public sealed class GUILayoutOption
     {
     }
 
-    public enum RuntimeInitializeLoadType
-    {
-        AfterSceneLoad, BeforeSceneLoad, AfterAssembliesLoaded, BeforeSplashScreen, SubsystemRegistration,
-    }
-
-    [AttributeUsage(AttributeTargets.Method)]
-    public sealed class RuntimeInitializeOnLoadMethodAttribute : Attribute
-    {
-        public RuntimeInitializeOnLoadMethodAttribute(RuntimeInitializeLoadType type) { }
-    }
-
-    [AttributeUsage(AttributeTargets.Field)]
-    public sealed class SerializeField : Attribute
+    public sealed class GUIStyle
     {
     }
 
-    [AttributeUsage(AttributeTargets.Field)]
-    public sealed class HeaderAttribute : Attribute
+    public class GUI
     {
-        public HeaderAttribute(string header) { }
-    }
-
-    [AttributeUsage(AttributeTargets.Field)]
-    public sealed class TooltipAttribute : Attribute
-    {
-        public TooltipAttribute(string tooltip) { }
-    }
-
-    [AttributeUsage(AttributeTargets.Field)]
-    public sealed class RangeAttribute : Attribute
-    {
-        public RangeAttribute(float min, float max) { }
-    }
-
-    [AttributeUsage(AttributeTargets.Field)]
-    public sealed class MinAttribute : Attribute
-    {
-        public MinAttribute(float min) { }
-    }
-
-    [AttributeUsage(AttributeTargets.Class)]
-    public sealed class AddComponentMenu : Attribute
-    {
-        public AddComponentMenu(string menuName) { }
-    }
-
-    [AttributeUsage(AttributeTargets.Class)]
-    public sealed class DisallowMultipleComponent : Attribute
-    {
-    }
-
-    [AttributeUsage(AttributeTargets.Class)]
-    public sealed class DefaultExecutionOrder : Attribute
-    {
-        public DefaultExecutionOrder(int order) { }
-    }
-
-    [AttributeUsage(AttributeTargets.Class, AllowMultiple = true)]
-    public sealed class RequireComponent : Attribute
-    {
-        public RequireComponent(Type type) { }
-    }
-
-    [AttributeUsage(AttributeTargets.Class)]
-    public sealed class CreateAssetMenuAttribute : Attribute
-    {
-        public string menuName { get; set; }
-        public string fileName { get; set; }
-    }
-}
-
-namespace UnityEngine
-{
-    public static class Mathf
-    {
-        public const float PI = 3.14159274f;
-        public static float Max(float a, float b) => a > b ? a : b;
-        public static float Sin(float f) => f;
-        public static float Exp(float f) => f;
-        public static int RoundToInt(float f) => (int)f;
-    }
-}
-
-namespace UnityEngine
-{
-    public sealed class AudioClip : Object
-    {
-        public static AudioClip Create(string name, int lengthSamples, int channels, int frequency, bool stream) => null;
-        public bool SetData(float[] data, int offsetSamples) => true;
-    }
-
-    public sealed class AudioSource : Behaviour
-    {
-        public AudioClip clip { get; set; }
-        public bool loop { get; set; }
-        public void Play() { }
-    }
-
-    public sealed class AudioListener : Behaviour
-    {
+        public static void Label(Rect position, string text) { }
     }
 
     public sealed class Camera : Behaviour
@@ -295,7 +307,7 @@ namespace UnityEngine
 
     public enum LightType
     {
-        Spot, Directional, Point,
+        Directional = 1,
     }
 
     public sealed class Light : Behaviour
@@ -305,21 +317,125 @@ namespace UnityEngine
 
     public enum PrimitiveType
     {
-        Sphere, Capsule, Cylinder, Cube, Plane, Quad,
+        Capsule = 1,
     }
 
-    public struct WebCamDevice
+    public enum RuntimeInitializeLoadType
     {
-        public string name => "";
+        SubsystemRegistration = 4,
     }
 
-    public struct Rect
+    public class RuntimeInitializeOnLoadMethodAttribute : Scripting.PreserveAttribute
     {
-        public Rect(float x, float y, float width, float height) { }
+        public RuntimeInitializeOnLoadMethodAttribute(RuntimeInitializeLoadType loadType) { }
     }
 
-    public static class GUI
+    public sealed class SerializeField : Attribute
     {
-        public static void Label(Rect position, string text) { }
+    }
+
+    public abstract class PropertyAttribute : Attribute
+    {
+    }
+
+    public class HeaderAttribute : PropertyAttribute
+    {
+        public HeaderAttribute(string header) { }
+    }
+
+    public class TooltipAttribute : PropertyAttribute
+    {
+        public TooltipAttribute(string tooltip) { }
+    }
+
+    public sealed class RangeAttribute : PropertyAttribute
+    {
+        public RangeAttribute(float min, float max) { }
+    }
+
+    public sealed class MinAttribute : PropertyAttribute
+    {
+        public MinAttribute(float min) { }
+    }
+
+    public sealed class AddComponentMenu : Attribute
+    {
+        public AddComponentMenu(string menuName) { }
+    }
+
+    public sealed class DisallowMultipleComponent : Attribute
+    {
+    }
+
+    public class DefaultExecutionOrder : Attribute
+    {
+        public DefaultExecutionOrder(int order) { }
+    }
+
+    [AttributeUsage(AttributeTargets.Class, AllowMultiple = true)]
+    public sealed class RequireComponent : Attribute
+    {
+        public RequireComponent(Type requiredComponent) { }
+    }
+
+    public sealed class CreateAssetMenuAttribute : Attribute
+    {
+        public string menuName { get; set; }
+        public string fileName { get; set; }
+    }
+
+    public sealed class AudioSettings
+    {
+        public static int outputSampleRate { get; set; }
+    }
+
+    public sealed class AudioClip : Object
+    {
+        public int samples => 0;
+        public int channels => 0;
+        public int frequency => 0;
+        public bool GetData(float[] data, int offsetSamples) => false;
+        public bool SetData(float[] data, int offsetSamples) => false;
+        public static AudioClip Create(string name, int lengthSamples, int channels, int frequency, bool stream) => null;
+    }
+
+    public class AudioBehaviour : Behaviour
+    {
+    }
+
+    public sealed class AudioListener : AudioBehaviour
+    {
+    }
+
+    public sealed class AudioSource : AudioBehaviour
+    {
+        public AudioClip clip { get; set; }
+        public void Play() { }
+        public bool loop { get; set; }
+    }
+
+    public sealed class Microphone
+    {
+        public static AudioClip Start(string deviceName, bool loop, int lengthSec, int frequency) => null;
+        public static void End(string deviceName) { }
+        public static int GetPosition(string deviceName) => 0;
+    }
+}
+
+namespace UnityEngine.Scripting
+{
+    public class PreserveAttribute : Attribute
+    {
+    }
+}
+
+namespace UnityEngine.Android
+{
+    public struct Permission
+    {
+        public const string Camera = "android.permission.CAMERA";
+        public const string Microphone = "android.permission.RECORD_AUDIO";
+        public static bool HasUserAuthorizedPermission(string permission) => false;
+        public static void RequestUserPermission(string permission) { }
     }
 }
