@@ -6,7 +6,10 @@ bridge one more subscriber on the PUB socket and nothing else: the child has its
 and a child that is slow or stuck loses frames like any slow subscriber (it never stalls the bridge).
 
 The child is started with `spawn` (no inherited ZeroMQ state), builds the outputs itself from the
-same destinations, and exits when told to or when its parent is gone.
+same destinations, and exits when told to or when its parent is gone. It runs at a lower CPU
+priority (CHILD_NICE): formatting VMC for many sessions can take a whole core, and on a small
+machine the bridge's sessions come first; a starved output loses frames (latest wins in its
+workers), the bridge does not.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ log = logging.getLogger(__name__)
 
 PARENT_POLL_S = 0.5  # how often the child checks that the bridge is still there
 READY_TIMEOUT_S = 20.0  # spawn, import and subscribe
+CHILD_NICE = 10  # added to the child's niceness: outputs get the CPU the bridge leaves
 
 
 @dataclass(frozen=True)
@@ -84,6 +88,7 @@ class RouterProcess:
 
 def _child(specs: list[OutputSpec], endpoint: str, ready: Event, stop: Event, parent: int) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s outputs: %(message)s")
+    os.nice(CHILD_NICE)
     router = OutputRouter([spec.build() for spec in specs], endpoint)
     router.start()
     ready.set()

@@ -13,7 +13,9 @@ Bounded, so that scrapers cannot hurt the bridge: one asyncio thread holds every
 MAX_CONNECTIONS; when full, a new one evicts the oldest that has not finished sending its request, so
 slow clients cannot lock out quick ones), a request must arrive within READ_TIMEOUT_S and
 MAX_REQUEST_BYTES (slowloris), and /metrics is rendered on one worker thread at most once per
-RENDER_EVERY_S however many scrapers ask: the others get the cached text.
+RENDER_EVERY_S however many scrapers ask: the others get the cached text. Answers of any kind go out
+at most MAX_ANSWERS_PER_S a second (the rest wait, asleep), so however many scrapers push, the
+endpoint takes a bounded share of the bridge's GIL.
 """
 
 from __future__ import annotations
@@ -67,6 +69,7 @@ MAX_CONNECTIONS = 256  # open at once; a new one beyond closes the oldest that h
 MAX_REQUEST_BYTES = 8192  # request line and headers
 READ_TIMEOUT_S = 2.0  # a client that sends its request (or reads the answer) slower than this is dropped
 RENDER_EVERY_S = 0.25  # /metrics is rendered at most this often; scrapers in between get the cache
+MAX_ANSWERS_PER_S = 20.0  # answers of every kind together; a request beyond waits its turn (asleep)
 
 
 class _Renderer:
@@ -103,6 +106,7 @@ class MetricsServer:
         self._waiting: dict[asyncio.StreamWriter, float] = {}  # connections still sending their request
         self._open = 0
         self._render_pool = ThreadPoolExecutor(1, "metrics-render")
+        self._next_answer = 0.0  # monotonic time of the next answer slot (MAX_ANSWERS_PER_S)
         self._loop = asyncio.new_event_loop()
         self._listening: asyncio.base_events.Server | None = None
         started = threading.Event()
@@ -146,6 +150,7 @@ class MetricsServer:
         try:
             head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), READ_TIMEOUT_S)
             self._waiting.pop(writer, None)
+            await self._turn()
             status, body, content_type = await self._answer(head)
             writer.write(
                 f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\nContent-Type: {content_type}\r\n"
@@ -159,6 +164,15 @@ class MetricsServer:
             self._waiting.pop(writer, None)
             self._open -= 1
             writer.close()
+
+    async def _turn(self) -> None:
+        """Wait for the next answer slot: however hard scrapers push, answering costs the bridge's
+        GIL at most MAX_ANSWERS_PER_S times a second; waiting costs nothing."""
+        now = time.monotonic()
+        slot = max(now, self._next_answer)
+        self._next_answer = slot + 1.0 / MAX_ANSWERS_PER_S
+        if slot > now:
+            await asyncio.sleep(slot - now)
 
     async def _answer(self, head: bytes) -> tuple[int, bytes, str]:
         method, _, rest = head.partition(b" ")

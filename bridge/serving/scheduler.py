@@ -67,7 +67,7 @@ class Publish(Protocol):
 ReportError = Callable[[Session, ErrorCode, str], None]
 
 FORGET_S = 1.0  # a session silent this long is no longer predicted
-OUTBOX_RETRY_S = 0.001  # a held bulk frame is retried this often
+OUTBOX_RETRY_S = 0.001  # a held bulk frame, or bulk work waiting for a gap, is retried this often
 OUTBOX_PATIENCE_S = 0.05  # ... and sent lossy after this long (its subscriber is not reading)
 RESTART_BACKOFF_S = 1.0  # a dead scheduler thread is restarted after this, doubling up to 30 s
 STUCK_S = 5.0  # a round running longer than this makes the scheduler unhealthy
@@ -108,6 +108,7 @@ class Scheduler:
         self._died_at: float | None = None  # when it last died (for the back-off reset)
         self._dead_since: float | None = None  # dead and not restarted yet
         self._bulk_ids: set[str] = set()  # sessions whose latest step was bulk work
+        self._bulk_waiting = False  # the last round left bulk work for a realtime gap
         self._wake = threading.Condition()
         self._running = False
         self._workers = ThreadPoolExecutor(prepare_workers, "prepare") if prepare_workers > 1 else None
@@ -227,8 +228,10 @@ class Scheduler:
                 self._wake.wait()
             if not self._running:
                 return False
-            if self._outbox and not self._arrived:
-                self._wake.wait(OUTBOX_RETRY_S)  # held bulk frames: retry soon, without spinning
+            if (self._outbox or self._bulk_waiting) and not self._arrived:
+                # Held bulk frames, or bulk work waiting for a gap: retry soon (or on the next input),
+                # without spinning.
+                self._wake.wait(OUTBOX_RETRY_S)
             if self.max_queue_delay_s:
                 self._gather()
             self._arrived.clear()
@@ -255,6 +258,7 @@ class Scheduler:
         for group in realtime.values():
             for start in range(0, len(group), self.max_batch):
                 self._run(group[start : start + self.max_batch])
+        self._bulk_waiting = False
         if bulk:
             group = next(iter(bulk.values()))[: self.max_batch]  # one bulk call per round
             if self._realtime_streaming():
@@ -268,6 +272,8 @@ class Scheduler:
                 self._bulk_frame_s = (
                     per_frame if not self._bulk_frame_s else 0.8 * self._bulk_frame_s + 0.2 * per_frame
                 )
+            else:
+                self._bulk_waiting = True
         with self._wake:
             for s in sessions:
                 # Served sessions go to the back of the line; idle ones leave it.
