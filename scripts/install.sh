@@ -48,6 +48,10 @@ if [[ ! -x "$VENV/bin/python" ]]; then
     fi
 fi
 PY="$VENV/bin/python"
+if [[ $dev == 1 ]]; then
+    # The Triton server of the Triton tests, in a venv of its own (.venv-triton: it needs numpy < 2).
+    PYTHON="$BASE" bash scripts/install_triton.sh
+fi
 
 mode=$([[ $dev == 1 ]] && echo dev || echo demo)
 stamp_of() { cat pyproject.toml constraints.txt <(echo "$1") <("$PY" -VV) | sha256sum | cut -d' ' -f1; }

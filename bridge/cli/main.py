@@ -7,8 +7,8 @@ import logging
 from collections.abc import Sequence
 
 from bridge import __version__
+from bridge.cli import bench, demo, harness, keys, serve, triton_repo
 from bridge.engine_builder import cli as build_cli
-from bridge.cli import bench, demo, harness, keys, serve
 from bridge.outputs import cli as outputs_cli
 
 
@@ -31,6 +31,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=bench.run)
     keys.add_arguments(p := sub.add_parser("keys", help="generate a CURVE key pair"))
     p.set_defaults(func=keys.run)
+    triton_repo.add_arguments(
+        p := sub.add_parser("triton-repo", help="a Triton model repository from the manifests")
+    )
+    p.set_defaults(func=triton_repo.run)
     outputs_cli.register_commands(sub)
     build_cli.register_commands(sub)
     return parser

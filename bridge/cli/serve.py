@@ -21,6 +21,7 @@ from bridge.transport.curve import load_public_keys, load_secret_key
 from bridge.transport.zmq_sockets import TransportConfig
 
 log = logging.getLogger("avatar-bridge")
+DEFAULT_TRITON_URL = "127.0.0.1:8001"  # Triton's own default gRPC port
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,12 +34,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--frames-port", type=int, help="PUB port for frames and events (default 5571; 0: any)"
     )
     parser.add_argument("--engines", type=Path, help="folder of models with manifests (default: engines/)")
-    parser.add_argument("--backend", help="onnxruntime (default), tensorrt or torch")
+    parser.add_argument("--backend", help="onnxruntime (default), tensorrt, torch or triton")
     parser.add_argument(
         "--rebuild-on-mismatch",
         action="store_true",
         default=None,
         help="tensorrt: rebuild a plan that no longer matches this machine instead of refusing it",
+    )
+    parser.add_argument(
+        "--triton-url", help=f"triton: the server's gRPC address (default {DEFAULT_TRITON_URL})"
     )
     parser.add_argument("--face-model", help="default model of the face pipeline")
     parser.add_argument(
@@ -124,12 +128,20 @@ def config_from_args(args: argparse.Namespace, table: ServeTable | None = None) 
         "metrics_port": pick("metrics_port"),
         "metrics_host": pick("metrics_host"),
         "models": models or None,
-        # Only the TensorRT backend has plans to rebuild; other backends take no such option.
-        "backend_options": {"rebuild_on_mismatch": True}
-        if pick("rebuild_on_mismatch") and pick("backend") == "tensorrt"
-        else None,
+        "backend_options": _backend_options(pick("backend"), pick("rebuild_on_mismatch"), pick("triton_url")),
     }
     return replace(config, **{k: v for k, v in values.items() if v is not None})
+
+
+def _backend_options(
+    backend: str | None, rebuild: bool | None, triton_url: str | None
+) -> dict[str, Any] | None:
+    """Options only the chosen backend takes: TensorRT rebuilds stale plans, Triton has an address."""
+    if backend == "tensorrt" and rebuild:
+        return {"rebuild_on_mismatch": True}
+    if backend == "triton":
+        return {"url": triton_url or DEFAULT_TRITON_URL}
+    return None
 
 
 def face_tracking_dirs(bundle_path: Path | None) -> tuple[Path, ...]:

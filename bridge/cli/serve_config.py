@@ -33,6 +33,7 @@ class ServeTable(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True)
     engines: str | None = None
     backend: str | None = None
     rebuild_on_mismatch: bool | None = None
+    triton_url: str | None = None
     face_model: str | None = None
     motion_model: str | None = None
     idle_timeout: float | None = None
