@@ -27,7 +27,7 @@ namespace AvatarBridge.Tests
             return BodyRig.FromMap(new Dictionary<string, object>
             {
                 { "kind", "body" }, { "coordinates", Coordinates() }, { "quaternion_order", "xyzw" },
-                { "joints", joints }, { "parents", parents }, { "rest_offsets", new byte[24 * 3 * 4] }, { "humanoid", humanoid },
+                { "joints", joints.ToArray() }, { "parents", parents.ToArray() }, { "rest_offsets", new byte[24 * 3 * 4] }, { "humanoid", humanoid.ToArray() },
             });
         }
 
@@ -38,8 +38,9 @@ namespace AvatarBridge.Tests
             return FaceRig.FromMap(new Dictionary<string, object>
             {
                 { "kind", "face" }, { "coordinates", Coordinates() }, { "quaternion_order", "xyzw" },
-                { "expression", expression }, { "eyelids", new List<object> { "EyelidLeft", "EyelidRight" } },
-                { "rotations", new List<object> { "head", "jaw" } }, { "blendshapes", blendshapes },
+                // The msgpack reader hands arrays over as object[], so the rig is built the same way.
+                { "expression", expression.ToArray() }, { "eyelids", new object[] { "EyelidLeft", "EyelidRight" } },
+                { "rotations", new object[] { "head", "jaw" } }, { "blendshapes", new List<object>(blendshapes).ToArray() },
             });
         }
 

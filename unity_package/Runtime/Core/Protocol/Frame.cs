@@ -16,11 +16,11 @@ namespace AvatarBridge.Core.Protocol
         // Fixed places of each array inside _floats (the contract fixes every size).
         const int ExpressionAt = 0, EyelidsAt = ExpressionAt + ProtocolConstants.ExpressionCount, JawAt = EyelidsAt + ProtocolConstants.EyelidCount,
             HeadAt = JawAt + 4, BlendshapesAt = HeadAt + 4, JointsAt = BlendshapesAt + ProtocolConstants.BlendshapeCount,
-            RootAt = JointsAt + ProtocolConstants.JointCount * 4, Capacity = RootAt + 3;
+            RootAt = JointsAt + ProtocolConstants.JointCount * 4, GazeAt = RootAt + 3, HeadPositionAt = GazeAt + 4, Capacity = HeadPositionAt + 3;
 
         readonly float[] _floats = new float[Capacity];
         byte[] _buffer = Array.Empty<byte>();
-        int _expressionCount, _eyelidsCount, _jawCount, _headCount, _blendshapesCount, _jointsCount, _rootCount;
+        int _expressionCount, _eyelidsCount, _jawCount, _headCount, _blendshapesCount, _jointsCount, _rootCount, _gazeCount, _headPositionCount;
 
         public Pipeline Pipeline { get; internal set; }
         /// <summary>Session id; the client sets its own session's string, so routing allocates nothing.</summary>
@@ -38,7 +38,7 @@ namespace AvatarBridge.Core.Protocol
         /// <summary>Client wall clock (ns since the Unix epoch) when the frame arrived; set by the receiver.</summary>
         public long ReceivedNs { get; internal set; }
 
-        /// <summary>Face: 50 FLAME expression coefficients.</summary>
+        /// <summary>Face: 50 FLAME expression coefficients; empty from the face tracker, which has none.</summary>
         public ReadOnlySpan<float> Expression => View(ExpressionAt, _expressionCount);
         /// <summary>Face: left, right eyelid closure in [0, 1].</summary>
         public ReadOnlySpan<float> Eyelids => View(EyelidsAt, _eyelidsCount);
@@ -48,6 +48,14 @@ namespace AvatarBridge.Core.Protocol
         public ReadOnlySpan<float> Head => View(HeadAt, _headCount);
         /// <summary>Face: 52 ARKit weights in [0, 1] in rig order, or empty when the session did not ask for them.</summary>
         public ReadOnlySpan<float> Blendshapes => View(BlendshapesAt, _blendshapesCount);
+        /// <summary>
+        /// Face tracking only (empty otherwise): left eye yaw, pitch, right eye yaw, pitch in radians, wire
+        /// axes: yaw &gt; 0 towards the subject's left (about +Y), pitch &gt; 0 up (about −X). In Unity's
+        /// left-handed axes a turn to the subject's left is a negative turn about +Y.
+        /// </summary>
+        public ReadOnlySpan<float> Gaze => View(GazeAt, _gazeCount);
+        /// <summary>Face tracking only (empty otherwise): head position in metres, camera at the origin looking along −Z, wire axes.</summary>
+        public ReadOnlySpan<float> HeadPosition => View(HeadPositionAt, _headPositionCount);
         /// <summary>Motion: 24×4 local joint quaternions (x, y, z, w), rig order, wire coordinates.</summary>
         public ReadOnlySpan<float> Joints => View(JointsAt, _jointsCount);
         /// <summary>Motion: root translation (x, y, z) in metres, wire coordinates.</summary>
@@ -59,7 +67,7 @@ namespace AvatarBridge.Core.Protocol
         internal void Bind(byte[] buffer)
         {
             _buffer = buffer;
-            _expressionCount = _eyelidsCount = _jawCount = _headCount = _blendshapesCount = _jointsCount = _rootCount = 0;
+            _expressionCount = _eyelidsCount = _jawCount = _headCount = _blendshapesCount = _jointsCount = _rootCount = _gazeCount = _headPositionCount = 0;
         }
 
         internal void SetExpression(int at, int count) => _expressionCount = Copy(at, count, ExpressionAt);
@@ -69,6 +77,8 @@ namespace AvatarBridge.Core.Protocol
         internal void SetBlendshapes(int at, int count) => _blendshapesCount = Copy(at, count, BlendshapesAt);
         internal void SetJoints(int at, int count) => _jointsCount = Copy(at, count, JointsAt);
         internal void SetRoot(int at, int count) => _rootCount = Copy(at, count, RootAt);
+        internal void SetGaze(int at, int count) => _gazeCount = Copy(at, count, GazeAt);
+        internal void SetHeadPosition(int at, int count) => _headPositionCount = Copy(at, count, HeadPositionAt);
 
         // Buffer.BlockCopy moves bytes, so the source offset needs no alignment. Bins are little-endian
         // float32, as is every platform Unity ships to; a big-endian host swaps each value.

@@ -15,7 +15,7 @@ namespace AvatarBridge.Core.Protocol
         const int HasOp = 1, HasV = 2, HasSession = 4, HasPipeline = 8, HasSeq = 16, HasInputSeq = 32,
             HasCapture = 64, HasPublish = 128, HasEngine = 256, HasBatch = 512, HasFaceFound = 1024,
             HasExpression = 2048, HasEyelids = 4096, HasJaw = 8192, HasHead = 16384, HasBlendshapes = 32768,
-            HasJoints = 65536, HasRoot = 131072;
+            HasJoints = 65536, HasRoot = 131072, HasGaze = 262144, HasHeadPosition = 524288;
         const int CommonKeys = HasOp | HasV | HasSession | HasPipeline | HasSeq | HasInputSeq | HasCapture | HasPublish | HasEngine | HasBatch;
         const int FaceKeys = CommonKeys | HasFaceFound | HasExpression | HasEyelids | HasJaw | HasHead | HasBlendshapes;
         const int MotionKeys = CommonKeys | HasJoints | HasRoot;
@@ -25,7 +25,8 @@ namespace AvatarBridge.Core.Protocol
             KeyCapture = Ascii("t_capture_ns"), KeyPublish = Ascii("t_publish_ns"), KeyEngine = Ascii("engine_us"),
             KeyBatch = Ascii("batch"), KeyFaceFound = Ascii("face_found"), KeyExpression = Ascii("expression"),
             KeyEyelids = Ascii("eyelids"), KeyJaw = Ascii("jaw"), KeyHead = Ascii("head"),
-            KeyBlendshapes = Ascii("blendshapes"), KeyJoints = Ascii("joints"), KeyRoot = Ascii("root");
+            KeyBlendshapes = Ascii("blendshapes"), KeyJoints = Ascii("joints"), KeyRoot = Ascii("root"),
+            KeyGaze = Ascii("gaze"), KeyHeadPosition = Ascii("head_position");
         static readonly byte[] ValueFrame = Ascii("frame"), ValueFace = Ascii("face"), ValueMotion = Ascii("motion");
 
         readonly MsgPackReader _reader = new MsgPackReader();
@@ -80,7 +81,18 @@ namespace AvatarBridge.Core.Protocol
                 else if (key.SequenceEqual(KeyEngine)) { frame.EngineMicroseconds = r.ReadDouble(); seen |= HasEngine; }
                 else if (key.SequenceEqual(KeyBatch)) { frame.Batch = (int)r.ReadInt64(); seen |= HasBatch; }
                 else if (key.SequenceEqual(KeyFaceFound)) { frame.FaceFound = r.ReadBoolean(); seen |= HasFaceFound; }
-                else if (key.SequenceEqual(KeyExpression)) { int at = Floats(r, ProtocolConstants.ExpressionCount, "expression"); frame.SetExpression(at, ProtocolConstants.ExpressionCount); seen |= HasExpression; }
+                else if (key.SequenceEqual(KeyExpression))
+                {
+                    int at, length;
+                    r.ReadBinarySegment(out at, out length);
+                    // 50 FLAME codes, or none from the face tracker (section 5.1).
+                    if (length != 0 && length != ProtocolConstants.ExpressionCount * 4)
+                        throw new ProtocolException("frame: 'expression' must hold 0 or 50 float32, got " + length + " bytes");
+                    frame.SetExpression(at, length / 4);
+                    seen |= HasExpression;
+                }
+                else if (key.SequenceEqual(KeyGaze)) { int at = Floats(r, 4, "gaze"); frame.SetGaze(at, 4); seen |= HasGaze; }
+                else if (key.SequenceEqual(KeyHeadPosition)) { int at = Floats(r, 3, "head_position"); frame.SetHeadPosition(at, 3); seen |= HasHeadPosition; }
                 else if (key.SequenceEqual(KeyEyelids)) { int at = Floats(r, ProtocolConstants.EyelidCount, "eyelids"); frame.SetEyelids(at, ProtocolConstants.EyelidCount); seen |= HasEyelids; }
                 else if (key.SequenceEqual(KeyJaw)) { int at = Floats(r, 4, "jaw"); frame.SetJaw(at, 4); seen |= HasJaw; }
                 else if (key.SequenceEqual(KeyHead)) { int at = Floats(r, 4, "head"); frame.SetHead(at, 4); seen |= HasHead; }
