@@ -31,7 +31,8 @@ from bridge.harness.run import percentile, run_harness
 from bridge.media.music import synthesize_music
 from bridge.pipelines.music_features import MusicFeatureStream
 from bridge.protocol.codec import pack
-from bridge.protocol.frames import decode_frame, encode_motion_frame
+from bridge.protocol.frames import decode_frame
+from bridge.protocol.motion_frames import encode_motion_frames
 from bridge.protocol.requests import decode_request
 from bridge.runtime.engine import Engine
 
@@ -93,8 +94,8 @@ def bench_codec(count: int = 20000) -> dict[str, float]:
     root = np.zeros(3, np.float32)
     t0 = time.perf_counter()
     for i in range(count):
-        payload = encode_motion_frame(
-            "0123456789abcdef", i, i, 0, joints=joints, root=root, engine_us=0, batch=1
+        (payload,) = encode_motion_frames(
+            ["0123456789abcdef"], [i], [i], [0], joints=joints[None], root=root[None], engine_us=0, batch=1
         )
     encode = (time.perf_counter() - t0) / count * 1e6
     t0 = time.perf_counter()

@@ -13,13 +13,14 @@ from bridge.filters.low_pass import smoothing_factor, time_constant
 from bridge.pipelines.base import Step
 from bridge.pipelines.face import FacePipeline, FaceState
 from bridge.pipelines.motion import OFFLINE_MAX_STEPS, MotionPipeline, MotionState, smoothing_cutoff_hz
-from bridge.pipelines.motion_frames import encode_motion_frames
 from bridge.pipelines.motion_post import BatchPost, MotionPost
 from bridge.pipelines.output_guard import GuardStats
-from bridge.protocol.frames import MotionFrame, decode_frame, encode_motion_frame
+from bridge.protocol.frames import MotionFrame, decode_frame
+from bridge.protocol.motion_frames import encode_motion_frames
 from bridge.protocol.requests import FeaturesInput
 from bridge.rig.rotations import axis_angle_to_quat
 from bridge.runtime.engine import Engine
+from tests.oracles.frames import encode_motion_frame
 from tests.oracles.low_pass import QuatLowPass, VectorLowPass
 from tests.oracles.motion_guard import MotionOutputGuard
 

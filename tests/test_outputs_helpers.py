@@ -15,8 +15,9 @@ import zmq
 from pythonosc.dispatcher import Dispatcher
 from pythonosc.osc_server import BlockingOSCUDPServer
 
-from bridge.protocol import encode_face_frame, encode_motion_frame, pack
+from bridge.protocol import encode_face_frame, pack
 from bridge.rig import arkit, smpl
+from tests.oracles.frames import encode_motion_frame
 
 SESSION = "0123456789abcdef"
 FACE_SESSION = "fedcba9876543210"

@@ -14,8 +14,8 @@ import zmq
 
 from bridge.harness.client import BridgeClient, BridgeError
 from bridge.pipelines import motion as motion_module
-from bridge.pipelines.motion_frames import encode_motion_frames
 from bridge.protocol import ErrorCode, decode_frame, pack, unpack_map
+from bridge.protocol.motion_frames import encode_motion_frames
 from bridge.protocol.requests import MAX_AUDIO_INPUT_S, FeaturesInput, decode_request
 from bridge.serving.server import Bridge
 from bridge.transport.zmq_sockets import TransportConfig

@@ -22,7 +22,6 @@ from bridge.protocol import (
     decode_request,
     decode_rig,
     encode_face_frame,
-    encode_motion_frame,
     encode_rig,
     pack,
 )
@@ -32,6 +31,7 @@ from bridge.protocol.events import (
     encode_closed_event,
     encode_opened_event,
 )
+from tests.oracles.frames import encode_motion_frame
 
 
 def code_of(payload: bytes, max_bytes: int | None = None) -> ErrorCode:

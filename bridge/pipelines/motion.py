@@ -8,7 +8,7 @@ rows, and one engine call runs a chunk of every ready offline session at once (t
 A session's recurrent state (h, c) is one row of the engine's batched state store and its guard
 and filter state one row of `MotionPost`, both at the session's slot index: a batch gathers and
 scatters rows by index (bridge.runtime.state_slots), and post-processing and frame encoding run once per
-batch over all of its sessions (bridge.pipelines.motion_post, bridge.pipelines.motion_frames).
+batch over all of its sessions (bridge.pipelines.motion_post, bridge.protocol.motion_frames).
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ import numpy as np
 
 from bridge.filters.low_pass import smoothing_factor, time_constant
 from bridge.pipelines.base import BatchResult, FailedRow, Pipeline, Step
-from bridge.pipelines.motion_frames import encode_motion_frames
 from bridge.pipelines.motion_post import create_motion_post
 from bridge.pipelines.music_features import MusicFeatureStream
 from bridge.pipelines.options import check_options
@@ -33,6 +32,7 @@ from bridge.pipelines.output_guard import RESTART_AFTER, stats_for
 from bridge.protocol.codec import ProtocolError
 from bridge.protocol.errors import ErrorCode
 from bridge.protocol.events import BodyRig
+from bridge.protocol.motion_frames import encode_motion_frames
 from bridge.protocol.requests import AudioInput, FeaturesInput, Input
 from bridge.rig import smpl
 from bridge.runtime.engine import Engine

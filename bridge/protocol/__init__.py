@@ -23,7 +23,6 @@ from bridge.protocol.frames import (
     MotionFrame,
     decode_frame,
     encode_face_frame,
-    encode_motion_frame,
     frame_topic,
 )
 from bridge.protocol.requests import (
@@ -69,7 +68,6 @@ __all__ = [
     "decode_request",
     "decode_rig",
     "encode_face_frame",
-    "encode_motion_frame",
     "encode_rig",
     "event_topic",
     "frame_topic",

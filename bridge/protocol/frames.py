@@ -114,24 +114,6 @@ def encode_face_frame(
     return pack(message)
 
 
-def encode_motion_frame(
-    session: str,
-    seq: int,
-    input_seq: int,
-    t_capture_ns: int,
-    *,
-    joints: np.ndarray,
-    root: np.ndarray,
-    engine_us: float,
-    batch: int,
-) -> bytes:
-    message = _header(session, seq, input_seq, t_capture_ns, engine_us, batch)
-    message["pipeline"] = "motion"
-    message["joints"] = f32_bin(joints)
-    message["root"] = f32_bin(root)
-    return pack(message)
-
-
 def decode_frame(payload: bytes) -> Frame:
     """Decode and fully validate one frame payload (the second part of a PUB message)."""
     m = unpack_map(payload)

@@ -15,8 +15,9 @@ from pathlib import Path
 import msgpack
 import numpy as np
 
-from bridge.protocol import encode_face_frame, encode_motion_frame
+from bridge.protocol import encode_face_frame
 from bridge.protocol.errors import ErrorCode
+from bridge.protocol.motion_frames import encode_motion_frames
 from bridge.protocol.replies import error_reply, reply
 from bridge.rig import smpl
 from bridge.rig.arkit import ARKIT_NAMES
@@ -42,9 +43,10 @@ def main(out: Path) -> None:
                                                               blendshapes=None, **face))
     joints = np.tile(np.array([0, 0, 0, 1], np.float32), (24, 1))
     joints[1] = (0.6, 0, 0, 0.8)
-    write(out, "motion_frame", encode_motion_frame(SESSION, 2**40, 2**33, 1_700_000_000_000_000_002,
-                                                  joints=joints, root=np.array([0.1, 0.9, -0.2], np.float32),
-                                                  engine_us=42.0, batch=1))
+    (motion,) = encode_motion_frames([SESSION], [2**40], [2**33], [1_700_000_000_000_000_002],
+                                     joints=joints[None], root=np.array([[0.1, 0.9, -0.2]], np.float32),
+                                     engine_us=42.0, batch=1)
+    write(out, "motion_frame", motion)
 
     face_rig = {"kind": "face", "coordinates": COORDINATES, "quaternion_order": "xyzw",
                 "expression": [f"Exp{i:02d}" for i in range(50)], "eyelids": ["EyelidLeft", "EyelidRight"],

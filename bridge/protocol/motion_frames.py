@@ -1,10 +1,11 @@
-"""Encode the motion frames of a whole batch with one numpy pass (docs/protocol.md section 6).
+"""The motion frame encoder: every frame of a batch in one numpy pass (docs/protocol.md section 5).
 
 Every motion frame has the same msgpack layout: the same keys in the same order, a 16-character
 session id, and fixed-size arrays. Writing every integer in its 8-byte form (msgpack allows any
 width; decoders return the same int) makes every field sit at a fixed offset, so a batch of frames is
 one structured numpy array filled column by column and cut into `bytes` once per session.
-`decode_frame` reads these frames exactly as it reads `encode_motion_frame`'s.
+`bridge.protocol.frames.decode_frame` is its decoder (tests check the two agree, and agree with a
+plain msgpack encoding of the same message).
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
+from bridge.protocol.frames import SMPL_JOINTS
 from bridge.protocol.versions import PROTOCOL_VERSION, SESSION_ID_LENGTH
-from bridge.rig import smpl
 
 __all__ = ["encode_motion_frames"]
 
@@ -26,7 +27,7 @@ def _key(name: str) -> bytes:
 
 
 def _layout() -> tuple[np.dtype[np.void], dict[str, bytes]]:
-    joints_bytes = smpl.NUM_JOINTS * 4 * 4
+    joints_bytes = SMPL_JOINTS * 4 * 4
     constants = {
         "c_head": bytes([0x8C]) + _key("op") + _key("frame") + _key("v") + bytes([PROTOCOL_VERSION])
         + _key("session") + bytes([0xA0 | SESSION_ID_LENGTH]),
@@ -56,7 +57,7 @@ def _layout() -> tuple[np.dtype[np.void], dict[str, bytes]]:
         ("c_batch", f"V{len(constants['c_batch'])}"),
         ("batch", ">u8"),
         ("c_joints", f"V{len(constants['c_joints'])}"),
-        ("joints", "<f4", (smpl.NUM_JOINTS, 4)),
+        ("joints", "<f4", (SMPL_JOINTS, 4)),
         ("c_root", f"V{len(constants['c_root'])}"),
         ("root", "<f4", (3,)),
     ]
