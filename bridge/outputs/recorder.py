@@ -20,7 +20,7 @@ from typing import Any, BinaryIO
 import msgpack
 
 from bridge.outputs.router import Output, Received
-from bridge.outputs.session import SessionInfo, SessionTable
+from bridge.outputs.session import SessionInfo, ObservedSessions
 from bridge.protocol import Frame, ProtocolError, decode_frame
 from bridge.protocol.events import SessionEvent, decode_event
 from bridge.protocol.versions import EVENT_TOPIC_PREFIX, FRAME_TOPIC_PREFIX
@@ -110,7 +110,7 @@ class Recording:
 
 def load_recordings(path: str | Path) -> dict[str, Recording]:
     """Every session in a log, in order of first frame; undecodable messages are skipped with a warning."""
-    table = SessionTable()
+    table = ObservedSessions()
     out: dict[str, Recording] = {}
     skipped = 0
     for record in read_log(path):

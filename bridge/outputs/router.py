@@ -21,7 +21,7 @@ from types import TracebackType
 
 import zmq
 
-from bridge.outputs.session import SessionInfo, SessionTable
+from bridge.outputs.session import SessionInfo, ObservedSessions
 from bridge.protocol import Frame, ProtocolError, decode_frame
 from bridge.protocol.events import SessionEvent, decode_event
 from bridge.protocol.versions import EVENT_TOPIC_PREFIX, FRAME_TOPIC_PREFIX
@@ -185,7 +185,7 @@ class OutputRouter:
         self._rcvhwm = rcvhwm
         self._context = context
         self._workers = [_Worker(output, queue_limit) for output in self.outputs]
-        self._table = SessionTable()
+        self._table = ObservedSessions()
         self._last_seq: dict[str, int] = {}
         self._warned: set[str] = set()
         self._stop = threading.Event()

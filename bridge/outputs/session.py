@@ -29,7 +29,7 @@ __all__ = [
     "Rig",
     "SessionEvent",
     "SessionInfo",
-    "SessionTable",
+    "ObservedSessions",
 ]
 
 log = logging.getLogger(__name__)
@@ -60,7 +60,7 @@ class SessionInfo:
 
 
 @dataclass
-class SessionTable:
+class ObservedSessions:
     """Sessions seen on one frame stream: opened events in, SessionInfo for each frame out."""
 
     _sessions: dict[str, SessionInfo] = field(default_factory=dict)
