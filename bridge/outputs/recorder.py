@@ -20,7 +20,7 @@ from typing import Any, BinaryIO
 import msgpack
 
 from bridge.outputs.router import Output, Received
-from bridge.outputs.session import SessionInfo, ObservedSessions
+from bridge.outputs.session import ObservedSessions, SessionInfo
 from bridge.protocol import Frame, ProtocolError, decode_frame
 from bridge.protocol.events import SessionEvent, decode_event
 from bridge.protocol.versions import EVENT_TOPIC_PREFIX, FRAME_TOPIC_PREFIX

@@ -21,7 +21,7 @@ from types import TracebackType
 
 import zmq
 
-from bridge.outputs.session import SessionInfo, ObservedSessions
+from bridge.outputs.session import ObservedSessions, SessionInfo
 from bridge.protocol import Frame, ProtocolError, decode_frame
 from bridge.protocol.events import SessionEvent, decode_event
 from bridge.protocol.versions import EVENT_TOPIC_PREFIX, FRAME_TOPIC_PREFIX

@@ -26,10 +26,10 @@ __all__ = [
     "DEFAULT_FPS",
     "BodyRig",
     "FaceRig",
+    "ObservedSessions",
     "Rig",
     "SessionEvent",
     "SessionInfo",
-    "ObservedSessions",
 ]
 
 log = logging.getLogger(__name__)
