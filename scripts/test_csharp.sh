@@ -45,6 +45,14 @@ if grep -rnoE '\b[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}\b' "$PKG/Tests" 
     exit 1
 fi
 
+echo "== tests use only what NUnit 2.6 (here) and NUnit 3 (Unity's Test Framework) both have"
+# NUnit 3 removed these; NUnit 2.6 lacks their replacements (ExpectedResult, OneTimeSetUp...), so neither is used.
+if grep -rnE '\[(TestFixtureSetUp|TestFixtureTearDown|OneTimeSetUp|OneTimeTearDown|ExpectedException|Suite|RequiredAddin|Ignore)\]|Assert\.Is(Not)?NullOrEmpty|Is\.String(Containing|Starting|Ending|Matching)|Is\.InstanceOfType|Text\.(Contains|StartsWith|EndsWith|Matches)|TestCase\([^]]*Result *=' \
+    "$PKG/Tests" --include='*.cs'; then
+    echo "an NUnit API that differs between NUnit 2.6 and 3 is used in the tests" >&2
+    exit 1
+fi
+
 echo "== compile: core"
 mapfile -t CORE < <(find "$PKG/Runtime/Core" -name '*.cs' | sort)
 "${MCS[@]}" -target:library -out:"$WORK/AvatarBridge.Core.dll" "${CORE[@]}"

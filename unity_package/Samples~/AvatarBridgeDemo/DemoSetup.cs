@@ -33,6 +33,10 @@ namespace AvatarBridgeSamples
             var blendshapes = avatar.AddComponent<BlendshapeDriver>();
             blendshapes.Client = bridge;
             blendshapes.Renderers = new[] { face };
+            // Select the avatar in play mode to record the dance and the face into an AnimationClip.
+            var recorder = avatar.AddComponent<AnimationRecorder>();
+            recorder.Humanoid = avatar.GetComponent<Animator>();
+            recorder.Faces = new[] { face };
 
             AudioSource music = null;
             if (_useMicrophone)

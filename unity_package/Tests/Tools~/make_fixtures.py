@@ -56,7 +56,8 @@ def main(out: Path) -> None:
                 "rest_offsets": np.asarray(smpl.REST_OFFSETS, "<f4").tobytes(),
                 "humanoid": [n or "" for n in smpl.UNITY_BONE_NAMES]}
     write(out, "hello_reply", reply("hello", 1, server="avatar-bridge 0.1.0", frames_port=5571,
-                                    max_message_bytes=8 << 20, pipelines=["face", "motion"], idle_timeout_s=10.0,
+                                    max_message_bytes=8 << 20, pipelines=["face", "motion"],
+                                    idle_timeout_s=10.0,
                                     future_key={"ignored": True}))
     write(out, "list_reply", reply("list", 2, models=[
         {"name": "face_expression_small", "pipeline": "face", "fps": 30.0, "trained": False,
@@ -64,8 +65,10 @@ def main(out: Path) -> None:
         {"name": "dance_lstm", "pipeline": "motion", "fps": 60.0, "trained": False, "backend": "onnxruntime",
          "default": True, "styles": ["house", "break"]}]))
     write(out, "open_face_reply", reply("open", 3, session=SESSION, topic="frame/" + SESSION, pipeline="face",
-                                        model="face_expression_small", fps=30.0, accepts=["image"], rig=face_rig))
-    write(out, "open_motion_reply", reply("open", 4, session=SESSION, topic="frame/" + SESSION, pipeline="motion",
+                                        model="face_expression_small", fps=30.0, accepts=["image"],
+                                        rig=face_rig))
+    write(out, "open_motion_reply", reply("open", 4, session=SESSION, topic="frame/" + SESSION,
+                                          pipeline="motion",
                                           model="dance_lstm", fps=60.0, accepts=["audio", "features"],
                                           feature_cols=35, rig=body_rig))
     write(out, "close_reply", reply("close", 5, session=SESSION, frames_published=600))
@@ -73,7 +76,8 @@ def main(out: Path) -> None:
     write(out, "ack_reply", reply("ack", 9, session=SESSION, seq=12))
     write(out, "error_reply", error_reply(ErrorCode.BAD_SIZE, "data is 3 bytes short", 8, SESSION))
     write(out, "opened_event", pack({"op": "event", "v": 1, "session": SESSION, "event": "opened",
-                                     "pipeline": "motion", "model": "dance_lstm", "fps": 60.0, "rig": body_rig}))
+                                     "pipeline": "motion", "model": "dance_lstm", "fps": 60.0,
+                                     "rig": body_rig}))
     write(out, "closed_event", pack({"op": "event", "v": 1, "session": SESSION, "event": "closed",
                                      "reason": "idle_timeout", "frames_published": 17}))
 

@@ -39,6 +39,16 @@ namespace UnityEditor
         public static event AssemblyReloadCallback beforeAssemblyReload;
     }
 
+    public class EditorUtility
+    {
+        public static string SaveFilePanelInProject(string title, string defaultName, string extension, string message) => null;
+    }
+
+    public sealed class AssetDatabase
+    {
+        public static void CreateAsset(UnityEngine.Object asset, string path) { }
+    }
+
     public enum MessageType
     {
         Warning = 2,

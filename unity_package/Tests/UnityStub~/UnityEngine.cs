@@ -245,6 +245,23 @@ namespace UnityEngine
     public class HumanTrait
     {
         public static int MuscleCount => 0;
+        public static string[] MuscleName => null;
+    }
+
+    public class Motion : Object
+    {
+    }
+
+    public sealed class AnimationClip : Motion
+    {
+        public AnimationClip() { }
+        public void SetCurve(string relativePath, Type type, string propertyName, AnimationCurve curve) { }
+    }
+
+    public class AnimationCurve
+    {
+        public AnimationCurve() { }
+        public int AddKey(float time, float value) => 0;
     }
 
     public class Application
@@ -276,6 +293,7 @@ namespace UnityEngine
 
     public class Time
     {
+        public static float time => 0;
         public static float deltaTime => 0;
         public static float unscaledTime => 0;
         public static float realtimeSinceStartup => 0;
@@ -293,6 +311,11 @@ namespace UnityEngine
 
     public sealed class GUIStyle
     {
+    }
+
+    public class GUILayout
+    {
+        public static bool Button(string text, params GUILayoutOption[] options) => false;
     }
 
     public class GUI
