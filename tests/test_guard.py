@@ -17,7 +17,6 @@ from bridge.pipelines.output_guard import (
     RESTART_AFTER,
     FaceOutputGuard,
     GuardStats,
-    stats_for,
 )
 from bridge.protocol import MotionFrame
 from bridge.rig import flame
@@ -119,7 +118,7 @@ def test_a_diverged_session_is_held_then_hot_restarted_alone(
     sick, healthy = (client.open("motion", smoothing=0.0)["session"] for _ in range(2))
     pipeline = bridge.sessions.get(sick).pipeline  # type: ignore[union-attr]
     sick_state = bridge.sessions.get(sick).state  # type: ignore[union-attr]
-    guard_stats = stats_for(pipeline)
+    guard_stats = pipeline.guard_stats
     restarts = guard_stats.restarts
     diverged = False
     run_batch = pipeline.run_batch

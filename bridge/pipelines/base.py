@@ -12,6 +12,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, TypeVar
 
+from bridge.pipelines.output_guard import GuardStats
 from bridge.protocol.events import Rig
 from bridge.protocol.requests import Input
 from bridge.runtime.engine import Engine
@@ -56,6 +57,8 @@ class Pipeline(ABC, Generic[StateT, StepT]):
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        # The output guard's counts over all sessions of this pipeline (the metrics endpoint reads them).
+        self.guard_stats = GuardStats()
 
     @property
     def model_name(self) -> str:

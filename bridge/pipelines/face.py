@@ -18,7 +18,7 @@ from bridge.filters.one_euro import OneEuroFilter, flame_one_euro
 from bridge.pipelines.base import BatchResult, FailedRow, Pipeline, Step
 from bridge.pipelines.face_crop import FaceDetector, FaceTracker, crop_face
 from bridge.pipelines.options import check_options
-from bridge.pipelines.output_guard import FaceOutputGuard, stats_for
+from bridge.pipelines.output_guard import FaceOutputGuard
 from bridge.protocol.events import FACE_EXPRESSION_NAMES, FACE_EYELID_NAMES, FaceRig
 from bridge.protocol.frames import encode_face_frame
 from bridge.protocol.requests import ImageInput, Input
@@ -73,7 +73,7 @@ class FacePipeline(Pipeline[FaceState, np.ndarray | None]):
         check_options(self.name, options, {"blendshapes": bool, "smoothing": bool})
         return FaceState(
             tracker=FaceTracker(),
-            guard=FaceOutputGuard(stats_for(self), lambda: self.open_session(options)),
+            guard=FaceOutputGuard(self.guard_stats, lambda: self.open_session(options)),
             smoother=flame_one_euro() if options.get("smoothing", True) else None,
             blendshapes=options.get("blendshapes", True),
         )

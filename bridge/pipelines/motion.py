@@ -28,7 +28,7 @@ from bridge.pipelines.base import BatchResult, FailedRow, Pipeline, Step
 from bridge.pipelines.motion_post import create_motion_post
 from bridge.pipelines.music_features import MusicFeatureStream
 from bridge.pipelines.options import check_options
-from bridge.pipelines.output_guard import RESTART_AFTER, stats_for
+from bridge.pipelines.output_guard import RESTART_AFTER
 from bridge.protocol.codec import ProtocolError
 from bridge.protocol.errors import ErrorCode
 from bridge.protocol.events import BodyRig
@@ -75,7 +75,7 @@ class MotionPipeline(Pipeline[MotionState, np.ndarray]):
         super().__init__(engine)
         self.slot_pool = SlotPool()
         self.state_slots = create_state_slots(engine)
-        self.post = create_motion_post(engine, stats_for(self), 1.0 / self.fps)
+        self.post = create_motion_post(engine, self.guard_stats, 1.0 / self.fps)
         self._post_workers = ThreadPoolExecutor(POST_WORKERS, f"post-{engine.manifest.name}")
 
     def open_session(self, options: dict[str, Any]) -> MotionState:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import logging
 import math
 import threading
-import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -68,19 +67,6 @@ class GuardStats:
     def count_restart(self) -> None:
         with self._lock:
             self.restarts += 1
-
-
-_STATS: weakref.WeakKeyDictionary[object, GuardStats] = weakref.WeakKeyDictionary()
-_STATS_LOCK = threading.Lock()
-
-
-def stats_for(pipeline: object) -> GuardStats:
-    """The guard counts of one pipeline object (created on first use; read by the metrics endpoint)."""
-    with _STATS_LOCK:
-        stats = _STATS.get(pipeline)
-        if stats is None:
-            stats = _STATS[pipeline] = GuardStats()
-        return stats
 
 
 class OutputGuard:

@@ -35,7 +35,6 @@ from http import HTTPStatus
 from typing import TYPE_CHECKING
 
 from bridge import __version__
-from bridge.pipelines.output_guard import stats_for
 from bridge.protocol.errors import ErrorCode
 from bridge.serving.stats import FRAME_DROP_REASONS, REPLY_DROP_REASONS
 from bridge.transport.zmq_sockets import HANDSHAKE_FAILURES
@@ -309,7 +308,7 @@ class BridgeCollector(Collector):
         )
         for models in b.pipelines.values():
             for model, pipeline in models.items():
-                g = stats_for(pipeline)
+                g = pipeline.guard_stats
                 guard.add_metric([model, "clamped"], g.clamped)
                 guard.add_metric([model, "held"], g.held)
                 restarts.add_metric([model], g.restarts)
