@@ -32,6 +32,9 @@ namespace AvatarBridge
         Transform _head;
         [SerializeField, Tooltip("Turned by the frame's jaw rotation (relative to the head).")]
         Transform _jaw;
+        [SerializeField, Tooltip("Turned by the face tracker's gaze (relative to the head; other face models send none).")]
+        Transform _leftEye;
+        [SerializeField] Transform _rightEye;
 
         BlendshapeBinding[][] _bindings = new BlendshapeBinding[0][];
         float[][] _targets = new float[0][];
@@ -41,6 +44,7 @@ namespace AvatarBridge
         long _cursor;
         bool _hasFrame;
         Quaternion _headRest, _jawRest, _headTarget = Quaternion.identity, _jawTarget = Quaternion.identity;
+        Quaternion _leftEyeRest, _rightEyeRest, _leftEyeTarget = Quaternion.identity, _rightEyeTarget = Quaternion.identity;
 
         public BridgeClient Client { get => _client; set => _client = value; }
         // Renderers, Source and Mapping may change at any time: the driver rebinds before the next frame.
@@ -69,6 +73,8 @@ namespace AvatarBridge
             var root = transform;
             if (_head != null) _headRest = Quaternion.Inverse(root.rotation) * _head.rotation;
             if (_jaw != null) _jawRest = Quaternion.Inverse(root.rotation) * _jaw.rotation;
+            if (_leftEye != null) _leftEyeRest = Quaternion.Inverse(root.rotation) * _leftEye.rotation;
+            if (_rightEye != null) _rightEyeRest = Quaternion.Inverse(root.rotation) * _rightEye.rotation;
         }
 
         void LateUpdate()
@@ -138,6 +144,12 @@ namespace AvatarBridge
                 BlendshapeBinder.Evaluate(_bindings[r], _sourceValues, min, max, _scale, _targets[r]);
             if (frame.Head.Length == 4) _headTarget = AxisConversion.RotationToUnity(Quat.Read(frame.Head, 0).Normalized).ToUnity();
             if (frame.Jaw.Length == 4) _jawTarget = AxisConversion.RotationToUnity(Quat.Read(frame.Jaw, 0).Normalized).ToUnity();
+            var gaze = frame.Gaze; // left yaw, pitch, right yaw, pitch
+            if (gaze.Length == 4)
+            {
+                _leftEyeTarget = AxisConversion.GazeToUnity(gaze[0], gaze[1]).ToUnity();
+                _rightEyeTarget = AxisConversion.GazeToUnity(gaze[2], gaze[3]).ToUnity();
+            }
             _hasFrame = true;
         }
 
@@ -155,6 +167,8 @@ namespace AvatarBridge
             var root = transform.rotation;
             if (_head != null) _head.rotation = Quaternion.Slerp(_head.rotation, root * _headTarget * _headRest, alpha);
             if (_jaw != null) _jaw.rotation = Quaternion.Slerp(_jaw.rotation, root * _headTarget * _jawTarget * _jawRest, alpha);
+            if (_leftEye != null) _leftEye.rotation = Quaternion.Slerp(_leftEye.rotation, root * _headTarget * _leftEyeTarget * _leftEyeRest, alpha);
+            if (_rightEye != null) _rightEye.rotation = Quaternion.Slerp(_rightEye.rotation, root * _headTarget * _rightEyeTarget * _rightEyeRest, alpha);
         }
 
         string[] SourceNames(FaceRig rig)

@@ -12,5 +12,12 @@ namespace AvatarBridge.Core.Rig
         public static Vec3 PositionToUnity(Vec3 p) => new Vec3(-p.X, p.Y, p.Z);
 
         public static Quat RotationToUnity(Quat q) => new Quat(q.X, -q.Y, -q.Z, q.W);
+
+        /// <summary>
+        /// One eye's gaze from a face-tracking frame (protocol section 5.1: yaw &gt; 0 towards the subject's
+        /// left about +Y, pitch &gt; 0 up about −X, radians, relative to the head) as a Unity rotation.
+        /// </summary>
+        public static Quat GazeToUnity(float yaw, float pitch) =>
+            RotationToUnity(Quat.AxisAngle(new Vec3(0, 1, 0), yaw) * Quat.AxisAngle(new Vec3(-1, 0, 0), pitch));
     }
 }

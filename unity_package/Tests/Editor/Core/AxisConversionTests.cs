@@ -22,6 +22,18 @@ namespace AvatarBridge.Tests.Core
         }
 
         [Test]
+        public void GazeTurnsTheEyeToTheSubjectsLeftAndUp()
+        {
+            // Unity: the avatar's left is -X, up is +Y; an eye looks along +Z at rest.
+            AssertVec(new Vec3(-1, 0, 0), AxisConversion.GazeToUnity((float)(Math.PI / 2), 0) * new Vec3(0, 0, 1));
+            AssertVec(new Vec3(0, 1, 0), AxisConversion.GazeToUnity(0, (float)(Math.PI / 2)) * new Vec3(0, 0, 1));
+            // Yaw first, then pitch in the turned frame: looking left and up keeps the eye's up vertical.
+            var look = AxisConversion.GazeToUnity(0.3f, 0.2f) * new Vec3(0, 0, 1);
+            Assert.Less(look.X, 0f);
+            Assert.Greater(look.Y, 0f);
+        }
+
+        [Test]
         public void IdentityStaysIdentity() => AssertQuat(Quat.Identity, AxisConversion.RotationToUnity(Quat.Identity));
 
         [Test]
