@@ -1,29 +1,89 @@
 #!/usr/bin/env bash
-# Builds the Unreal plugin's engine-independent C++17 core (unreal_plugin/AvatarBridge/Core) with CMake in
-# Release and runs its GoogleTest tests through ctest: decoding of every frame/reply/error/event type,
-# axis conversion of known rotations, the jitter buffer, the FLAME->ARKit fallback, and a live integration
-# test that starts a real `avatar-bridge serve` on free ports, talks to it over real sockets (including a
-# bridge restart) and stops it. Unreal itself is not needed and not built here.
-# Needs (installed by scripts/install.sh): g++, cmake, pkg-config, libzmq3-dev, cppzmq-dev,
-# libmsgpack-cxx-dev, libgtest-dev, and the avatar-bridge Python package on PATH.
-# Env: BUILD_DIR (default unreal_plugin/AvatarBridge/Core/build, git-ignored; reused between runs),
-#      JOBS (default 2), AVATAR_BRIDGE_CMD (bridge executable, default avatar-bridge).
+# The Unreal plugin's engine-independent C++ core (unreal_plugin/AvatarBridge/Source/AvatarBridgeCore), built
+# and tested without Unreal, in four jobs:
+#   1. GCC, Release: every unit test (decoding, axes, jitter buffer, mappers, retarget maths, our ZMTP client
+#      against real libzmq ROUTER/PUB sockets and raw protocol violations) and the live test against a real
+#      `avatar-bridge serve` (hello/list/open/input/close, every error code, a bridge restart, pushes from the
+#      receive thread, flag-then-poll stop). The CURVE live test needs the libzmq build and is skipped here.
+#   2. The core as one translation unit, as Unreal compiles it: clang + libc++, -std=c++20 -fno-rtti
+#      -Werror -Wshadow (compile only).
+#   3. clang with ASan + UBSan: the transport and decoder unit tests and a subset of the live test; then the
+#      libFuzzer target for the frame/reply/event decoder and the ZMTP framing, seeded, for FUZZ_SECONDS.
+#   4. clang with TSan: the threaded parts (ZMTP peer, BridgeClient, feeds) and the AvatarLink live tests.
+# Needs (scripts/install.sh): g++, cmake, pkg-config, libzmq3-dev, cppzmq-dev, libmsgpack-cxx-dev,
+# libgtest-dev, clang, libc++-dev, libc++abi-dev, libclang-rt-14-dev; and avatar-bridge on PATH.
+# Env: BUILD_DIR (default <core>/build, git-ignored, reused), JOBS (2), AVATAR_BRIDGE_CMD (avatar-bridge),
+#      FUZZ_SECONDS (15), SANITIZERS (1; 0 runs jobs 1-2 only).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CORE="$ROOT/unreal_plugin/AvatarBridge/Source/AvatarBridgeCore"
 BUILD_DIR=${BUILD_DIR:-"$CORE/build"}
 JOBS=${JOBS:-2}
+FUZZ_SECONDS=${FUZZ_SECONDS:-15}
+SANITIZERS=${SANITIZERS:-1}
 
 if ! command -v "${AVATAR_BRIDGE_CMD:-avatar-bridge}" >/dev/null; then
     echo "'${AVATAR_BRIDGE_CMD:-avatar-bridge}' not found: install the Python package first (scripts/install.sh)" >&2
     exit 2
 fi
+t0=$SECONDS
+stamp() { echo "   ($((SECONDS - t0)) s so far)"; }
 
-echo "== configure"
-cmake -S "$CORE" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=ON >/dev/null
-echo "== build (Release, -j$JOBS)"
-cmake --build "$BUILD_DIR" -j "$JOBS"
-echo "== test"
-cd "$BUILD_DIR"
-ctest --output-on-failure
+echo "== 1. GCC Release: build, unit tests, live test"
+cmake -S "$CORE" -B "$BUILD_DIR/gcc" -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=ON -DCMAKE_UNITY_BUILD=ON >/dev/null
+cmake --build "$BUILD_DIR/gcc" -j "$JOBS"
+(cd "$BUILD_DIR/gcc" && ctest --output-on-failure)
+stamp
+
+echo "== 2. one translation unit, clang + libc++, C++20, no RTTI"
+# The same list as Unreal's AvatarBridge/Private/AvatarBridgeCore.cpp (PosixNetwork.cpp is Unreal's FSocket there).
+ONE_TU="$BUILD_DIR/OneTu.cpp"
+mkdir -p "$BUILD_DIR"
+: > "$ONE_TU"
+for src in "$CORE"/src/*.cpp; do
+    case $(basename "$src") in BridgeClientLibzmq.cpp|PosixNetwork.cpp) continue ;; esac
+    echo "#include \"$src\"" >> "$ONE_TU"
+done
+clang++ -std=c++20 -stdlib=libc++ -fno-rtti -Wall -Wextra -Wpedantic -Wshadow -Werror -DMSGPACK_NO_BOOST \
+    -I"$CORE/include" -I"$CORE/src" -c "$ONE_TU" -o "$BUILD_DIR/OneTu.o"
+echo "ok: $(ls "$CORE"/src/*.cpp | wc -l) sources, one TU"
+stamp
+
+[[ $SANITIZERS == 1 ]] || exit 0
+
+sanitized() {  # name, flags, then the targets to build
+    local name=$1 flags=$2; shift 2
+    cmake -S "$CORE" -B "$BUILD_DIR/$name" -DCMAKE_BUILD_TYPE=Debug -DBUILD_TESTING=ON -DCMAKE_UNITY_BUILD=ON \
+        -DCMAKE_CXX_COMPILER=clang++ -DAVATAR_BRIDGE_FUZZ=$([[ $name == asan ]] && echo ON || echo OFF) \
+        "-DCMAKE_CXX_FLAGS=-O1 -g1 -fno-omit-frame-pointer $flags" "-DCMAKE_EXE_LINKER_FLAGS=$flags" >/dev/null
+    cmake --build "$BUILD_DIR/$name" -j "$JOBS" --target "$@"
+}
+TRANSPORT_TESTS='Zmtp*:ZmtpPeer*:BridgeClient*:FrameDecoding*:ReplyDecoding*:MessageDecoding*:EventDecoding*:SubjectFeed*:FaceSubject*'
+LIVE_SUBSET='Live.HelloAndList:Live.MotionSessionFromFeaturesAndAudio:Live.BadInputsGetTheDocumentedErrorCodes:Live.AvatarLink*:-Live.AvatarLinkReopensSessionsWhenTheBridgeRestarts'
+
+echo "== 3. clang ASan + UBSan: unit and live subsets, then the decoder fuzzer"
+sanitized asan "-fsanitize=address,undefined -fno-sanitize-recover=undefined -fsanitize=fuzzer-no-link" \
+    core_tests integration_tests decoder_fuzz write_seeds
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+"$BUILD_DIR/asan/core_tests" --gtest_brief=1 --gtest_filter="$TRANSPORT_TESTS"
+"$BUILD_DIR/asan/integration_tests" --gtest_brief=1 --gtest_filter="$LIVE_SUBSET"
+CORPUS="$BUILD_DIR/fuzz-corpus"
+rm -rf "$CORPUS" && mkdir -p "$CORPUS"
+"$BUILD_DIR/asan/write_seeds" "$CORPUS"
+if ! "$BUILD_DIR/asan/decoder_fuzz" -max_total_time="$FUZZ_SECONDS" -max_len=4096 -timeout=5 -print_final_stats=1 \
+        -artifact_prefix="$BUILD_DIR/" "$CORPUS" > "$BUILD_DIR/fuzz.log" 2>&1; then
+    tail -40 "$BUILD_DIR/fuzz.log"
+    echo "the fuzzer found a crash (input saved under $BUILD_DIR/)" >&2
+    exit 1
+fi
+grep -E "^stat::(number_of_executed_units|new_units_added)" "$BUILD_DIR/fuzz.log"
+stamp
+
+echo "== 4. clang TSan: threaded unit tests and the AvatarLink live tests"
+sanitized tsan "-fsanitize=thread" core_tests integration_tests
+export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+"$BUILD_DIR/tsan/core_tests" --gtest_brief=1 --gtest_filter='Zmtp*:ZmtpPeer*:BridgeClient*:SubjectFeed*:Mailbox*:PoseMailbox*'
+"$BUILD_DIR/tsan/integration_tests" --gtest_brief=1 --gtest_filter='Live.AvatarLink*:-Live.AvatarLinkReopensSessionsWhenTheBridgeRestarts'
+stamp
+echo "C++ core: all jobs passed"

@@ -63,7 +63,9 @@ FaceRig decodeFaceRig(const MapReader& m) {
     rig.eyelids = m.strings("eyelids");
     rig.rotations = m.strings("rotations");
     rig.blendshapes = m.strings("blendshapes");
-    requireCount(rig.expression.size(), Decoder::kFlameExpression, "expression");
+    if (!rig.expression.empty()) {  // [] for the face tracker, which has no FLAME codes (docs/protocol.md §5.1)
+        requireCount(rig.expression.size(), Decoder::kFlameExpression, "expression");
+    }
     requireCount(rig.eyelids.size(), Decoder::kFlameEyelids, "eyelids");
     if (!rig.blendshapes.empty()) {
         requireCount(rig.blendshapes.size(), Decoder::kArkitBlendshapes, "blendshapes");
@@ -202,11 +204,14 @@ DecodedFrame Decoder::frame(const std::uint8_t* data, std::size_t size, std::sha
         FaceFrame f;
         f.header = std::move(header);
         f.faceFound = m.boolean("face_found");
-        f.expression = m.floats("expression", kFlameExpression);
+        f.expression = m.floats("expression", kFlameExpression, true);
         f.eyelids = m.floats("eyelids", kFlameEyelids);
         f.jaw = m.floats("jaw", 4);
         f.head = m.floats("head", 4);
         f.blendshapes = m.floats("blendshapes", kArkitBlendshapes, true);
+        if (m.has("gaze")) {
+            f.gaze = m.floats("gaze", 4);
+        }
         out.frame = std::move(f);
     } else if (pipeline == "motion") {
         MotionFrame f;

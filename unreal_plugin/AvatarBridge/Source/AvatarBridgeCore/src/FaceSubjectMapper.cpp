@@ -1,6 +1,7 @@
 #include "avatar_bridge/FaceSubjectMapper.hpp"
 
 #include <array>
+#include <string>
 #include <string_view>
 
 #include "avatar_bridge/ArkitNames.hpp"
@@ -44,7 +45,7 @@ constexpr auto kArkitMirror = arkitMirror();
 
 }  // namespace
 
-FaceSubjectMapper::FaceSubjectMapper(const FaceRig& rig, bool mirror) : mirror_(mirror) {
+FaceSubjectMapper::FaceSubjectMapper(const FaceRig& rig, bool mirror) : expressionCount_(rig.expression.size()), mirror_(mirror) {
     layout_.boneNames = {kHeadBone, kJawBone};
     layout_.boneParents = {-1, 0};
     for (const auto name : kArkitNames) {
@@ -92,6 +93,10 @@ SubjectPose FaceSubjectMapper::pose(const DecodedFrame& decoded) const {
     } else {
         p.curves.assign(arkit.begin(), arkit.end());
     }
+    if (f->expression.size() != expressionCount_) {
+        throw ProtocolError(ErrorCode::BadSize, "face frame: 'expression' does not match the rig's " +
+                                                    std::to_string(expressionCount_) + " names");
+    }
     for (std::size_t i = 0; i < f->expression.size(); ++i) {
         p.curves.push_back(f->expression[i]);
     }
@@ -102,9 +107,18 @@ SubjectPose FaceSubjectMapper::pose(const DecodedFrame& decoded) const {
     const UnrealAxes::Rotator r = UnrealAxes::rotator(head);
     constexpr float kInvPi = 0.318309886f;
     p.curves.insert(p.curves.end(), {r.yaw * kInvPi, r.pitch * kInvPi, r.roll * kInvPi});
-    // Eye angles: frames carry no gaze yet (docs/protocol.md §5), so zero, like the bridge's own Live Link
-    // Face sender; when they do, decode them here and swap sides (negating yaw and roll) when mirrored.
-    p.curves.insert(p.curves.end(), kEyeCurves, 0.0f);
+    // Eye angles on the head's scale (radians / pi, Unreal's signs: +yaw to the subject's right, +pitch up) from
+    // the frame's gaze (left yaw, pitch, right yaw, pitch; +yaw to the subject's left); roll is always 0. No
+    // gaze (FLAME models): zeros, like the bridge's own Live Link Face sender. Mirrored: sides swap, yaw flips.
+    if (f->gaze.size() == 4) {
+        const float sign = mirror_ ? 1.0f : -1.0f;
+        const std::size_t left = mirror_ ? 2 : 0;
+        const std::size_t right = mirror_ ? 0 : 2;
+        p.curves.insert(p.curves.end(), {sign * f->gaze[left] * kInvPi, f->gaze[left + 1] * kInvPi, 0.0f,
+                                         sign * f->gaze[right] * kInvPi, f->gaze[right + 1] * kInvPi, 0.0f});
+    } else {
+        p.curves.insert(p.curves.end(), kEyeCurves, 0.0f);
+    }
     p.curves.push_back(f->faceFound ? 1.0f : 0.0f);
     return p;
 }

@@ -2,6 +2,8 @@
 // fuzz target, tools). The Unreal module uses FSocket instead and does not compile this file.
 #include "avatar_bridge/Stream.hpp"
 
+#include "Deadline.hpp"
+
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -25,10 +27,6 @@ constexpr int kSendFlags = MSG_NOSIGNAL;  // a vanished peer is an error return,
 constexpr int kSendFlags = 0;
 #endif
 
-int remainingMs(std::chrono::steady_clock::time_point deadline) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    return left.count() > 0 ? static_cast<int>(left.count()) : 0;
-}
 
 // Waits for `events` on `fd`; false on timeout or error.
 bool waitFor(int fd, short events, int timeoutMs) {

@@ -1,5 +1,7 @@
 #include "avatar_bridge/Zmtp.hpp"
 
+#include "Deadline.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -16,10 +18,6 @@ constexpr int kPongTimeoutMs = 1000;
 
 using Clock = std::chrono::steady_clock;
 
-int remainingMs(Clock::time_point deadline) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-    return left > 0 ? static_cast<int>(left) : 0;
-}
 
 std::uint64_t readBigEndian64(const std::uint8_t* p) {
     std::uint64_t v = 0;

@@ -122,6 +122,39 @@ TEST(FaceSubject, MirrorSwapsSidesAndReflectsTheHead) {
     EXPECT_EQ(b.curves.back(), 1.0f);
 }
 
+TEST(FaceSubject, GazeBecomesLiveLinkFaceEyeCurves) {
+    const auto rig = rigOf(payloads::openFace(1, "00112233445566ff"));
+    const auto plain = SubjectMapper::create(rig);
+    const auto mirror = SubjectMapper::create(rig, true);
+    const SubjectLayout& l = plain->layout();
+    // Left eye 0.3 rad to the subject's left and 0.1 up; right eye 0.2 left, 0.05 down.
+    const DecodedFrame frame = decode(payloads::faceFrame(0).floats("gaze", {0.3f, 0.1f, 0.2f, -0.05f}));
+    const SubjectPose a = plain->pose(frame);
+    constexpr float kPi = 3.14159265f;
+    EXPECT_NEAR(a.curves[curveIndex(l, "LeftEyeYaw")], -0.3f / kPi, 1e-6f);  // to the left: negative Unreal yaw
+    EXPECT_NEAR(a.curves[curveIndex(l, "LeftEyePitch")], 0.1f / kPi, 1e-6f);
+    EXPECT_NEAR(a.curves[curveIndex(l, "RightEyeYaw")], -0.2f / kPi, 1e-6f);
+    EXPECT_NEAR(a.curves[curveIndex(l, "RightEyePitch")], -0.05f / kPi, 1e-6f);
+    EXPECT_EQ(a.curves[curveIndex(l, "LeftEyeRoll")], 0.0f);
+    const SubjectPose b = mirror->pose(frame);
+    EXPECT_NEAR(b.curves[curveIndex(l, "LeftEyeYaw")], 0.2f / kPi, 1e-6f);  // the right eye, seen in a mirror
+    EXPECT_NEAR(b.curves[curveIndex(l, "RightEyePitch")], 0.1f / kPi, 1e-6f);
+    // No gaze (FLAME models): zeros.
+    const SubjectPose none = plain->pose(decode(payloads::faceFrame(0)));
+    EXPECT_EQ(none.curves[curveIndex(l, "LeftEyeYaw")], 0.0f);
+}
+
+TEST(FaceSubject, TrackerRigWithoutFlameCodes) {
+    // The face tracker's rig: expression [] and frames with an empty expression (docs/protocol.md §5.1).
+    const auto rig = rigOf(payloads::openFace(1, "00112233445566ff").map("rig", payloads::faceRig().strs("expression", {})));
+    const auto mapper = SubjectMapper::create(rig);
+    EXPECT_EQ(mapper->layout().curveNames.size(), 52u + 2u + 3u + 6u + 1u);
+    const SubjectPose p = mapper->pose(decode(payloads::faceFrame(0).floats("expression", {})));
+    EXPECT_EQ(p.curves.size(), mapper->layout().curveNames.size());
+    // A frame that disagrees with its rig is refused, not published with the wrong curve count.
+    EXPECT_THROW(mapper->pose(decode(payloads::faceFrame(0))), ProtocolError);
+}
+
 TEST(BodySubject, SkeletonAndTransformsInUnrealSpace) {
     const auto mapper = SubjectMapper::create(rigOf(payloads::openMotion(1, "ffeeddccbbaa0099")));
     const SubjectLayout& l = mapper->layout();

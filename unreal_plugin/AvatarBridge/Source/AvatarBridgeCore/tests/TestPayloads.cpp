@@ -57,7 +57,9 @@ Payload& Payload::bin(const std::string& key, const std::string& bytes) {
 }
 Payload& Payload::floats(const std::string& key, const std::vector<float>& values) {
     std::string bytes(values.size() * sizeof(float), '\0');
-    std::memcpy(bytes.data(), values.data(), bytes.size());  // the test host is little-endian, like the wire
+    if (!values.empty()) {  // memcpy from an empty vector's data() (maybe null) is undefined even for 0 bytes
+        std::memcpy(bytes.data(), values.data(), bytes.size());  // the test host is little-endian, like the wire
+    }
     return bin(key, bytes);
 }
 Payload& Payload::strs(const std::string& key, const std::vector<std::string>& values) {
@@ -77,9 +79,9 @@ Payload& Payload::maps(const std::string& key, const std::vector<Payload>& value
 
 std::string Payload::bytes() const {
     std::string out = pack([&](auto& p) { p.pack_map(static_cast<std::uint32_t>(entries_.size())); });
-    for (const auto& [key, value] : entries_) {
-        out += pack([&](auto& p) { p.pack(key); });
-        out += value;
+    for (const auto& entry : entries_) {  // not a structured binding: clang < 16 cannot capture one in a lambda
+        out += pack([&](auto& p) { p.pack(entry.first); });
+        out += entry.second;
     }
     return out;
 }

@@ -13,8 +13,8 @@ namespace avatar_bridge {
 //   session sends none), the 50 FLAME expression names and 2 eyelid names of the rig, then HeadYaw,
 //   HeadPitch, HeadRoll (FRotator angles in degrees / 180, the [-1, 1] scale of Live Link Face and of the
 //   bridge's own Live Link Face sender), the six eye angles of Live Link Face (LeftEyeYaw, LeftEyePitch,
-//   LeftEyeRoll, RightEyeYaw, RightEyePitch, RightEyeRoll: 0 while frames carry no gaze, as the bridge's
-//   own Live Link Face sender does) and FaceFound (1 or 0).
+//   LeftEyeRoll, RightEyeYaw, RightEyePitch, RightEyeRoll, on the head's scale, from the frame's `gaze`; 0
+//   for models without gaze) and FaceFound (1 or 0). A rig without FLAME codes has no Exp curves.
 // The bones are prefixed so that a MetaHuman's own `head` bone is never overwritten by accident.
 // Mirrored: every Left/Right curve pair swaps (ARKit, eyelids, eyes), head and jaw reflect across the
 // face's mid plane (so yaw and roll change sign); FLAME coefficients have no sides and stay as they are.
@@ -33,6 +33,7 @@ public:
 private:
     SubjectLayout layout_;
     std::vector<std::size_t> arkitSlot_;  // for each rig blendshape, its index in kArkitNames (52 = unknown)
+    std::size_t expressionCount_;  // 50, or 0 for models without FLAME codes
     bool mirror_;
 };
 

@@ -25,11 +25,12 @@ struct FrameHeader {
 struct FaceFrame {
     FrameHeader header;
     bool faceFound = false;
-    F32View expression;   // 50
+    F32View expression;   // 50, or empty for models without FLAME codes (the face tracker)
     F32View eyelids;      // 2: left, right closure in [0, 1]
     F32View jaw;          // 4: quaternion xyzw, relative to the head
     F32View head;         // 4: quaternion xyzw
     F32View blendshapes;  // 52 ARKit weights, or empty when the session did not ask for them
+    F32View gaze;         // 4 or empty: left yaw, pitch, right yaw, pitch, radians (+yaw: the subject's left; +pitch: up)
 };
 
 struct MotionFrame {
