@@ -18,10 +18,12 @@ has one, so N sessions cost one call per tick instead of N (docs/scheduling.md).
   order): face detection and cropping release the GIL in OpenCV.
 - Realtime first: a step that makes more than one frame (an offline chunk) is bulk work; its payload
   holds one entry per frame (`step_frames`), so it can be cut. Bulk calls run after the realtime
-  ones of a round, one per round, and only when no realtime session's next input is due before the
-  call would end (its cost per frame is learnt as it runs). While realtime sessions stream, bulk
-  steps are cut to BULK_SLICE_FRAMES frames so that a call fits between two realtime ticks; alone,
-  they run whole. Offline uses what is left.
+  ones of a round, one per round. While realtime sessions stream, a bulk call is cut to fit the gap
+  before the next realtime input is due (at most BULK_SLICE_FRAMES frames per session; its cost per
+  frame is learnt as it runs), and waits while a realtime input is waiting or overdue; it always
+  runs at least one frame of one session otherwise, so offline progresses on a busy machine at the
+  price of delaying a realtime input by at most one frame's work. Alone, bulk steps run whole.
+  Offline uses what is left.
 - Bulk frames are paced, not dropped: they are published with `hold=True`; a frame that a
   subscriber has no room for stays in the session's outbox and is retried every OUTBOX_RETRY_S, and
   the session runs no further step until its outbox is empty. A subscriber that keeps up thus gets
@@ -260,20 +262,7 @@ class Scheduler:
                 self._run(group[start : start + self.max_batch])
         self._bulk_waiting = False
         if bulk:
-            group = next(iter(bulk.values()))[: self.max_batch]  # one bulk call per round
-            if self._realtime_streaming():
-                for s in group:
-                    self._slice_head(s, BULK_SLICE_FRAMES)
-            frames = sum(self.pipeline.step_frames(s.steps[0]) for s in group)
-            if self._bulk_fits(frames * self._bulk_frame_s):
-                t0 = time.perf_counter()
-                self._run(group, bulk=True)
-                per_frame = (time.perf_counter() - t0) / frames
-                self._bulk_frame_s = (
-                    per_frame if not self._bulk_frame_s else 0.8 * self._bulk_frame_s + 0.2 * per_frame
-                )
-            else:
-                self._bulk_waiting = True
+            self._run_bulk(next(iter(bulk.values()))[: self.max_batch])  # one bulk call per round
         with self._wake:
             for s in sessions:
                 # Served sessions go to the back of the line; idle ones leave it.
@@ -287,12 +276,41 @@ class Scheduler:
                     self._active.move_to_end(s.id)
         return True
 
-    def _realtime_streaming(self) -> bool:
+    def _run_bulk(self, group: list[Session]) -> None:
+        """One bulk call, sized to the gap before the next realtime input (at least one frame of one
+        session whenever no realtime input is waiting or overdue, so offline always progresses and
+        the estimate of its cost keeps learning)."""
+        gap = self._realtime_gap()
+        if gap is not None:  # realtime sessions stream: cut the call to fit between their ticks
+            if gap <= 0:
+                self._bulk_waiting = True
+                return
+            budget = int(gap / self._bulk_frame_s) if self._bulk_frame_s else BULK_SLICE_FRAMES
+            per_session = max(1, min(BULK_SLICE_FRAMES, budget // len(group)))
+            group = group[: max(1, min(len(group), budget))]
+            for s in group:
+                self._slice_head(s, per_session)
+        frames = sum(self.pipeline.step_frames(s.steps[0]) for s in group)
+        t0 = time.perf_counter()
+        self._run(group, bulk=True)
+        per_frame = (time.perf_counter() - t0) / frames
+        learnt = self._bulk_frame_s
+        self._bulk_frame_s = per_frame if not learnt else 0.8 * learnt + 0.2 * per_frame
+
+    def _realtime_gap(self) -> float | None:
+        """Seconds until the next realtime input is due (<= 0: one is waiting or overdue); None when no
+        realtime session streams."""
         now = time.perf_counter()
-        return any(
-            sid not in self._bulk_ids and interval < FORGET_S and now - last <= FORGET_S
-            for sid, (last, interval) in list(self._senders.items())
-        )
+        gap: float | None = None
+        with self._wake:
+            if any(s.inbox and s.id not in self._bulk_ids for s in self._active.values()):
+                return 0.0
+            for sid, (last, interval) in self._senders.items():
+                if sid in self._bulk_ids or interval >= FORGET_S or now - last > FORGET_S:
+                    continue
+                due = last + interval - now
+                gap = due if gap is None else min(gap, due)
+        return gap
 
     def _slice_head(self, s: Session, frames: int) -> None:
         """Cut the session's next bulk step into steps of at most `frames` frames (in order)."""
@@ -304,20 +322,6 @@ class Scheduler:
             replace(step, payload=step.payload[i : i + frames]) for i in range(0, len(step.payload), frames)
         ]
         s.steps.extendleft(reversed(pieces))
-
-    def _bulk_fits(self, cost_s: float) -> bool:
-        """True when no realtime input is due before a bulk call of `cost_s` started now would end."""
-        now = time.perf_counter()
-        end = now + cost_s
-        with self._wake:
-            if any(s.inbox and s.id not in self._bulk_ids for s in self._active.values()):
-                return False  # realtime inputs already waiting
-            for sid, (last, interval) in self._senders.items():
-                if sid in self._bulk_ids or interval >= FORGET_S or now - last > FORGET_S:
-                    continue
-                if last + interval <= end:
-                    return False
-        return True
 
     def _flush_outboxes(self) -> None:
         now = time.perf_counter()

@@ -42,6 +42,9 @@ from bridge.transport.curve import start_authenticator
 # The PUB socket receives only subscriptions: 1 byte + a topic prefix (the longest topic is 22 bytes,
 # `event/` + a 16-character id), or a ZMTP 3.1 SUBSCRIBE command (10 bytes + prefix).
 MAX_SUBSCRIPTION_BYTES = 64
+# libzmq applies the same limit to the CURVE handshake's commands (HELLO is 200 bytes, INITIATE about
+# 300 with its metadata), so a CURVE frames socket allows this much instead.
+MAX_SUBSCRIPTION_BYTES_CURVE = 512
 # Failed CURVE handshakes by libzmq's reason: a client without the key, with the wrong server key
 # (protocol), or with a key the allow-list refuses (auth). Counted so operators see who is knocking.
 HANDSHAKE_FAILURES: dict[int, str] = {
@@ -121,7 +124,8 @@ class BridgeSockets:
         if config.frames_sndbuf:
             self.pub.setsockopt(zmq.SNDBUF, config.frames_sndbuf)
         self.pub.setsockopt(zmq.RCVHWM, config.subscription_hwm)
-        self.pub.setsockopt(zmq.MAXMSGSIZE, MAX_SUBSCRIPTION_BYTES)
+        curve = config.curve_secret_key is not None
+        self.pub.setsockopt(zmq.MAXMSGSIZE, MAX_SUBSCRIPTION_BYTES_CURVE if curve else MAX_SUBSCRIPTION_BYTES)
         self.pub.setsockopt(zmq.XPUB_NODROP, 1)
         if config.curve_secret_key is not None:
             for sock in (self.router, self.pub):
