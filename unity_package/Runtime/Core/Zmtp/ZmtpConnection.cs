@@ -199,7 +199,8 @@ namespace AvatarBridge.Core.Zmtp
                 throw new ZmtpException("peer speaks ZMTP " + peer[10] + ".x; 3.0 or later is required");
             string mechanism = Encoding.ASCII.GetString(peer, 12, 20).TrimEnd('\0');
             if (mechanism != "NULL")
-                throw new ZmtpException("peer wants security mechanism " + mechanism + "; only NULL is supported");
+                throw new ZmtpException("peer wants security mechanism " + mechanism + "; only NULL is supported " +
+                    "(no CURVE in this client: run the bridge locally or tunnel its ports, see the package README)");
 
             SendReady();
             ReceiveReady();

@@ -201,6 +201,41 @@ namespace AvatarBridge.Tests.Core
         }
 
         [Test]
+        public void ACurveBridgeIsRefusedWithAMessageThatSaysWhatToDo()
+        {
+            // A loopback server greeting as a CURVE server would (ZMTP 3.0, mechanism "CURVE", as-server 1).
+            var listener = new TcpListener(IPAddress.Loopback, 0);
+            listener.Start();
+            int port = ((IPEndPoint)listener.LocalEndpoint).Port;
+            var server = new Thread(() =>
+            {
+                using (var client = listener.AcceptTcpClient())
+                {
+                    var greeting = new byte[64];
+                    greeting[0] = 0xff;
+                    greeting[9] = 0x7f;
+                    greeting[10] = 3;
+                    Encoding.ASCII.GetBytes("CURVE", 0, 5, greeting, 12);
+                    greeting[32] = 1;
+                    client.GetStream().Write(greeting, 0, greeting.Length);
+                    Thread.Sleep(200);
+                }
+            });
+            server.Start();
+            try
+            {
+                var e = Assert.Throws<ZmtpException>(() => ZmtpConnection.Connect("127.0.0.1", port, ZmtpSocketType.Dealer, 2000));
+                StringAssert.Contains("CURVE", e.Message);
+                StringAssert.Contains("README", e.Message);
+            }
+            finally
+            {
+                server.Join();
+                listener.Stop();
+            }
+        }
+
+        [Test]
         public void ANonZmtpServerIsRejected()
         {
             // A plain TCP server that answers with HTTP, as a wrong port would.
