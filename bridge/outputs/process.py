@@ -88,7 +88,8 @@ class RouterProcess:
 
 def _child(specs: list[OutputSpec], endpoint: str, ready: Event, stop: Event, parent: int) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s outputs: %(message)s")
-    os.nice(CHILD_NICE)
+    if hasattr(os, "nice"):  # POSIX only: on Windows the child keeps normal priority
+        os.nice(CHILD_NICE)
     router = OutputRouter([spec.build() for spec in specs], endpoint)
     router.start()
     ready.set()
