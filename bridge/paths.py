@@ -11,7 +11,7 @@ from pathlib import Path
 
 import platformdirs
 
-__all__ = ["CACHE_ENV", "ENGINES_ENV", "default_engines_dir", "user_cache_dir"]
+__all__ = ["CACHE_ENV", "ENGINES_ENV", "default_engines_dir", "plan_dir", "user_cache_dir"]
 
 ENGINES_ENV = "AVATAR_BRIDGE_ENGINES"
 CACHE_ENV = "AVATAR_BRIDGE_CACHE"
@@ -41,3 +41,14 @@ def user_cache_dir() -> Path:
     if override:
         return Path(override)
     return Path(platformdirs.user_cache_dir("avatar-bridge", appauthor=False))
+
+
+def plan_dir(onnx_path: Path, onnx_sha256: str) -> Path:
+    """Where TensorRT plans of a model go by default: beside its ONNX in a folder of the user's own, in the
+    user cache (keyed by the ONNX hash) when the ONNX is package data (installed models are read-only
+    to us: a plan in site-packages would be lost on upgrade) or the folder is not writable."""
+    folder = onnx_path.resolve().parent
+    installed = folder.is_relative_to(Path(__file__).resolve().parent)
+    if not installed and os.access(folder, os.W_OK):
+        return folder
+    return user_cache_dir() / "plans" / onnx_sha256[:16]

@@ -350,3 +350,13 @@ def test_portability_scan_sees_what_it_should(tmp_path: Path) -> None:
     for text, flagged in cases.items():
         probe.write_text(text + "\n")
         assert bool(_portability_problems(probe)) == flagged, text
+
+
+def test_user_files_go_to_the_user_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from bridge.paths import plan_dir, user_cache_dir
+
+    monkeypatch.setenv("AVATAR_BRIDGE_CACHE", str(tmp_path / "cache"))
+    assert user_cache_dir() == tmp_path / "cache"
+    assert plan_dir(tmp_path / "mine.onnx", "ab" * 32) == tmp_path.resolve()  # the user's folder: beside
+    installed = PACKAGE / "engines" / "dance_lstm.onnx"  # where a wheel puts the models
+    assert plan_dir(installed, "ab" * 32) == tmp_path / "cache" / "plans" / ("ab" * 8)

@@ -25,6 +25,7 @@ from bridge.engine_builder.profiles import apply_profiles, check_profiles, netwo
 from bridge.engine_builder.progress import PhaseBars, progress_monitor
 from bridge.engine_builder.timing_cache import attach_timing_cache, save_timing_cache
 from bridge.engine_builder.trtlog import recent_errors, trt_logger
+from bridge.paths import plan_dir
 from bridge.runtime.cuda import format_compute_capability, format_cuda_version
 from bridge.runtime.manifest import (
     ModelManifest,
@@ -50,7 +51,7 @@ class BuildRequest:
     """Everything `avatar-bridge build-engine` takes; `rebuild_command` turns it back into that command."""
 
     source: Path  # an .onnx file or a model manifest (.manifest.json)
-    out_dir: Path | None = None  # default: beside the ONNX
+    out_dir: Path | None = None  # default: bridge.paths.plan_dir (beside the ONNX, or the user cache)
     flavour: str = "auto"
     profile_flags: tuple[str, ...] = ()
     tiers: tuple[str, ...] = ()
@@ -220,7 +221,7 @@ def build_engine(request: BuildRequest, *, host: HostSnapshot | None = None) -> 
         manifest.onnx_sha256 if manifest is not None and manifest.onnx_sha256 else sha256_file(onnx_path)
     )
     profiles = select_profiles(manifest, request.profile_flags, request.tiers)
-    out_dir = request.out_dir or onnx_path.parent
+    out_dir = request.out_dir or plan_dir(onnx_path, onnx_sha256)
     tag = flavour.plan_tag
     if not request.per_tier or not profiles:
         name = f"{onnx_path.stem}.{tag}.plan"

@@ -11,6 +11,7 @@ from bridge.engine_builder.host import HostSnapshot, snapshot
 from bridge.engine_builder.plan_manifest import PlanManifest
 from bridge.engine_builder.rebuild import checked_plan
 from bridge.engine_builder.trtlog import recent_errors, trt_logger
+from bridge.paths import plan_dir
 from bridge.runtime.cuda import set_device
 from bridge.runtime.manifest import ModelManifest
 
@@ -34,10 +35,12 @@ class LoadedEngine:
 
 
 def find_plan(model: ModelManifest, flavours: list[Flavour] | None = None) -> Path:
-    """`<stem>.trt.plan` or `<stem>.rtx.plan` beside the model's ONNX, for the installed flavours in order."""
+    """`<stem>.trt.plan` or `<stem>.rtx.plan` beside the model's ONNX, then where `build-engine` puts plans
+    of read-only (installed) models (bridge.paths.plan_dir), for the installed flavours in order."""
     flavours = installed_flavours() if flavours is None else flavours
-    stem = model.onnx_path.with_suffix("")
-    tried = [stem.with_name(f"{stem.name}.{f.plan_tag}.plan") for f in flavours]
+    stem = model.onnx_path.stem
+    folders = dict.fromkeys([model.onnx_path.parent, plan_dir(model.onnx_path, model.onnx_sha256)])
+    tried = [folder / f"{stem}.{f.plan_tag}.plan" for folder in folders for f in flavours]
     for plan in tried:
         if plan.is_file():
             return plan
