@@ -56,7 +56,11 @@ def test_lookups_and_profiles() -> None:
     assert {p.name: p.max_batch for p in face.profiles} == {"realtime": 1, "batched": 8}
     assert {p.name: p.max_batch for p in dance.profiles} == {"realtime": 1, "batched": 64, "offline": 8}
     assert dance.profile("offline").shapes["features"] == ((1, 16, 35), (4, 64, 35), (8, 128, 35))
-    assert [m.name for m in find_manifests(ENGINES)] == ["dance_lstm", "face_expression_small"]
+    assert [m.name for m in find_manifests(ENGINES)] == [
+        "dance_lstm",
+        "face_expression_small",
+        "speech_visemes",
+    ]
 
 
 def test_committed_manifests_validate() -> None:

@@ -29,10 +29,11 @@ def wait_frames(client: BridgeClient, session: str, count: int, timeout_s: float
 
 
 def test_hello_list_open_close(client: BridgeClient) -> None:
-    assert client.hello_reply["pipelines"] == ["face", "motion"]
+    assert client.hello_reply["pipelines"] == ["face", "motion", "speech"]
     models = client.request("list")["models"]
-    assert {m["pipeline"] for m in models} == {"face", "motion"}
-    assert all(m["trained"] is False for m in models)
+    assert {m["pipeline"] for m in models} == {"face", "motion", "speech"}
+    # The reference face and dance models are untrained; the speech classifier is ours, trained.
+    assert all(m["trained"] is (m["pipeline"] == "speech") for m in models)
     opened = client.open("motion", style="krump")
     assert len(opened["session"]) == 16 and opened["topic"] == f"frame/{opened['session']}"
     rig = opened["rig"]

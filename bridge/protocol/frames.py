@@ -20,6 +20,8 @@ FLAME_EXPRESSION = 50
 FLAME_EYELIDS = 2
 ARKIT_BLENDSHAPES = 52
 SMPL_JOINTS = 24
+SPEECH_VISEMES = 15  # Oculus visemes, sil first (docs/protocol.md 6.2)
+SPEECH_VOWELS = 5  # VRM A, I, U, E, O
 
 
 def frame_topic(session: str) -> bytes:
@@ -50,6 +52,10 @@ class FaceFrame:
     head_position: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))  # (3,) metres
     gaze: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))  # (4,) radians
     warnings: tuple[str, ...] = ()  # e.g. "too_dark"
+    # Speech (docs/protocol.md 6.2): empty / None when the session has no voice.
+    visemes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))  # (15,) Oculus visemes
+    vowels: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))  # (5,) VRM A I U E O
+    voice: bool | None = None  # voice activity
 
 
 @dataclass(frozen=True)
@@ -95,6 +101,9 @@ def encode_face_frame(
     head_position: np.ndarray | None = None,
     gaze: np.ndarray | None = None,
     warnings: tuple[str, ...] = (),
+    visemes: np.ndarray | None = None,
+    vowels: np.ndarray | None = None,
+    voice: bool | None = None,
 ) -> bytes:
     """`expression` may be empty: a model without FLAME codes (face tracking) sends none."""
     message = _header(session, seq, input_seq, t_capture_ns, engine_us, batch)
@@ -111,6 +120,12 @@ def encode_face_frame(
         message["gaze"] = f32_bin(gaze)
     if warnings:
         message["warnings"] = list(warnings)
+    if visemes is not None:
+        message["visemes"] = f32_bin(visemes)
+    if vowels is not None:
+        message["vowels"] = f32_bin(vowels)
+    if voice is not None:
+        message["voice"] = voice
     return pack(message)
 
 
@@ -138,6 +153,8 @@ def decode_frame(payload: bytes) -> Frame:
         position = optional(m, "head_position", bytes, b"", what)
         gaze = optional(m, "gaze", bytes, b"", what)
         warnings = optional(m, "warnings", list, [], what)
+        visemes = optional(m, "visemes", bytes, b"", what)
+        vowels = optional(m, "vowels", bytes, b"", what)
         if not all(isinstance(w, str) for w in warnings):
             raise ProtocolError(ErrorCode.BAD_TYPE, "frame: 'warnings' must be an array of str")
         frame: Frame = FaceFrame(
@@ -151,6 +168,9 @@ def decode_frame(payload: bytes) -> Frame:
             head_position=f32_view(position, 3 if position else 0, "head_position"),
             gaze=f32_view(gaze, 4 if gaze else 0, "gaze"),
             warnings=tuple(warnings),
+            visemes=f32_view(visemes, SPEECH_VISEMES if visemes else 0, "visemes"),
+            vowels=f32_view(vowels, SPEECH_VOWELS if vowels else 0, "vowels"),
+            voice=optional(m, "voice", bool, None, what),
         )
     elif pipeline == "motion":
         frame = MotionFrame(

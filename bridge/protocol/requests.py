@@ -28,6 +28,7 @@ MAX_IMAGE_PIXELS = 2048 * 1024  # 1920x1080 fits; pre-processing cost grows with
 MIN_AUDIO_RATE = 8000
 MAX_AUDIO_RATE = 192000
 MAX_AUDIO_INPUT_S = 1.0  # seconds of audio in one input, at any rate
+MAX_CALIBRATION_S = 8.0  # seconds of audio in one voice calibration
 MAX_FEATURE_ROWS = 1024
 MAX_FEATURE_COLS = 4096
 MAX_NAME_CHARS = 64  # pipeline, model, option names and string option values
@@ -65,10 +66,13 @@ class CloseSession:
 
 @dataclass(frozen=True)
 class Calibrate:
-    """Take the session's next tracked face as its neutral (face tracking; docs/protocol.md 5.1)."""
+    """Take the session's next tracked face as its neutral (face tracking; docs/protocol.md 5.1), or,
+    with audio, the five vowels of the session's voice (speech; docs/protocol.md 5.2)."""
 
     id: int
     session: str
+    rate: int = 0
+    samples: np.ndarray | None = None  # (n,) int16 or float32 mono, read-only view
 
 
 @dataclass(frozen=True)
@@ -154,6 +158,9 @@ class _Close(_Message, tag="close"):
 
 class _Calibrate(_Message, tag="calibrate"):
     session: _SessionId
+    rate: _Rate | None = None
+    format: _Name | None = None
+    data: memoryview | None = None
 
 
 class _Ping(_Message, tag="ping"):
@@ -211,7 +218,11 @@ def decode_request(payload: bytes, max_bytes: int | None = None) -> Request:
     if isinstance(message, _Close):
         return CloseSession(message.id, message.session)
     if isinstance(message, _Calibrate):
-        return Calibrate(message.id, message.session)
+        if message.data is None:
+            return Calibrate(message.id, message.session)
+        rate = _require(message.rate, "rate", "calibration")
+        samples = _audio(rate, message.format, message.data, "calibration", MAX_CALIBRATION_S)
+        return Calibrate(message.id, message.session, rate, samples)
     if isinstance(message, _Hello):
         return Hello(message.id, message.client or "")
     return ListModels(message.id)
@@ -301,23 +312,7 @@ def _input(m: _Input) -> Input:
         return ImageInput(m.id, m.session, m.seq, m.t_capture_ns, ack, pixels)
     if m.kind == "audio":
         rate = _require(m.rate, "rate", "audio")
-        dtype = _AUDIO_FORMATS.get(_require(m.format, "format", "audio"))
-        if dtype is None:
-            raise ProtocolError(ErrorCode.BAD_VALUE, "audio input: format not supported (s16le or f32le)")
-        if not data or len(data) % dtype.itemsize:
-            raise ProtocolError(
-                ErrorCode.BAD_SIZE,
-                f"audio input: {len(data)} bytes is not a whole, non-zero number of {m.format} samples",
-            )
-        count = len(data) // dtype.itemsize
-        if count > MAX_AUDIO_INPUT_S * rate:
-            raise ProtocolError(
-                ErrorCode.BAD_VALUE,
-                f"audio input: {count / rate:.3f} s of audio in one input is over {MAX_AUDIO_INPUT_S} s",
-            )
-        samples = np.frombuffer(data, dtype=dtype)
-        if dtype == F32LE and not np.isfinite(samples).all():
-            raise ProtocolError(ErrorCode.BAD_VALUE, "audio input: samples must be finite")
+        samples = _audio(rate, m.format, data, "audio", MAX_AUDIO_INPUT_S)
         return AudioInput(m.id, m.session, m.seq, m.t_capture_ns, ack, rate, samples)
     rows = _require(m.rows, "rows", "features")
     cols = _require(m.cols, "cols", "features")
@@ -330,6 +325,27 @@ def _input(m: _Input) -> Input:
     if not np.isfinite(values).all():
         raise ProtocolError(ErrorCode.BAD_VALUE, "features input: values must be finite")
     return FeaturesInput(m.id, m.session, m.seq, m.t_capture_ns, ack, values)
+
+
+def _audio(rate: int, fmt: str | None, data: memoryview, kind: str, max_s: float) -> np.ndarray:
+    """Mono PCM of an audio input or a voice calibration, checked: format, whole samples, length, finite."""
+    dtype = _AUDIO_FORMATS.get(_require(fmt, "format", kind))
+    if dtype is None:
+        raise ProtocolError(ErrorCode.BAD_VALUE, f"{kind} input: format not supported (s16le or f32le)")
+    if not data or len(data) % dtype.itemsize:
+        raise ProtocolError(
+            ErrorCode.BAD_SIZE,
+            f"{kind} input: {len(data)} bytes is not a whole, non-zero number of {fmt} samples",
+        )
+    count = len(data) // dtype.itemsize
+    if count > max_s * rate:
+        raise ProtocolError(
+            ErrorCode.BAD_VALUE, f"{kind} input: {count / rate:.3f} s of audio in one input is over {max_s} s"
+        )
+    samples = np.frombuffer(data, dtype=dtype)
+    if dtype == F32LE and not np.isfinite(samples).all():
+        raise ProtocolError(ErrorCode.BAD_VALUE, f"{kind} input: samples must be finite")
+    return samples
 
 
 _AUDIO_FORMATS: dict[str, np.dtype[Any]] = {"s16le": np.dtype("<i2"), "f32le": F32LE}

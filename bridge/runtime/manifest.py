@@ -55,7 +55,7 @@ StaticShape = tuple[int, ...]
 # face_landmarks, face_detector, face_blendshapes: the three networks of the face-tracking pipeline
 # (MediaPipe FaceLandmarker's, converted by bridge.models.mediapipe); the mesh model is the one a
 # pipeline serves, the other two are loaded beside it.
-Task = Literal["face", "motion", "face_landmarks", "face_detector", "face_blendshapes"]
+Task = Literal["face", "motion", "face_landmarks", "face_detector", "face_blendshapes", "speech"]
 TASKS: tuple[str, ...] = get_args(Task)
 
 
@@ -90,6 +90,7 @@ INPUT_ROLES: dict[str, RoleSpec] = {
     "face.landmark_subset": RoleSpec(
         "face_blendshapes", 3, (146, 2), _FLOAT, True, "146 mesh landmarks (x, y), image pixels"
     ),
+    "speech.features": RoleSpec("speech", 2, (104,), _FLOAT, True, "8 x 13 causal MFCC frames [B,104]"),
 }
 OUTPUT_ROLES: dict[str, RoleSpec] = {
     "flame.expression": RoleSpec("face", 2, (50,), _FLOAT, True, "FLAME expression psi, first 50"),
@@ -107,6 +108,7 @@ OUTPUT_ROLES: dict[str, RoleSpec] = {
     "arkit.blendshapes": RoleSpec(
         "face_blendshapes", 2, (52,), _FLOAT, True, "_neutral + 51 ARKit blendshapes in [0,1]"
     ),
+    "speech.visemes": RoleSpec("speech", 2, (15,), _FLOAT, True, "15 Oculus viseme probabilities [B,15]"),
 }
 
 # ONNX TensorProto element types -> numpy dtype names (the subset a manifest may use).

@@ -299,13 +299,18 @@ class Bridge:
             )
         elif isinstance(request, Calibrate):
             session = self._session(request.session, owner)
-            calibrate = getattr(session.pipeline, "calibrate", None)  # face tracking only
+            # Without audio: the neutral face (face tracking); with it: the voice's five vowels (speech,
+            # measured in this thread; bounded by MAX_CALIBRATION_S).
+            voice = request.samples is not None
+            calibrate = getattr(session.pipeline, "calibrate_voice" if voice else "calibrate", None)
             if calibrate is None:
+                kind = "voice" if voice else "neutral"
                 raise ProtocolError(
-                    ErrorCode.BAD_VALUE, f"model {session.pipeline.model_name} has no neutral calibration"
+                    ErrorCode.BAD_VALUE, f"model {session.pipeline.model_name} has no {kind} calibration"
                 )
-            calibrate(session.state)
-            self._send(envelope, reply("calibrate", request.id, session=session.id))
+            args = (request.rate, request.samples) if voice else ()
+            measured = calibrate(session.state, *args) or {}
+            self._send(envelope, reply("calibrate", request.id, session=session.id, **measured))
         elif isinstance(request, Ping):
             if request.session is not None:
                 self._session(request.session, owner).last_seen = time.monotonic()
