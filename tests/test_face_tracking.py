@@ -295,7 +295,7 @@ def test_face_sessions_default_to_tracking_through_a_real_bridge(models: Path) -
             later += [r.frame for r in client.recv_frames(300) if isinstance(r.frame, FaceFrame)]
         assert later[-1].blendshapes.max() < 0.02
         motion = client.open("motion")["session"]
-        with pytest.raises(BridgeError, match="no neutral calibration"):
+        with pytest.raises(BridgeError, match="BAD_VALUE"):
             client.request("calibrate", session=motion)
     finally:
         client.close()
@@ -332,7 +332,8 @@ def test_torch_backend_runs_the_converted_networks(models: Path) -> None:
     photo = skimage_data.astronaut()
     results = {}
     for backend in ("onnxruntime", "torch"):
-        p = FaceTrackingPipeline(Engine.load(models / f"{SERVED_NAME}.onnx", backend=backend))
+        # No warm-up of the mesh at its largest tier: eager torch on a CPU takes tens of seconds there.
+        p = FaceTrackingPipeline(Engine.load(models / f"{SERVED_NAME}.onnx", backend=backend, warmup=False))
         try:
             assert p.detector.backend.name == p.blendshape_engine.backend.name == backend
             state = p.open_session({"smoothing": False})

@@ -36,7 +36,7 @@ from bridge.protocol.codec import ProtocolError
 from bridge.protocol.errors import ErrorCode
 from bridge.protocol.events import FACE_EYELID_NAMES, FaceRig
 from bridge.protocol.frames import encode_face_frame
-from bridge.protocol.requests import ImageInput, Input
+from bridge.protocol.requests import Calibrate, ImageInput, Input
 from bridge.rig.arkit import ARKIT_NAMES
 from bridge.rig.canonical_face import parse_canonical_mesh
 from bridge.rig.rotations import axis_angle_to_quat
@@ -184,8 +184,10 @@ class FaceTrackingPipeline(Pipeline[TrackingState, TrackStep]):
             extras=("head_position", "gaze"),
         )
 
-    def calibrate(self, state: TrackingState) -> None:
-        """Take the next tracked frame as the user's neutral face (per-channel offset and gain)."""
+    def calibrate(self, state: TrackingState, request: Calibrate | None = None) -> None:
+        """Take the next tracked frame as the user's neutral face (per-channel offset and gain); the
+        request carries nothing the face needs (the I/O thread calls this; the flag is read by the
+        scheduler thread on the next frame)."""
         state.calibrate_next = True
 
     # ------------------------------------------------------------------ pre-process

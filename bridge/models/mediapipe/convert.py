@@ -32,6 +32,10 @@ CONVERTER_VERSION = 2  # bump when the converter's output changes: old conversio
 SERVED_NAME = "mediapipe_face"
 PARTS = "parts"
 GEOMETRY = "geometry_pipeline_metadata_landmarks.binarypb"
+# Batch tiers (TensorRT profiles, torch CUDA-graph sizes). Engines warm up at each tier's largest
+# batch, so the top tier stays small enough for a CPU start (a 256 warm-up needs gigabytes); more
+# sessions are served as several calls per tick.
+TIERS = (1, 8, 32)
 _SOURCE = "Google MediaPipe FaceLandmarker (face_landmarker.task float16/1, Apache-2.0)"
 
 
@@ -59,7 +63,7 @@ NETWORKS = (
         "face.mesh_image",
         (3, 256, 256),
         ("face.landmarks", "face.presence"),
-        (1, 8, 32),
+        TIERS,
         f"478-point face mesh (FaceMesh V2) of {_SOURCE}; face tracking with 52 ARKit blendshapes",
     ),
     _Network(
@@ -71,7 +75,7 @@ NETWORKS = (
         "face.detector_image",
         (3, 128, 128),
         ("face.detections", "face.detection_scores"),
-        (1, 8, 32),
+        TIERS,
         f"BlazeFace short-range face detector of {_SOURCE}",
     ),
     _Network(
@@ -83,7 +87,7 @@ NETWORKS = (
         "face.landmark_subset",
         (146, 2),
         ("arkit.blendshapes",),
-        (1, 8, 32),
+        TIERS,
         f"52 blendshape scores (MLP-Mixer over 146 landmarks) of {_SOURCE}",
     ),
 )
