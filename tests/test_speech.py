@@ -143,3 +143,40 @@ def test_speech_session_over_the_wire(bridge: Bridge, client: BridgeClient) -> N
         )
     assert err.value.name == "BAD_VALUE"
     client.close_session(sid)
+
+
+def test_vmc_sends_the_speech_vowels(pipeline: SpeechPipeline) -> None:
+    from bridge.outputs.session import SessionInfo
+    from bridge.outputs.vmc import VmcOutput
+
+    state = pipeline.open_session({})
+    u = speak(VOICES[0], "Ah, ah.")
+    frames = run(pipeline, state, u.audio, u.rate, chunk=u.rate // 30)
+    frame = max(frames, key=lambda f: float(f.vowels[0]))
+    output = VmcOutput("127.0.0.1", 9)
+    info = SessionInfo(session="s", pipeline="speech", rig=pipeline.rig(state), fps=30.0)
+    sent = {
+        m.params[0]: m.params[1] for m in output.messages(frame, info) if m.address == "/VMC/Ext/Blend/Val"
+    }
+    assert sent["A"] == pytest.approx(float(frame.vowels[0]), abs=1e-6) and sent["A"] > 0.1
+    assert {"A", "I", "U", "E", "O", "JawOpen"} <= set(sent)
+    output.close()
+
+
+def test_mixing_rule_mouth_from_voice_rest_from_camera() -> None:
+    from bridge.speech.mix import mix_speech
+
+    camera = np.full(52, 0.3, np.float32)
+    speech = np.zeros(52, np.float32)
+    speech[JAW] = 0.8
+    weight = 0.0
+    for _ in range(4):  # the crossfade reaches the voice within ~3 frames
+        mixed, weight = mix_speech(camera, speech, voice=True, face_found=True, weight=weight)
+    assert mixed[JAW] == pytest.approx(0.8) and mixed[ARKIT_INDEX["EyeBlinkLeft"]] == pytest.approx(0.3)
+    assert mixed[ARKIT_INDEX["MouthSmileLeft"]] == pytest.approx(0.3)  # the camera's smile stays
+    assert mixed[ARKIT_INDEX["MouthPucker"]] == pytest.approx(0.0)
+    for _ in range(4):
+        mixed, weight = mix_speech(camera, speech, voice=False, face_found=True, weight=weight)
+    assert mixed[JAW] == pytest.approx(0.3)  # silent: the camera's mouth
+    mixed, weight = mix_speech(camera, speech, voice=False, face_found=False, weight=1.0)
+    assert mixed[JAW] == pytest.approx(0.8)  # no face in view: the voice keeps the mouth

@@ -48,6 +48,9 @@ VRM0_PRESETS: tuple[tuple[str, str], ...] = (
     ("O", "MouthFunnel"),
 )
 
+# Speech frames carry the five VRM0 vowel presets themselves (frame `vowels`, docs/protocol.md 6.2).
+SPEECH_VOWEL_PRESETS = ("A", "I", "U", "E", "O")
+
 # /VMC/Ext/OK arguments after `loaded`: calibration state 3 (calibrated), calibration mode 0 (normal).
 _CALIBRATED, _NORMAL_MODE = 3, 0
 
@@ -196,7 +199,10 @@ class VmcOutput(Output):
         weights = {name: float(w) for name, w in zip(rig.blendshapes, frame.blendshapes, strict=True)}
         out = [message("/VMC/Ext/Blend/Val", name, w) for name, w in weights.items()]
         if self.vrm_presets:
-            out += [message("/VMC/Ext/Blend/Val", p, weights[a]) for p, a in VRM0_PRESETS if a in weights]
+            presets = {p: weights[a] for p, a in VRM0_PRESETS if a in weights}
+            if frame.vowels.size == len(SPEECH_VOWEL_PRESETS):  # speech: the real A I U E O, not derived
+                presets.update(zip(SPEECH_VOWEL_PRESETS, frame.vowels.tolist(), strict=True))
+            out += [message("/VMC/Ext/Blend/Val", p, w) for p, w in presets.items()]
         out.append(message("/VMC/Ext/Blend/Apply"))
         if frame.gaze.size == 4:  # face tracking: eye bones from the gaze
             out += [
