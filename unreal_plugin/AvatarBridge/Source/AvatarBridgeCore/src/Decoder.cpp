@@ -1,5 +1,6 @@
 #include "avatar_bridge/Decoder.hpp"
 
+#include <algorithm>
 #include <string>
 
 #include <msgpack.hpp>
@@ -20,8 +21,13 @@ msgpack::object_handle unpackMap(const std::uint8_t* data, std::size_t size, boo
     std::size_t offset = 0;
     msgpack::object_handle handle;
     try {
+        // msgpack-cxx allocates an array's or map's objects from the count in its header, before reading them:
+        // cap the counts by what the message could hold (each element takes a byte at least), so a bogus
+        // header is a MALFORMED error, not a multi-gigabyte allocation (found by fuzz/DecoderFuzz.cpp).
+        const msgpack::unpack_limit limit(std::min<std::size_t>(size, 1u << 20), std::min<std::size_t>(size / 2, 1u << 16),
+                                          size, size, size, 64);
         handle = msgpack::unpack(reinterpret_cast<const char*>(data), size, offset,
-                                 referenceBinaries ? &referenceBins : nullptr);
+                                 referenceBinaries ? &referenceBins : nullptr, nullptr, limit);
     } catch (const msgpack::unpack_error& e) {
         throw ProtocolError(ErrorCode::Malformed, std::string("not a msgpack message: ") + e.what());
     }

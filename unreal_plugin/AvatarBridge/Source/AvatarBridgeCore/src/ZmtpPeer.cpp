@@ -94,6 +94,7 @@ void ZmtpPeer::setEndpoint(const std::string& host, int port) noexcept {
         ++generation_;
         if (current_) {
             current_->close();
+            current_.reset();  // the writer waits for the next connection instead of writing into this one
         }
     } catch (...) {  // out of memory copying a host name: keep the old endpoint
     }
@@ -138,6 +139,7 @@ void ZmtpPeer::reset() noexcept {
         queue_.clear();
         if (current_) {
             current_->close();
+            current_.reset();  // what is queued from now on goes to the next connection
         }
     }
     changed_.notify_all();

@@ -250,3 +250,14 @@ TEST(EventDecoding, OpenedAndClosed) {
     EXPECT_EQ(closed.framesPublished, 42u);
     EXPECT_THROW(decodeEvent(payloads::closedEvent("s", "client").str("event", "paused")), ProtocolError);
 }
+
+TEST(MessageDecoding, HugeDeclaredCountsAreMalformedNotAllocated) {
+    // A map whose one value claims 2^31 array elements (array32 header, no elements): found by the fuzzer.
+    const std::string bytes("\x81\xa1x\xdd\x80\x00\x00\x00", 8);
+    try {
+        (void)Decoder::reply(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size());
+        FAIL() << "decoded";
+    } catch (const ProtocolError& e) {
+        EXPECT_EQ(e.code(), ErrorCode::Malformed);
+    }
+}
