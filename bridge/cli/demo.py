@@ -2,7 +2,7 @@
 
 Starts a bridge on the bundled engines, drives a face session with a generated webcam clip and a
 motion session with generated music at the same time, then writes a BVH of the dance, a PNG of
-latency and channels, and a JSON summary.
+latency and channels, and a JSON summary; a synthesized phrase drives a speech session (speech.png).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from bridge.cli.demo_speech import talk
 from bridge.cli.serve import face_tracking_dirs
 from bridge.harness.client import BridgeClient
 from bridge.harness.plots import plot_run
@@ -91,9 +92,12 @@ def run(args: argparse.Namespace) -> int:
         finally:
             client.close()
 
+    speech: dict[str, Any] = {}
     workers = [
         threading.Thread(target=drive, args=("face", {})),
         threading.Thread(target=drive, args=("motion", {"style": args.style})),
+        # A synthesized phrase drives a speech session's mouth (speech.png).
+        threading.Thread(target=lambda: speech.update(talk(bridge.sockets.request_port, args.out))),
     ]
     try:
         for w in workers:
@@ -127,7 +131,10 @@ def run(args: argparse.Namespace) -> int:
             written += write_previews(tracking[0], face_frames(args.seconds, 60.0), args.preview)
         else:
             print("--preview skipped: face tracking is off (see the warning above)")
-    summary = {name: report.to_json() for name, report in reports.items()}
+    summary: dict[str, Any] = {name: report.to_json() for name, report in reports.items()}
+    summary["speech"] = speech
+    if "plot" in speech:
+        written.append(Path(speech["plot"]))
     (args.out / "summary.json").write_text(json.dumps(summary, indent=2))
     print(f"\n{'pipeline':<8} {'frames':>7} {'lost':>5} {'p50 ms':>7} {'p99 ms':>7} {'engine ms':>9}")
     for name, r in reports.items():

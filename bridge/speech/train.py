@@ -1,6 +1,6 @@
 """Train the viseme classifier on synthesized speech and export it with its manifest.
 
-    python -m bridge.speech.train [--out engines] [--epochs 30]
+    python -m bridge.speech.train [--out engines] [--epochs 25]
 
 writes speech_visemes.onnx, speech_visemes.manifest.json and speech_visemes.calibration.json (the
 training voices' mean vowel profiles, the target of per-session calibration). Data: our own sentences
@@ -222,7 +222,7 @@ def write_manifest(path: Path, onnx_path: Path) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bridge.speech.train", description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, default=Path("engines"))
-    parser.add_argument("--epochs", type=int, default=30)
+    parser.add_argument("--epochs", type=int, default=25)
     args = parser.parse_args(argv)
     rng = np.random.default_rng(SEED)
     x, y, reference = build_dataset(rng)
