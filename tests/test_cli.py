@@ -25,8 +25,13 @@ def test_demo_writes_a_bvh_a_png_and_a_summary(tmp_path: Path) -> None:
     assert bvh.startswith("HIERARCHY") and "MOTION" in bvh
     assert (tmp_path / "demo.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     summary = json.loads((tmp_path / "summary.json").read_text())
-    assert set(summary) == {"face", "motion"}
-    assert all(summary[p]["frames_lost"] == 0 and summary[p]["frames_received"] > 0 for p in summary)
+    assert set(summary) == {"face", "motion", "speech"}
+    assert all(
+        summary[p]["frames_lost"] == 0 and summary[p]["frames_received"] > 0 for p in ("face", "motion")
+    )
+    # The talking voice moved the mouth, and its plot was written (issue 20).
+    assert summary["speech"]["frames"] > 50 and summary["speech"]["jaw_open_max"] > 0.3
+    assert (tmp_path / "speech.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_harness_against_serve_writes_its_report(tmp_path: Path) -> None:

@@ -182,7 +182,7 @@ def test_installed_demo_runs(installed: Installed) -> None:
     for name in ("dance.bvh", "demo.png", "summary.json"):
         assert (out / name).stat().st_size > 0, name
     summary = json.loads((out / "summary.json").read_text())
-    assert set(summary) == {"face", "motion"}
+    assert set(summary) == {"face", "motion", "speech"}
 
 
 def test_installed_serve_answers_a_harness_session(installed: Installed) -> None:
