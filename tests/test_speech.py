@@ -180,3 +180,19 @@ def test_mixing_rule_mouth_from_voice_rest_from_camera() -> None:
     assert mixed[JAW] == pytest.approx(0.3)  # silent: the camera's mouth
     mixed, weight = mix_speech(camera, speech, voice=False, face_found=False, weight=1.0)
     assert mixed[JAW] == pytest.approx(0.8)  # no face in view: the voice keeps the mouth
+
+
+def test_live_link_face_carries_the_mouth(pipeline: SpeechPipeline) -> None:
+    from bridge.outputs.livelink_face import CURVES, LiveLinkFaceOutput
+    from bridge.outputs.session import SessionInfo
+
+    state = pipeline.open_session({})
+    u = speak(VOICES[0], "Ah, ah.")
+    frame = max(
+        run(pipeline, state, u.audio, u.rate, chunk=u.rate // 30), key=lambda f: float(f.blendshapes[JAW])
+    )
+    output = LiveLinkFaceOutput("127.0.0.1", 9)
+    info = SessionInfo(session="s", pipeline="speech", rig=pipeline.rig(state), fps=30.0)
+    values = np.frombuffer(output.packet(frame, info)[-4 * len(CURVES) :], ">f4")
+    assert values[JAW] == pytest.approx(float(frame.blendshapes[JAW]), abs=1e-6) and values[JAW] > 0.3
+    output.close()
