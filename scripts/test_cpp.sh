@@ -83,7 +83,7 @@ stamp
 
 echo "== 4. clang TSan: threaded unit tests and the AvatarLink live tests"
 sanitized tsan "-fsanitize=thread" sanitizer_tests integration_tests
-export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$CORE/tests/tsan.supp"
 "$BUILD_DIR/tsan/sanitizer_tests" --gtest_brief=1
 "$BUILD_DIR/tsan/integration_tests" --gtest_brief=1 --gtest_filter='Live.AvatarLink*:-Live.AvatarLinkReopensSessionsWhenTheBridgeRestarts'
 stamp

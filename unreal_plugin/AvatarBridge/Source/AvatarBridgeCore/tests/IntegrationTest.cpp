@@ -676,10 +676,14 @@ TEST(Live, AvatarLinkPushesFromTheReceiveThreadAndStopsFlagThenPoll) {
     }
 
     // The game thread asks once and polls; the supervisor closes the session meanwhile.
+    const std::uint64_t connections = link->connections();
+    const bool stillAttached = body->attachment() != nullptr;
     link->requestStop();
     ASSERT_TRUE(waitUntil([&] { return link->stopped(); }, 5s));
     const auto closed = observer.collector.waitEvent<ClosedEvent>(session, 5s);
-    ASSERT_TRUE(closed.has_value());
+    // A link that reconnected meanwhile (a ping timed out on a loaded machine) no longer owns the session.
+    ASSERT_TRUE(closed.has_value()) << "hellos: " << connections << ", attached at stop: " << stillAttached
+                                    << ", status: " << link->statusText();
     EXPECT_EQ(closed->reason, "client");
 }
 
