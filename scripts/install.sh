@@ -31,9 +31,11 @@ apt_install() {  # only what is missing, so a re-run costs no apt-get update
 }
 
 if [[ $dev == 1 ]] && command -v apt-get >/dev/null; then
-    # C++ core: g++, CMake, libzmq, cppzmq, msgpack-cxx, GoogleTest. C# core: Mono, NUnit.
+    # C++ core: g++, CMake, libzmq, cppzmq, msgpack-cxx, GoogleTest; clang, libc++ and the sanitizer
+    # runtimes for scripts/test_cpp.sh's one-TU and ASan/UBSan/TSan jobs. C# core: Mono, NUnit.
     # Speech and music tests: espeak-ng (speech synthesis), fluidsynth + fluid-soundfont-gm (MIDI rendering).
     apt_install g++ make cmake pkg-config libzmq3-dev cppzmq-dev libmsgpack-cxx-dev libgtest-dev \
+        clang libc++-dev libc++abi-dev libclang-rt-14-dev \
         mono-devel nunit-console libnunit-cil-dev espeak-ng fluidsynth fluid-soundfont-gm
 fi
 
