@@ -51,10 +51,10 @@ from bridge.protocol.requests import FeaturesInput, ImageInput, Input
 from bridge.runtime.engine import Engine
 from bridge.runtime.manifest import ModelManifest, load_manifest
 from bridge.runtime.torch.modules import reference_module
-from bridge.serving.scheduler import Scheduler
+from bridge.serving.scheduler import Publish, Scheduler
 from bridge.serving.sessions import Session
 from bridge.serving.stats import BridgeStats
-from bridge.transport.zmq_sockets import BridgeSockets, TransportConfig
+from bridge.transport.zmq_sockets import BridgeSockets, Delivery, TransportConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 FPS = 60.0
@@ -88,18 +88,18 @@ print(n, flush=True)
 class Counter:
     """Publish wrapper: the real PUB socket, plus a count and the time of the last frame."""
 
-    publish: Callable[[bytes, bytes], bool]
+    publish: Publish
     frames: int = 0
     target: int = 0  # frame count at which the current tick is complete
     t_first: float = 0.0  # first frame of the tick: its frames are computed and encoded
     t_last: float = 0.0
     done: threading.Event = field(default_factory=threading.Event)
 
-    def __call__(self, topic: bytes, payload: bytes) -> bool:
+    def __call__(self, topic: bytes, payload: bytes, *, hold: bool = False) -> Delivery:
         now = time.perf_counter()
         if not self.t_first:
             self.t_first = now
-        ok = self.publish(topic, payload)
+        ok = self.publish(topic, payload, hold=hold)
         self.frames += 1
         if self.frames >= self.target:
             self.t_last = time.perf_counter()
