@@ -11,11 +11,13 @@
 #      of the live test; then the libFuzzer target for the frame/reply/event decoder and the ZMTP framing,
 #      seeded, for FUZZ_SECONDS.
 #   4. clang with TSan: sanitizer_tests and the AvatarLink live tests.
-# Jobs 3-4 build with clang from scratch and take several minutes on 2 cores: SANITIZERS=0 skips them.
+# Jobs 3-4 build with clang from scratch (a fresh run on 2 busy cores: job 1 132 s, job 2 14 s, job 3 140 s,
+# job 4 ~120 s). To stay near the 4-minute budget the default runs jobs 1-3; SANITIZERS=2 adds TSan,
+# SANITIZERS=0 runs jobs 1-2 only.
 # Needs (scripts/install.sh): g++, cmake, pkg-config, libzmq3-dev, cppzmq-dev, libmsgpack-cxx-dev,
 # libgtest-dev, clang, libc++-dev, libc++abi-dev, libclang-rt-14-dev; and avatar-bridge on PATH.
 # Env: BUILD_DIR (default <core>/build, git-ignored, reused), JOBS (2), AVATAR_BRIDGE_CMD (avatar-bridge),
-#      FUZZ_SECONDS (15), SANITIZERS (1; 0 runs jobs 1-2 only).
+#      FUZZ_SECONDS (15), SANITIZERS (1: jobs 1-3; 2: all four; 0: jobs 1-2).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -52,7 +54,7 @@ clang++ -std=c++20 -stdlib=libc++ -fno-rtti -Wall -Wextra -Wpedantic -Wshadow -W
 echo "ok: $(ls "$CORE"/src/*.cpp | wc -l) sources, one TU"
 stamp
 
-[[ $SANITIZERS == 1 ]] || exit 0
+[[ $SANITIZERS -ge 1 ]] || exit 0
 
 sanitized() {  # name, flags, then the targets to build
     local name=$1 flags=$2; shift 2
@@ -81,6 +83,10 @@ fi
 grep -E "^stat::(number_of_executed_units|new_units_added)" "$BUILD_DIR/fuzz.log"
 stamp
 
+if [[ $SANITIZERS -lt 2 ]]; then
+    echo "C++ core: jobs 1-3 passed (SANITIZERS=2 adds the TSan job)"
+    exit 0
+fi
 echo "== 4. clang TSan: threaded unit tests and the AvatarLink live tests"
 sanitized tsan "-fsanitize=thread" sanitizer_tests integration_tests
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$CORE/tests/tsan.supp"
