@@ -110,6 +110,8 @@ def start_feeders(
 ) -> list[SourceFeeder]:
     """Open every source and start its feeder; a device or file that cannot be opened raises SourceError
     (after stopping those already started). Sessions open on the feeders' threads."""
+    if not specs:
+        return []
     transport = bridge.config.transport
     server_key = None
     if transport.curve_secret_key is not None:
