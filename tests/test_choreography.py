@@ -49,3 +49,26 @@ def test_style_changes_the_move_set() -> None:
         used[style] = moves
     assert used["break"] != used["ballet_jazz"]
     assert len(used["break"]) >= 2  # it changes moves on phrase boundaries
+
+
+def test_served_as_a_backend_behind_the_dance_manifest() -> None:
+    from pathlib import Path
+
+    from bridge.runtime.engine import Engine
+
+    manifest = Path(__file__).resolve().parents[1] / "engines" / "dance_lstm.manifest.json"
+    rows, _, _ = _rows(12.0, 120.0, seed=7)
+    with Engine.load(manifest, backend="choreographer", warmup=False) as engine:
+        state = engine.initial_state(1)
+        poses = []
+        for i in range(0, len(rows), 60):  # chunked calls continue from the state rows
+            out, state = engine.run(
+                {
+                    "features": rows[None, i : i + 60],
+                    "pose.previous": np.zeros((1, 75), np.float32),
+                    "style": np.array([5], np.int64),
+                },
+                state,
+            )
+            poses.append(np.concatenate([out["pose.axis_angle"][0], out["pose.root_translation"][0]], axis=1))
+    np.testing.assert_allclose(np.concatenate(poses), choreograph(rows, "house"), atol=1e-4)

@@ -36,6 +36,7 @@ _REGISTRY: dict[str, str] = {
     "onnxruntime": "bridge.runtime.onnxrt.runner:OnnxRuntimeBackend",
     "torch": "bridge.runtime.torch.runner:TorchBackend",
     "tensorrt": "bridge.runtime.tensorrt.runner:TensorRTBackend",
+    "choreographer": "bridge.choreography.backend:ChoreographerBackend",
     "triton": "bridge.runtime.triton.runner:TritonBackend",
 }
 
