@@ -45,6 +45,12 @@ AvatarLink::AvatarLink(Config config) : config_(std::move(config)) {
     supervisor_ = std::thread([this] {
         try {
             supervise();
+            {
+                // The closes must not be sent before requestStop's cancel: it would fail their replies too,
+                // and the dealer would stop with the closes still queued (the sessions then only time out).
+                std::unique_lock<std::mutex> lock(mutex_);
+                wake_.wait_for(lock, kCloseTimeout, [this] { return inFlightCancelled_; });
+            }
             closeOwnSessions();
         } catch (...) {  // out of memory: stop talking; the bridge reaps the sessions
         }
@@ -78,6 +84,11 @@ void AvatarLink::requestStop() noexcept {
     }
     wake_.notify_all();
     client_->cancelPending();  // fails the supervisor's in-flight request, if any, so it sees `stopping_` at once
+    {
+        const std::lock_guard<std::mutex> lock(mutex_);
+        inFlightCancelled_ = true;
+    }
+    wake_.notify_all();
 }
 
 bool AvatarLink::stopped() const noexcept { return supervisorDone_ && client_->finished(); }

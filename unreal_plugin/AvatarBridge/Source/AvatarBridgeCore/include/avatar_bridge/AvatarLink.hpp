@@ -126,6 +126,7 @@ private:
     std::optional<HelloReply> hello_;
     std::string status_ = "connecting";
     bool stopping_ = false;
+    bool inFlightCancelled_ = false;  // requestStop has failed the supervisor's in-flight request
     std::condition_variable wake_;
 
     std::atomic<bool> supervisorDone_{false};
