@@ -45,6 +45,7 @@ from bridge.protocol.requests import (
     decode_request,
     request_echo,
 )
+from bridge.runtime.backend import BackendUnavailable
 from bridge.runtime.engine import Engine
 from bridge.runtime.manifest import ManifestError, find_manifests
 from bridge.serving.scheduler import Scheduler
@@ -457,7 +458,7 @@ class Bridge:
 
 def _load_error(exc: Exception) -> str:
     """What went wrong loading an engine, in words an operator can act on."""
-    if isinstance(exc, (ManifestError, FileNotFoundError)):
+    if isinstance(exc, (ManifestError, FileNotFoundError, BackendUnavailable)):
         return str(exc)
     return f"cannot read the model file, it may be truncated or corrupt ({type(exc).__name__}: {exc})"
 
