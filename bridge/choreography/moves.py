@@ -77,6 +77,15 @@ def _alternate(b: F64, beats: int) -> I64:
     return (np.floor(b / beats).astype(np.int64) % 2).astype(np.int64)
 
 
+def _lift_swinging_leg(p: F64, swing: I64, lift: F64, hip_deg: F64, knee_deg: F64) -> None:
+    """Raise the swinging leg's thigh by `hip_deg` and bend its knee by `knee_deg`, scaled by `lift`."""
+    for leg in (0, 1):
+        on = (swing == leg).astype(np.float64)
+        side = ("left", "right")[leg]
+        p[:, J[f"{side}_hip"], 0] -= hip_deg * _DEG * lift * on
+        p[:, J[f"{side}_knee"], 0] += knee_deg * _DEG * lift * on
+
+
 def bounce(b: F64, a: F64) -> tuple[F64, I64]:
     p = base_pose(b.size)
     knee_bend(p, 9 * a * _down(b))
@@ -103,12 +112,7 @@ def sway(b: F64, a: F64) -> tuple[F64, I64]:
 def step_touch(b: F64, a: F64) -> tuple[F64, I64]:
     p = base_pose(b.size)
     swing = _alternate(b, 1)
-    lift = _lift(b)
-    for leg in (0, 1):
-        on = (swing == leg).astype(np.float64)
-        side = ("left", "right")[leg]
-        p[:, J[f"{side}_hip"], 0] -= 18 * _DEG * a * lift * on
-        p[:, J[f"{side}_knee"], 0] += 36 * _DEG * a * lift * on
+    _lift_swinging_leg(p, swing, _lift(b), 18 * a, 36 * a)
     s = 6 * _DEG * a * _c2(b)
     p[:, J["spine1"], 2] += s
     p[:, J["left_shoulder"], 2] += 1.5 * s
@@ -264,12 +268,7 @@ def body_roll(b: F64, a: F64) -> tuple[F64, I64]:
 def march(b: F64, a: F64) -> tuple[F64, I64]:
     p = base_pose(b.size)
     swing = _alternate(b, 1)
-    lift = _lift(b)
-    for leg in (0, 1):
-        on = (swing == leg).astype(np.float64)
-        side = ("left", "right")[leg]
-        p[:, J[f"{side}_hip"], 0] -= 45 * _DEG * a * lift * on
-        p[:, J[f"{side}_knee"], 0] += 65 * _DEG * a * lift * on
+    _lift_swinging_leg(p, swing, _lift(b), 45 * a, 65 * a)
     arm = 25 * _DEG * a * _c2(b)  # arms swing opposite to the legs
     p[:, J["left_shoulder"], 1] += arm
     p[:, J["right_shoulder"], 1] += arm
