@@ -23,18 +23,15 @@ and the whole, and whether p99 fits in one frame at 30 and 60 FPS.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import time
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from bridge.harness.run import percentile
+from bridge.harness.run import percentile, write_bench_json
 from bridge.media.face_video import FaceVideo
 from bridge.models.mediapipe.convert import SERVED_NAME, ensure_converted
 from bridge.models.mediapipe.locate import locate
@@ -99,8 +96,6 @@ def main() -> int:
         return {"p50_ms": percentile(ms, 50), "p99_ms": percentile(ms, 99), "mean_ms": float(np.mean(ms))}
 
     report: dict[str, Any] = {
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores",
         "frames": args.frames,
         "stream": "640x480, 30 FPS clip from bridge.media.face_video",
         "bridge": {**stats(ours), "face_found": found[0], "backend": "onnxruntime CPU, 1 intra-op thread"},
@@ -108,8 +103,7 @@ def main() -> int:
     }
     report["ratio_p50"] = report["bridge"]["p50_ms"] / report["mediapipe"]["p50_ms"]
     report["ratio_p99"] = report["bridge"]["p99_ms"] / report["mediapipe"]["p99_ms"]
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    write_bench_json(args.out, report)
     print("| tracker | frames with a face | p50 ms | p99 ms | mean ms |\n|---|---:|---:|---:|---:|")
     for name in ("bridge", "mediapipe"):
         s = report[name]
@@ -157,8 +151,6 @@ def many_sessions(args: argparse.Namespace) -> int:
             stages["tick"].append((t2 - t0) * 1e3)
     pool.shutdown()
     report: dict[str, Any] = {
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores",
         "backend": f"{engine.backend.name} ({getattr(engine.backend, 'device', 'cpu')})",
         "sessions": n,
         "ticks": args.ticks,
@@ -169,8 +161,7 @@ def many_sessions(args: argparse.Namespace) -> int:
     p99 = report["tick"]["p99_ms"]
     report["fits_30fps"], report["fits_60fps"] = p99 <= 1000 / 30, p99 <= 1000 / 60
     out = args.out or ROOT / "bench" / "results" / f"face-tracking-{args.backend}-{n}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=2) + "\n")
+    write_bench_json(out, report)
     print("| sessions | backend | prepare ms | engines+post ms | tick ms (p50 / p99) | 30 FPS | 60 FPS |")
     print("|---:|---|---|---|---|---|---|")
     print(

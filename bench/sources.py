@@ -13,13 +13,10 @@ difference of the two medians is what a live source costs. Prints a table and wr
 from __future__ import annotations
 
 import argparse
-import json
-import platform
 import socket
 import tempfile
 import threading
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 import cv2
@@ -27,7 +24,7 @@ import numpy as np
 
 from bridge.harness.client import BridgeClient
 from bridge.harness.process import BridgeProcess
-from bridge.harness.run import percentile
+from bridge.harness.run import percentile, write_bench_json
 from bridge.media.face_video import FaceVideo
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -110,16 +107,13 @@ def main() -> None:
         )
     print(f"a live source adds {added:+.2f} ms (p50) over a client; VMC packets received: {packets[0]}")
     result = {
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "machine": platform.processor() or platform.machine(),
         "seconds": args.seconds,
         "fps": FPS,
         "rows": rows,
         "source_added_ms_p50": added,
         "vmc_packets": packets[0],
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    write_bench_json(args.out, result)
 
 
 if __name__ == "__main__":

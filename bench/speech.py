@@ -15,16 +15,13 @@ of N sessions per tick, one batched engine call, wall time per session-frame on 
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from bridge.harness.run import write_bench_json
 from bridge.pipelines.base import Step
 from bridge.pipelines.speech import SpeechPipeline, SpeechState
 from bridge.protocol.frames import FaceFrame, decode_frame
@@ -183,14 +180,12 @@ def main() -> None:
             f"| {r['cpu_us_per_session_frame']:.0f} | {r['sessions_per_core_at_30fps']:.0f} |"
         )
     doc = {
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores",
         "model": engine.manifest.name,
         "fps": pipeline.fps,
         "accuracy": acc,
         "cost": cost,
     }
-    args.out.write_text(json.dumps(doc, indent=2) + "\n")
+    write_bench_json(args.out, doc)
     print(f"wrote {args.out}")
 
 

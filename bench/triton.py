@@ -12,18 +12,15 @@ step alone, called directly, at batch 16. Needs a checkout (scripts/install_trit
 from __future__ import annotations
 
 import argparse
-import json
-import platform
 import tempfile
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
 
 from bridge.harness.client import BridgeClient
 from bridge.harness.process import BridgeProcess
-from bridge.harness.run import percentile, run_harness
+from bridge.harness.run import percentile, run_harness, write_bench_json
 from bridge.runtime.backend import create_backend
 from bridge.runtime.manifest import load_manifest
 from bridge.runtime.triton.local_server import LocalTriton
@@ -108,15 +105,12 @@ def main() -> None:
         )
     print(f"the Triton hop adds {hop_ms:.2f} ms per batched step")
     result = {
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "machine": platform.processor() or platform.machine(),
         "sessions": args.sessions,
         "seconds": args.seconds,
         "rows": rows,
         "triton_hop_ms_per_step": hop_ms,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    write_bench_json(args.out, result)
 
 
 if __name__ == "__main__":

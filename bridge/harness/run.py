@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import os
+import platform
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +26,17 @@ def percentile(values: npt.ArrayLike, q: float) -> float:
     """The q-th percentile of `values` as a float; NaN when there are none."""
     array = np.asarray(values, dtype=np.float64)
     return float(np.percentile(array, q)) if array.size else float("nan")
+
+
+def write_bench_json(path: Path, fields: Mapping[str, object]) -> None:
+    """A benchmark's JSON result: when and where it ran, then its own fields."""
+    doc = {
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
+        **fields,
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc, indent=2) + "\n")
 
 
 @dataclass
