@@ -158,6 +158,7 @@ def test_health_and_readiness(metered: Bridge) -> None:
     assert status == 200
     ready = json.loads(body)
     assert ready["ready"] is True and set(ready["engines"].values()) == {"loaded"}
+    assert ready["backends"] and set(ready["backends"].values()) == {"ready"}
     assert get(metered, "/nope")[0] == 404
 
 

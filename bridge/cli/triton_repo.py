@@ -7,9 +7,13 @@ import logging
 from pathlib import Path
 from typing import get_args
 
+from bridge.engine_builder.compat import PlanMismatchError
+from bridge.engine_builder.host import HostSnapshot
+from bridge.engine_builder.plan_manifest import PlanManifestError
 from bridge.paths import default_engines_dir
+from bridge.runtime.cuda import CudaEnvironment, DeviceInfo
 from bridge.runtime.manifest import ManifestError, find_manifests
-from bridge.runtime.triton.repository import Runtime, write_repository
+from bridge.runtime.triton.repository import Runtime, checked_plans, write_repository
 
 log = logging.getLogger("avatar-bridge")
 
@@ -26,6 +30,40 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="onnxruntime: Triton's ONNX Runtime backend (default); python: ORT in its Python backend",
     )
     parser.add_argument("--gpu", action="store_true", help="instance groups on the GPU (KIND_GPU)")
+    plans = parser.add_argument_group(
+        "TensorRT plans", "host a model's plan (built with `avatar-bridge build-engine --flavour tensorrt`); "
+        "the Triton machine must be described, because a plan runs only where it was built for"
+    )  # fmt: skip
+    plans.add_argument("--plan", action="append", default=[], metavar="MODEL=PLAN", help="repeatable")
+    plans.add_argument("--triton-tensorrt", metavar="VERSION", help="TensorRT of the Triton image, 10.13.3.9")
+    plans.add_argument("--triton-gpu", metavar="CC", help="compute capability of its GPU, 9.0")
+    plans.add_argument("--triton-cuda", metavar="X.Y", help="CUDA its driver supports (nvidia-smi), 13.0")
+    plans.add_argument(
+        "--triton-platform", default="Linux x86_64", help="system and machine (default: %(default)s)"
+    )
+
+
+def _triton_host(args: argparse.Namespace) -> HostSnapshot:
+    missing = [f"--triton-{n}" for n in ("tensorrt", "gpu", "cuda") if not getattr(args, f"triton_{n}")]
+    if missing:
+        raise ValueError(f"--plan needs the Triton machine described: {', '.join(missing)}")
+    major, minor = (int(x) for x in args.triton_gpu.split("."))
+    cuda_major, cuda_minor = (int(x) for x in args.triton_cuda.split("."))
+    system, machine = args.triton_platform.split()
+    gpu = DeviceInfo(0, f"the Triton GPU (compute capability {args.triton_gpu})", (major, minor), 0)
+    return HostSnapshot(
+        flavours={"tensorrt": args.triton_tensorrt},  # Triton's TensorRT backend runs full TensorRT
+        system=system,
+        machine=machine.lower(),
+        cuda=CudaEnvironment(driver_cuda=cuda_major * 1000 + cuda_minor * 10, devices=(gpu,)),
+    )
+
+
+def _model_and_plan(entry: str) -> tuple[str, str]:
+    model, sep, plan = entry.partition("=")
+    if not (sep and model and plan):
+        raise ValueError(f"--plan {entry!r}: expected MODEL=PLAN")
+    return model, plan
 
 
 def run(args: argparse.Namespace) -> int:
@@ -34,6 +72,16 @@ def run(args: argparse.Namespace) -> int:
     except (ManifestError, OSError) as exc:
         log.error("cannot read the manifests: %s", exc)
         return 2
-    for folder in write_repository(manifests, args.out, args.runtime, gpu=args.gpu):
+    try:
+        plans = dict(_model_and_plan(entry) for entry in args.plan)
+        checked = (
+            checked_plans(manifests, {m: Path(p) for m, p in plans.items()}, _triton_host(args))
+            if plans
+            else {}
+        )
+    except (PlanMismatchError, PlanManifestError, ValueError) as exc:
+        log.error("%s", exc)
+        return 2
+    for folder in write_repository(manifests, args.out, args.runtime, gpu=args.gpu, plans=checked):
         print(folder)
     return 0

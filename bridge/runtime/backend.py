@@ -80,6 +80,11 @@ class Backend(ABC):
     def infer(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Run once. `feeds` holds every graph input by tensor name; returns every output by name."""
 
+    def unready_reason(self) -> str | None:
+        """Why the model cannot be served right now (for /readyz), or None. A backend in this process
+        is ready once active; a remote one (Triton) asks its server."""
+        return None
+
     def __enter__(self) -> Backend:
         self.activate()
         return self

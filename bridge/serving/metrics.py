@@ -3,7 +3,8 @@
     /metrics  Prometheus text format: the bridge's figures (docs/operations.md lists them) and the
               process's own (resident memory, CPU, open files).
     /healthz  200 while the I/O loop turns and every scheduler thread runs; 503 otherwise.
-    /readyz   200 once engines are loaded and every scheduler runs; JSON with every engine's load result.
+    /readyz   200 once engines are loaded, every scheduler runs and every backend can serve (a Triton
+              backend asks its server); JSON with every engine's load result and backend state.
 
 Figures are read from BridgeStats, the session table and the guards (a custom collector), so the hot
 path never touches prometheus-client, which stays an optional extra. Binds to 127.0.0.1 unless told
@@ -186,11 +187,14 @@ class MetricsServer:
             return (200 if ok else 503), why.encode() + b"\n", "text/plain"
         if path == "/readyz":
             ok, why = health(self.bridge)
-            ready = self.bridge.ready and ok
+            # On the render thread: a remote backend's probe waits on the network.
+            backends = await self._loop.run_in_executor(self._render_pool, backend_readiness, self.bridge)
+            ready = self.bridge.ready and ok and all(state == "ready" for state in backends.values())
             body = {
                 "ready": ready,
                 "health": why,
                 "engines": {x.model: x.error or "loaded" for x in self.bridge.engine_loads},
+                "backends": backends,
             }
             return (200 if ready else 503), json.dumps(body).encode(), "application/json"
         return 404, b"not found: try /metrics, /healthz or /readyz\n", "text/plain"
@@ -216,6 +220,15 @@ def health(bridge: Bridge) -> tuple[bool, str]:
     if down:
         return False, f"scheduler down or stuck: {', '.join(down)}"
     return True, "ok"
+
+
+def backend_readiness(bridge: Bridge) -> dict[str, str]:
+    """model -> "ready" or why its backend cannot serve now."""
+    return {
+        model: pipeline.engine.backend.unready_reason() or "ready"
+        for models in bridge.pipelines.values()
+        for model, pipeline in models.items()
+    }
 
 
 class BridgeCollector(Collector):

@@ -4,10 +4,13 @@ The bridge keeps sessions, recurrent state (sent as explicit tensors with every 
 post-processing and its outputs; Triton runs the engine. The model must be in Triton's repository under
 the manifest's name (`avatar-bridge triton-repo` writes one).
 
-Faults: an unreachable server or a model that is not ready fails `activate` with the address in the
-message. A server lost mid-session fails the calls that reach it (the scheduler answers their sessions
-with an error); after a failure the runner waits (0.25 s doubling to 4 s) before trying Triton again,
-refusing calls at once in between, and serves again as soon as Triton answers.
+Faults: an unreachable server, a model that is not ready, or a model built from other weights than
+the bridge's manifest (the `onnx_sha256` parameter `avatar-bridge triton-repo` writes) fails `activate`
+with the address in the message. A server lost mid-session fails the calls that reach it (the scheduler
+answers their sessions with an error); after a failure the runner waits (0.25 s doubling to 4 s) before
+trying Triton again, refusing calls at once in between, and serves again as soon as Triton answers.
+Readiness follows Triton's: `unready_reason` asks Triton whether the model is ready, at most once a
+second, on a client of its own (so a probe never waits behind a step).
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ from bridge.runtime.manifest import ModelManifest
 __all__ = ["TritonBackend", "TritonUnavailable"]
 
 _BACKOFF_S = (0.25, 0.5, 1.0, 2.0, 4.0)
+_PROBE_EVERY_S = 1.0
+_PROBE_TIMEOUT_S = 0.5
 
 
 class TritonUnavailable(BackendUnavailable):
@@ -48,6 +53,9 @@ class TritonBackend(Backend):
         self._lock = threading.Lock()
         self._failures = 0
         self._retry_at = 0.0
+        self._probe_client: grpcclient.InferenceServerClient | None = None
+        self._probed_at = -_PROBE_EVERY_S
+        self._unready: str | None = None
 
     def activate_impl(self) -> None:
         client = grpcclient.InferenceServerClient(self.url)
@@ -64,17 +72,35 @@ class TritonBackend(Backend):
                 f"Triton at {self.url} does not serve model {self.manifest.name!r} "
                 "(write a repository with `avatar-bridge triton-repo`)"
             )
+        served = _parameter(client.get_model_config(self.manifest.name, as_json=True), "onnx_sha256")
+        if served != self.manifest.onnx_sha256:
+            client.close()
+            raise TritonUnavailable(
+                f"Triton at {self.url} serves model {self.manifest.name!r} built from ONNX sha256 "
+                f"{(served or 'unknown')[:12]}, not this bridge's {self.manifest.onnx_sha256[:12]} "
+                "(rewrite the repository with `avatar-bridge triton-repo` from the same engines)"
+            )
         self._client = client
 
     def deactivate_impl(self) -> None:
-        if self._client is not None:
-            self._client.close()
-            self._client = None
+        for client in (self._client, self._probe_client):
+            if client is not None:
+                client.close()
+        self._client = self._probe_client = None
 
-    @property
-    def healthy(self) -> bool:
-        """False while the runner is backing off after a failed call."""
-        return self._failures == 0
+    def unready_reason(self) -> str | None:
+        now = time.monotonic()
+        if now - self._probed_at < _PROBE_EVERY_S:
+            return self._unready
+        self._probed_at = now
+        if self._probe_client is None:
+            self._probe_client = grpcclient.InferenceServerClient(self.url)
+        try:
+            ready = self._probe_client.is_model_ready(self.manifest.name, client_timeout=_PROBE_TIMEOUT_S)
+            self._unready = None if ready else f"Triton at {self.url}: model {self.manifest.name!r} not ready"
+        except InferenceServerException as exc:
+            self._unready = f"Triton at {self.url} unreachable: {exc.message()}"
+        return self._unready
 
     def infer(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         if self._client is None:
@@ -102,3 +128,12 @@ class TritonBackend(Backend):
         with self._lock:
             self._failures = 0
         return {name: result.as_numpy(name) for name in self._outputs}
+
+
+def _parameter(config: Mapping[str, object], key: str) -> str | None:
+    """A string parameter of a model config as Triton returns it in JSON (`parameters.KEY.string_value`)."""
+    inner = config.get("config", config)  # gRPC's JSON wraps the config in {"config": ...}
+    parameters = inner.get("parameters") if isinstance(inner, Mapping) else None
+    entry = parameters.get(key) if isinstance(parameters, Mapping) else None
+    value = entry.get("string_value") if isinstance(entry, Mapping) else None
+    return value if isinstance(value, str) else None
