@@ -33,7 +33,7 @@ from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from http import HTTPStatus
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from bridge import __version__
 from bridge.protocol.errors import ErrorCode
@@ -91,14 +91,14 @@ class _Renderer:
             return self._text
 
 
-class MetricsServer:
-    """The HTTP endpoint: one asyncio thread holds every connection (a slow one costs a socket, not a
-    thread); /metrics renders on one worker thread, through the cache."""
+class MetricsEndpoint:
+    """The bounded HTTP endpoint: one asyncio thread holds every connection (a slow one costs a socket,
+    not a thread); /metrics renders `collector` on one worker thread, through the cache. What /healthz
+    and /readyz say comes from `health` and `readiness` (a bridge's, or a front end's over its workers)."""
 
-    def __init__(self, bridge: Bridge, host: str, port: int) -> None:
-        self.bridge = bridge
+    def __init__(self, collector: Collector, host: str, port: int) -> None:
         self.registry = CollectorRegistry(auto_describe=False)
-        self.registry.register(BridgeCollector(bridge))
+        self.registry.register(collector)
         ProcessCollector(registry=self.registry)
         PlatformCollector(registry=self.registry)
         self.renderer = _Renderer(self.registry)
@@ -183,19 +183,11 @@ class MetricsServer:
             text = await self._loop.run_in_executor(self._render_pool, self.renderer.text)
             return 200, text, CONTENT_TYPE_LATEST
         if path == "/healthz":
-            ok, why = health(self.bridge)
+            ok, why = self.health()
             return (200 if ok else 503), why.encode() + b"\n", "text/plain"
         if path == "/readyz":
-            ok, why = health(self.bridge)
             # On the render thread: a remote backend's probe waits on the network.
-            backends = await self._loop.run_in_executor(self._render_pool, backend_readiness, self.bridge)
-            ready = self.bridge.ready and ok and all(state == "ready" for state in backends.values())
-            body = {
-                "ready": ready,
-                "health": why,
-                "engines": {x.model: x.error or "loaded" for x in self.bridge.engine_loads},
-                "backends": backends,
-            }
+            ready, body = await self._loop.run_in_executor(self._render_pool, self.readiness)
             return (200 if ready else 503), json.dumps(body).encode(), "application/json"
         return 404, b"not found: try /metrics, /healthz or /readyz\n", "text/plain"
 
@@ -210,6 +202,37 @@ class MetricsServer:
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=5)
         self._render_pool.shutdown(wait=False, cancel_futures=True)
+
+    def health(self) -> tuple[bool, str]:
+        """(healthy, why) for /healthz."""
+        raise NotImplementedError
+
+    def readiness(self) -> tuple[bool, dict[str, Any]]:
+        """(ready, the JSON body) for /readyz; runs on the render thread (it may wait on the network)."""
+        raise NotImplementedError
+
+
+class MetricsServer(MetricsEndpoint):
+    """The endpoint of one bridge."""
+
+    def __init__(self, bridge: Bridge, host: str, port: int) -> None:
+        self.bridge = bridge
+        super().__init__(BridgeCollector(bridge), host, port)
+
+    def health(self) -> tuple[bool, str]:
+        return health(self.bridge)
+
+    def readiness(self) -> tuple[bool, dict[str, Any]]:
+        ok, why = health(self.bridge)
+        backends = backend_readiness(self.bridge)
+        ready = self.bridge.ready and ok and all(state == "ready" for state in backends.values())
+        body = {
+            "ready": ready,
+            "health": why,
+            "engines": {x.model: x.error or "loaded" for x in self.bridge.engine_loads},
+            "backends": backends,
+        }
+        return ready, body
 
 
 def health(bridge: Bridge) -> tuple[bool, str]:
