@@ -4,7 +4,9 @@ Usage: python make_fixtures.py OUTDIR. Each file holds one msgpack payload. The 
 simple formulas the C# tests recompute (FrameDecoderTests, ReplyTests):
   expression[i] = i / 100, eyelids = (0.25, 0.75), jaw = (0, 0, 0, 1), head = (0, 0.6, 0, 0.8),
   blendshapes[i] = i / 51, joints[j] = (0, 0, 0, 1) except joint 1 = (0.6, 0, 0, 0.8),
-  root = (0.1, 0.9, -0.2).
+  root = (0.1, 0.9, -0.2); speech frames: visemes[i] = (i + 1) / 120, vowels = (0.1, 0.2, 0.3, 0.4, 0.5),
+  voice = true. speech_utterance holds a held-out eSpeak NG voice saying a held-out sentence
+  ({"rate": int, "pcm": bin s16le}), for the live speech session.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from bridge.protocol.motion_frames import encode_motion_frames
 from bridge.protocol.replies import error_reply, reply
 from bridge.rig import smpl
 from bridge.rig.arkit import ARKIT_NAMES
+from bridge.speech.corpus import Voice, sentences, speak
 
 SESSION = "0123456789abcdef"
 COORDINATES = {"handedness": "right", "up": "+y", "forward": "+z", "units": "m"}
@@ -41,6 +44,11 @@ def main(out: Path) -> None:
                                               blendshapes=np.arange(52, dtype=np.float32) / 51, **face))
     write(out, "face_frame_no_blendshapes", encode_face_frame(SESSION, 8, 6, 1_700_000_000_000_000_001,
                                                               blendshapes=None, **face))
+    speech = {**face, "expression": np.zeros(0, np.float32), "blendshapes": np.zeros(52, np.float32)}
+    write(out, "speech_frame", encode_face_frame(SESSION, 9, 4, 1_700_000_000_000_000_003,
+                                                 visemes=np.arange(1, 16, dtype=np.float32) / 120,
+                                                 vowels=np.array([0.1, 0.2, 0.3, 0.4, 0.5], np.float32),
+                                                 voice=True, **speech))
     joints = np.tile(np.array([0, 0, 0, 1], np.float32), (24, 1))
     joints[1] = (0.6, 0, 0, 0.8)
     (motion,) = encode_motion_frames([SESSION], [2**40], [2**33], [1_700_000_000_000_000_002],
@@ -71,6 +79,14 @@ def main(out: Path) -> None:
                                           pipeline="motion",
                                           model="dance_lstm", fps=60.0, accepts=["audio", "features"],
                                           feature_cols=35, rig=body_rig))
+    speech_rig = {**face_rig, "expression": [], "unsupported": ["EyeBlinkLeft"],
+                  "extras": ["visemes", "vowels", "voice"]}
+    write(out, "open_speech_reply", reply("open", 10, session=SESSION, topic="frame/" + SESSION,
+                                          pipeline="speech", model="speech_visemes", fps=30.0,
+                                          accepts=["audio"], rig=speech_rig))
+    utterance = speak(Voice("en-us", "m6"), sentences("en-us", held_out=True)[0])
+    write(out, "speech_utterance", pack({"rate": utterance.rate,
+                                         "pcm": utterance.audio.astype("<i2").tobytes()}))
     write(out, "close_reply", reply("close", 5, session=SESSION, frames_published=600))
     write(out, "pong_reply", reply("pong", 6, t_ns=1_700_000_000_123_456_789))
     write(out, "ack_reply", reply("ack", 9, session=SESSION, seq=12))

@@ -21,7 +21,16 @@ namespace AvatarBridge.Core.Client
         public int ReconnectMaxMs = 5000;
         /// <summary>Audio and feature chunks that may wait for the sender thread (a power of two); more are dropped and counted. 64 chunks of Unity's 1024-sample audio blocks are 1.4 s at 48 kHz.</summary>
         public int InputQueueChunks = 64;
-        /// <summary>Largest frame accepted from the bridge.</summary>
+        /// <summary>
+        /// Receive motion frames batched (topic batch/motion, one message per bridge tick for all of
+        /// its motion sessions; protocol minor 1) instead of one message per session: for clients with
+        /// many motion sessions (a crowd). Motion sessions' frames arrive in their Frames exactly as
+        /// without it; face and speech sessions are then subscribed to one by one after their open
+        /// reply, so their first frames may be missed if inputs follow the open within milliseconds.
+        /// Needs a bridge that publishes batches.
+        /// </summary>
+        public bool MotionBatch;
+        /// <summary>Largest frame accepted from the bridge (a batch of 2048 motion sessions is about 0.9 MB).</summary>
         public int MaxFrameBytes = 16 << 20;
     }
 }

@@ -31,6 +31,8 @@ namespace AvatarBridge.Core.Client
         readonly SemaphoreSlim _wakeSender = new SemaphoreSlim(0);
         int _senderParked;
         readonly FrameDecoder _decoder = new FrameDecoder();
+        readonly BatchRouter _batches = new BatchRouter();
+        static readonly byte[] MotionBatchTopic = System.Text.Encoding.ASCII.GetBytes(ProtocolConstants.MotionBatchTopic);
         volatile BridgeSession[] _sessions = new BridgeSession[0];
         volatile ZmtpConnection _dealer;
         volatile ZmtpConnection _sub;
@@ -76,6 +78,10 @@ namespace AvatarBridge.Core.Client
         public long InputsDropped => Interlocked.Read(ref _inputsDropped);
         /// <summary>Images replaced by a newer one before the sender got to them (latest wins).</summary>
         public long ImagesReplaced => Interlocked.Read(ref _imagesReplaced);
+        /// <summary>Batched motion messages received and delivered (ClientOptions.MotionBatch).</summary>
+        public long BatchesReceived => _batches.Received;
+        /// <summary>Batched motion messages that broke the contract and were dropped whole.</summary>
+        public long BatchesDropped => _batches.Dropped;
         /// <summary>Successful connections since start (1 + reconnects).</summary>
         public long Connects => Interlocked.Read(ref _connects);
 
@@ -394,7 +400,9 @@ namespace AvatarBridge.Core.Client
             _sub = sub;
             // All frames and events, filtered here: a session's id is unknown until its open reply, and
             // subscribing before opening is the only way not to miss its first frames (section 1).
-            sub.Subscribe(ProtocolConstants.FrameTopicPrefix);
+            // Batched: motion through the batch topic, and each other session's topic once it is open
+            // (a frame/ prefix would make the bridge encode every per-session frame as well).
+            sub.Subscribe(_options.MotionBatch ? ProtocolConstants.MotionBatchTopic : ProtocolConstants.FrameTopicPrefix);
             sub.Subscribe(ProtocolConstants.EventTopicPrefix);
             _frameThread = StartThread(() => ReadFrames(sub, generation), "AvatarBridge frames");
             Ping(null); // a round trip before any open usually gives the subscription time to reach the bridge
@@ -433,7 +441,9 @@ namespace AvatarBridge.Core.Client
             try
             {
                 var reply = Request((w, id) => RequestEncoder.Open(w, id, request.Pipeline, request.Model, request.Options));
-                session.Opened(SessionInfo.FromReply(reply));
+                var info = SessionInfo.FromReply(reply);
+                if (_options.MotionBatch && info.Pipeline != Pipeline.Motion) _sub?.Subscribe(info.Topic);
+                session.Opened(info);
             }
             catch (BridgeErrorException e)
             {
@@ -546,6 +556,7 @@ namespace AvatarBridge.Core.Client
         {
             var topic = new byte[64];
             var scratch = new byte[4096];
+            var batch = new byte[_options.MotionBatch ? 64 * 1024 : 0]; // grows to the largest batch seen
             try
             {
                 while (true)
@@ -557,6 +568,20 @@ namespace AvatarBridge.Core.Client
                     if (session != null)
                     {
                         ReceiveFrame(sub, session, info);
+                    }
+                    else if (_options.MotionBatch && new ReadOnlySpan<byte>(topic, 0, topicLength).SequenceEqual(MotionBatchTopic))
+                    {
+                        int length;
+                        bool more = sub.ReceiveFrame(ref batch, 0, out length);
+                        if (more)
+                        {
+                            while (sub.SkipFrame())
+                            {
+                            }
+                            _batches.Reject(); // not [topic, payload]
+                            continue;
+                        }
+                        _batches.Deliver(batch, length, _sessions, WallClock.NowNs(), Interlocked.Read(ref _clockOffsetNs));
                     }
                     else if (StartsWith(topic, topicLength, ProtocolConstants.EventTopicPrefix))
                     {

@@ -16,11 +16,13 @@ namespace AvatarBridge.Core.Protocol
         // Fixed places of each array inside _floats (the contract fixes every size).
         const int ExpressionAt = 0, EyelidsAt = ExpressionAt + ProtocolConstants.ExpressionCount, JawAt = EyelidsAt + ProtocolConstants.EyelidCount,
             HeadAt = JawAt + 4, BlendshapesAt = HeadAt + 4, JointsAt = BlendshapesAt + ProtocolConstants.BlendshapeCount,
-            RootAt = JointsAt + ProtocolConstants.JointCount * 4, GazeAt = RootAt + 3, HeadPositionAt = GazeAt + 4, Capacity = HeadPositionAt + 3;
+            RootAt = JointsAt + ProtocolConstants.JointCount * 4, GazeAt = RootAt + 3, HeadPositionAt = GazeAt + 4,
+            VisemesAt = HeadPositionAt + 3, VowelsAt = VisemesAt + ProtocolConstants.VisemeCount, Capacity = VowelsAt + ProtocolConstants.VowelCount;
 
         readonly float[] _floats = new float[Capacity];
         byte[] _buffer = Array.Empty<byte>();
-        int _expressionCount, _eyelidsCount, _jawCount, _headCount, _blendshapesCount, _jointsCount, _rootCount, _gazeCount, _headPositionCount;
+        int _expressionCount, _eyelidsCount, _jawCount, _headCount, _blendshapesCount, _jointsCount, _rootCount, _gazeCount, _headPositionCount,
+            _visemesCount, _vowelsCount;
 
         public Pipeline Pipeline { get; internal set; }
         /// <summary>Session id; the client sets its own session's string, so routing allocates nothing.</summary>
@@ -33,6 +35,8 @@ namespace AvatarBridge.Core.Protocol
         public int Batch { get; internal set; }
         /// <summary>Face only: false when no face was found (arrays then hold the last good values).</summary>
         public bool FaceFound { get; internal set; }
+        /// <summary>Speech only (section 5.2): voice activity; false while the mouth is closing, and in every other session's frames.</summary>
+        public bool Voice { get; internal set; }
         /// <summary>Position of this frame in its session's handoff (1, 2, ...), so each reader can tell new from seen.</summary>
         public long Number { get; internal set; }
         /// <summary>Client wall clock (ns since the Unix epoch) when the frame arrived; set by the receiver.</summary>
@@ -56,6 +60,13 @@ namespace AvatarBridge.Core.Protocol
         public ReadOnlySpan<float> Gaze => View(GazeAt, _gazeCount);
         /// <summary>Face tracking only (empty otherwise): head position in metres, camera at the origin looking along −Z, wire axes.</summary>
         public ReadOnlySpan<float> HeadPosition => View(HeadPositionAt, _headPositionCount);
+        /// <summary>
+        /// Speech only (empty otherwise): 15 Oculus viseme weights, sum ≈ 1, in the order of
+        /// Rig.SpeechShapes.VisemeNames (sil, PP, FF, TH, DD, kk, CH, SS, nn, RR, aa, E, ih, oh, ou).
+        /// </summary>
+        public ReadOnlySpan<float> Visemes => View(VisemesAt, _visemesCount);
+        /// <summary>Speech only (empty otherwise): VRM's vowels A, I, U, E, O in [0, 1].</summary>
+        public ReadOnlySpan<float> Vowels => View(VowelsAt, _vowelsCount);
         /// <summary>Motion: 24×4 local joint quaternions (x, y, z, w), rig order, wire coordinates.</summary>
         public ReadOnlySpan<float> Joints => View(JointsAt, _jointsCount);
         /// <summary>Motion: root translation (x, y, z) in metres, wire coordinates.</summary>
@@ -68,6 +79,8 @@ namespace AvatarBridge.Core.Protocol
         {
             _buffer = buffer;
             _expressionCount = _eyelidsCount = _jawCount = _headCount = _blendshapesCount = _jointsCount = _rootCount = _gazeCount = _headPositionCount = 0;
+            _visemesCount = _vowelsCount = 0;
+            Voice = false;
         }
 
         internal void SetExpression(int at, int count) => _expressionCount = Copy(at, count, ExpressionAt);
@@ -79,6 +92,8 @@ namespace AvatarBridge.Core.Protocol
         internal void SetRoot(int at, int count) => _rootCount = Copy(at, count, RootAt);
         internal void SetGaze(int at, int count) => _gazeCount = Copy(at, count, GazeAt);
         internal void SetHeadPosition(int at, int count) => _headPositionCount = Copy(at, count, HeadPositionAt);
+        internal void SetVisemes(int at, int count) => _visemesCount = Copy(at, count, VisemesAt);
+        internal void SetVowels(int at, int count) => _vowelsCount = Copy(at, count, VowelsAt);
 
         // Buffer.BlockCopy moves bytes, so the source offset needs no alignment. Bins are little-endian
         // float32, as is every platform Unity ships to; a big-endian host swaps each value.

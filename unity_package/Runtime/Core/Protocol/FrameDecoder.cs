@@ -15,7 +15,8 @@ namespace AvatarBridge.Core.Protocol
         const int HasOp = 1, HasV = 2, HasSession = 4, HasPipeline = 8, HasSeq = 16, HasInputSeq = 32,
             HasCapture = 64, HasPublish = 128, HasEngine = 256, HasBatch = 512, HasFaceFound = 1024,
             HasExpression = 2048, HasEyelids = 4096, HasJaw = 8192, HasHead = 16384, HasBlendshapes = 32768,
-            HasJoints = 65536, HasRoot = 131072, HasGaze = 262144, HasHeadPosition = 524288;
+            HasJoints = 65536, HasRoot = 131072, HasGaze = 262144, HasHeadPosition = 524288, HasVisemes = 1 << 20,
+            HasVowels = 1 << 21, HasVoice = 1 << 22;
         const int CommonKeys = HasOp | HasV | HasSession | HasPipeline | HasSeq | HasInputSeq | HasCapture | HasPublish | HasEngine | HasBatch;
         const int FaceKeys = CommonKeys | HasFaceFound | HasExpression | HasEyelids | HasJaw | HasHead | HasBlendshapes;
         const int MotionKeys = CommonKeys | HasJoints | HasRoot;
@@ -26,7 +27,8 @@ namespace AvatarBridge.Core.Protocol
             KeyBatch = Ascii("batch"), KeyFaceFound = Ascii("face_found"), KeyExpression = Ascii("expression"),
             KeyEyelids = Ascii("eyelids"), KeyJaw = Ascii("jaw"), KeyHead = Ascii("head"),
             KeyBlendshapes = Ascii("blendshapes"), KeyJoints = Ascii("joints"), KeyRoot = Ascii("root"),
-            KeyGaze = Ascii("gaze"), KeyHeadPosition = Ascii("head_position");
+            KeyGaze = Ascii("gaze"), KeyHeadPosition = Ascii("head_position"), KeyVisemes = Ascii("visemes"),
+            KeyVowels = Ascii("vowels"), KeyVoice = Ascii("voice");
         static readonly byte[] ValueFrame = Ascii("frame"), ValueFace = Ascii("face"), ValueMotion = Ascii("motion");
 
         readonly MsgPackReader _reader = new MsgPackReader();
@@ -93,6 +95,22 @@ namespace AvatarBridge.Core.Protocol
                 }
                 else if (key.SequenceEqual(KeyGaze)) { int at = Floats(r, 4, "gaze"); frame.SetGaze(at, 4); seen |= HasGaze; }
                 else if (key.SequenceEqual(KeyHeadPosition)) { int at = Floats(r, 3, "head_position"); frame.SetHeadPosition(at, 3); seen |= HasHeadPosition; }
+                // Speech's keys (section 5.2): optional (absent or nil in other sessions' frames), sized when present.
+                else if (key.SequenceEqual(KeyVisemes))
+                {
+                    if (!r.TryReadNil()) frame.SetVisemes(Floats(r, ProtocolConstants.VisemeCount, "visemes"), ProtocolConstants.VisemeCount);
+                    seen |= HasVisemes;
+                }
+                else if (key.SequenceEqual(KeyVowels))
+                {
+                    if (!r.TryReadNil()) frame.SetVowels(Floats(r, ProtocolConstants.VowelCount, "vowels"), ProtocolConstants.VowelCount);
+                    seen |= HasVowels;
+                }
+                else if (key.SequenceEqual(KeyVoice))
+                {
+                    if (!r.TryReadNil()) frame.Voice = r.ReadBoolean();
+                    seen |= HasVoice;
+                }
                 else if (key.SequenceEqual(KeyEyelids)) { int at = Floats(r, ProtocolConstants.EyelidCount, "eyelids"); frame.SetEyelids(at, ProtocolConstants.EyelidCount); seen |= HasEyelids; }
                 else if (key.SequenceEqual(KeyJaw)) { int at = Floats(r, 4, "jaw"); frame.SetJaw(at, 4); seen |= HasJaw; }
                 else if (key.SequenceEqual(KeyHead)) { int at = Floats(r, 4, "head"); frame.SetHead(at, 4); seen |= HasHead; }

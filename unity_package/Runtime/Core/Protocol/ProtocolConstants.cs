@@ -7,6 +7,8 @@ namespace AvatarBridge.Core.Protocol
         public const int DefaultRequestPort = 5570;
         public const string FrameTopicPrefix = "frame/";
         public const string EventTopicPrefix = "event/";
+        /// <summary>Batched frames of every session of one pipeline, one message per scheduler tick (section 5.3, minor 1).</summary>
+        public const string MotionBatchTopic = "batch/motion";
         public const int SessionIdLength = 16;
 
         public const int ExpressionCount = 50;
@@ -14,7 +16,12 @@ namespace AvatarBridge.Core.Protocol
         public const int BlendshapeCount = 52;
         public const int JointCount = 24;
         public const int FeatureColumns = 35;
+        /// <summary>Speech frames: Oculus viseme weights (order in Rig.SpeechShapes.VisemeNames).</summary>
+        public const int VisemeCount = 15;
+        /// <summary>Speech frames: VRM's A, I, U, E, O.</summary>
+        public const int VowelCount = 5;
 
-        public static string PipelineName(Pipeline pipeline) => pipeline == Pipeline.Face ? "face" : "motion";
+        public static string PipelineName(Pipeline pipeline) =>
+            pipeline == Pipeline.Face ? "face" : pipeline == Pipeline.Motion ? "motion" : "speech";
     }
 }

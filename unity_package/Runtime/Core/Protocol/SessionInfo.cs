@@ -16,7 +16,7 @@ namespace AvatarBridge.Core.Protocol
         public string[] Accepts { get; private set; }
         /// <summary>Columns of a features row (motion only; 0 for face).</summary>
         public int FeatureColumns { get; private set; }
-        /// <summary>Set for face sessions.</summary>
+        /// <summary>Set for face and speech sessions.</summary>
         public FaceRig FaceRig { get; private set; }
         /// <summary>Set for motion sessions.</summary>
         public BodyRig BodyRig { get; private set; }
@@ -42,9 +42,10 @@ namespace AvatarBridge.Core.Protocol
             string pipeline = ReadMap.String(map, "pipeline", What);
             var rig = ReadMap.Map(map, "rig", What);
             string kind = ReadMap.String(rig, "kind", "rig");
-            if (pipeline == "face" && kind == "face")
+            if ((pipeline == "face" || pipeline == "speech") && kind == "face")
             {
-                info.Pipeline = Pipeline.Face;
+                // A speech session's frames are face frames with speech's extra keys (section 5.2).
+                info.Pipeline = pipeline == "face" ? Pipeline.Face : Pipeline.Speech;
                 info.FaceRig = FaceRig.FromMap(rig);
             }
             else if (pipeline == "motion" && kind == "body")

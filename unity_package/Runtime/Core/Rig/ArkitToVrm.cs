@@ -70,6 +70,19 @@ namespace AvatarBridge.Core.Rig
             presets[16] = Mean(w, _lookInL, _lookOutR);
         }
 
+        /// <summary>
+        /// Replaces the approximated aa, ih, ou, ee, oh in presets (Evaluate's output) by a speech frame's
+        /// vowels A, I, U, E, O (section 5.2), which the bridge measured from the voice itself.
+        /// </summary>
+        public static void SetVowels(ReadOnlySpan<float> vowels, Span<float> presets)
+        {
+            if (vowels.Length != SpeechShapes.VowelNames.Length) throw new ArgumentException("vowels must hold " + SpeechShapes.VowelNames.Length + " values", nameof(vowels));
+            if (presets.Length != PresetNames.Length) throw new ArgumentException("presets must hold " + PresetNames.Length + " values", nameof(presets));
+            for (int v = 0; v < vowels.Length; v++) presets[VowelPresetIndex[v]] = Clamp(vowels[v]);
+        }
+
+        static readonly int[] VowelPresetIndex = Array.ConvertAll(SpeechShapes.VrmVowelPresets, p => Array.IndexOf(PresetNames, p));
+
         static float Get(ReadOnlySpan<float> w, int i) => i < 0 || i >= w.Length ? 0f : Clamp(w[i]);
 
         static float Mean(ReadOnlySpan<float> w, int a, int b) => 0.5f * (Get(w, a) + Get(w, b));

@@ -12,7 +12,13 @@ namespace AvatarBridge.Core.Rig
     {
         /// <param name="explicitPairs">source name → target name and gain; may be null.</param>
         /// <param name="matchByName">also bind sources that have no explicit pair by normalized name.</param>
-        public static BlendshapeBinding[] Bind(string[] sourceNames, string[] targetNames, IList<KeyValuePair<string, KeyValuePair<string, float>>> explicitPairs, bool matchByName)
+        public static BlendshapeBinding[] Bind(string[] sourceNames, string[] targetNames, IList<KeyValuePair<string, KeyValuePair<string, float>>> explicitPairs, bool matchByName) =>
+            Bind(sourceNames, null, targetNames, explicitPairs, matchByName);
+
+        /// <param name="spellings">per source, other names it goes by on meshes (e.g. SpeechShapes.VisemeSpellings),
+        /// tried by normalized name after the source's own name when matching by name; may be null.</param>
+        public static BlendshapeBinding[] Bind(string[] sourceNames, string[][] spellings, string[] targetNames,
+            IList<KeyValuePair<string, KeyValuePair<string, float>>> explicitPairs, bool matchByName)
         {
             var bindings = new List<BlendshapeBinding>();
             var explicitSources = new HashSet<string>(StringComparer.OrdinalIgnoreCase);
@@ -33,6 +39,8 @@ namespace AvatarBridge.Core.Rig
                 {
                     if (explicitSources.Contains(sourceNames[s])) continue;
                     int target = IndexOf(targetNames, sourceNames[s], true);
+                    for (int k = 0; target < 0 && spellings != null && s < spellings.Length && k < spellings[s].Length; k++)
+                        target = IndexOf(targetNames, spellings[s][k], true);
                     if (target >= 0) bindings.Add(new BlendshapeBinding(s, target, 1f));
                 }
             }

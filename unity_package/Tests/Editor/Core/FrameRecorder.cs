@@ -70,6 +70,9 @@ namespace AvatarBridge.Tests.Core
                         Blendshapes = frame.Blendshapes.ToArray(),
                         Joints = frame.Joints.ToArray(),
                         Root = frame.Root.ToArray(),
+                        Visemes = frame.Visemes.ToArray(),
+                        Vowels = frame.Vowels.ToArray(),
+                        Voice = frame.Voice,
                     };
                     lock (_frames) _frames.Add(recorded);
                 }

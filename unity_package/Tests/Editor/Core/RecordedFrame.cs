@@ -12,7 +12,7 @@ namespace AvatarBridge.Tests.Core
         public long CaptureNs, PublishNs;
         public double EngineUs;
         public int Batch;
-        public bool FaceFound;
-        public float[] Expression, Eyelids, Jaw, Head, Blendshapes, Joints, Root;
+        public bool FaceFound, Voice;
+        public float[] Expression, Eyelids, Jaw, Head, Blendshapes, Joints, Root, Visemes, Vowels;
     }
 }
