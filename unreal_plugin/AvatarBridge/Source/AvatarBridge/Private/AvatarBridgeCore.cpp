@@ -31,6 +31,7 @@ THIRD_PARTY_INCLUDES_START
 #include "../../AvatarBridgeCore/src/FrameClock.cpp"
 #include "../../AvatarBridgeCore/src/JitterBuffer.cpp"
 #include "../../AvatarBridgeCore/src/MapReader.cpp"
+#include "../../AvatarBridgeCore/src/MotionCrowd.cpp"
 #include "../../AvatarBridgeCore/src/PoseMailbox.cpp"
 #include "../../AvatarBridgeCore/src/Quat.cpp"
 #include "../../AvatarBridgeCore/src/RequestEncoder.cpp"

@@ -1,6 +1,7 @@
 // libFuzzer target: every byte string the bridge's PUB or ROUTER could send must decode or be refused with a
 // ProtocolError, never crash, hang or read out of bounds (run under ASan/UBSan by scripts/test_cpp.sh).
-// The first byte picks the decoder, so one corpus covers frames, replies, events and the ZMTP framing.
+// The first byte picks the decoder, so one corpus covers frames, replies, events, motion batches and the ZMTP
+// framing.
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -61,7 +62,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (size == 0) {
         return 0;
     }
-    const std::uint8_t which = data[0] % 4;
+    const std::uint8_t which = data[0] % 5;
     ++data;
     --size;
     // A heap copy of exactly `size` bytes, so ASan sees any read past the message.
@@ -71,7 +72,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             case 0: (void)avatar_bridge::Decoder::frame(storage->data(), storage->size(), storage); break;
             case 1: (void)avatar_bridge::Decoder::reply(storage->data(), storage->size()); break;
             case 2: (void)avatar_bridge::Decoder::event(storage->data(), storage->size()); break;
-            default: zmtp(storage->data(), storage->size()); break;
+            case 3: zmtp(storage->data(), storage->size()); break;
+            default: (void)avatar_bridge::Decoder::motionBatch(storage->data(), storage->size(), storage); break;
         }
     } catch (const avatar_bridge::ProtocolError&) {
     }

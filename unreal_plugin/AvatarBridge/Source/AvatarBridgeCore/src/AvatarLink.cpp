@@ -40,6 +40,10 @@ AvatarLink::AvatarLink(Config config) : config_(std::move(config)) {
         wake_.notify_all();
     };
     handlers.onUnsolicitedReply = [this](const Reply& reply) { routeReply(reply); };
+    if (config_.motionCrowd) {
+        handlers.onMotionBatch = [this](MotionBatch&& batch, std::int64_t arrivalNs) { crowd_.ingest(batch, arrivalNs); };
+        handlers.onMalformedBatch = [this](const std::string&) { crowd_.countMalformed(); };
+    }
     client_ = std::make_unique<BridgeClient>(endpoint(config_.host, config_.requestPort), std::move(handlers), config_.curve,
                                              config_.network);
     supervisor_ = std::thread([this] {
@@ -181,9 +185,14 @@ bool AvatarLink::handshake() {
     const int framesPort = config_.framesPort > 0 ? config_.framesPort : hello->framesPort;
     const std::string frames = endpoint(config_.host, framesPort);
     client_->connectFrames(frames);
+    if (config_.observeOtherSessions || config_.motionCrowd) {
+        client_->subscribe("event/");  // crowd: `closed` events retire sessions from it
+    }
     if (config_.observeOtherSessions) {
-        client_->subscribe("event/");
         client_->subscribe("frame/");
+    }
+    if (config_.motionCrowd) {
+        client_->subscribe("batch/motion");
     }
     {
         const std::lock_guard<std::mutex> lock(mutex_);
@@ -256,6 +265,7 @@ void AvatarLink::loseConnection() {
         sessions.swap(bySession_);
         status_ = "lost the bridge; reconnecting";
     }
+    crowd_.clear();  // its sessions died with the bridge (or will reappear in the next batches)
     for (const auto& [session, feed] : sessions) {
         client_->unsubscribe("frame/" + session);
         feed->detach();
@@ -284,6 +294,7 @@ void AvatarLink::handleEvent(const Event& event) {
         return;
     }
     const auto& closed = std::get<ClosedEvent>(event);
+    crowd_.forget(closed.session);
     std::shared_ptr<SubjectFeed> feed;
     {
         const std::lock_guard<std::mutex> lock(mutex_);

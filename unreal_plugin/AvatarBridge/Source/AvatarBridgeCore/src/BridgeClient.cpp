@@ -8,6 +8,7 @@
 #include "avatar_bridge/Decoder.hpp"
 #include "avatar_bridge/ProtocolError.hpp"
 #include "avatar_bridge/ZmtpPeer.hpp"
+#include "PublishedMessage.hpp"
 
 namespace avatar_bridge {
 
@@ -22,6 +23,7 @@ struct BridgeClient::Impl {
     const Handlers handlers;
     const CurveKeys curve;
     std::atomic<std::uint64_t> framesReceived{0};
+    std::atomic<std::uint64_t> batchesReceived{0};
     std::atomic<std::uint64_t> decodeErrors{0};
 
     mutable std::mutex mutex;  // guards `pending` and `endpointError`
@@ -91,21 +93,10 @@ void BridgeClient::Impl::onPublished(std::vector<ZmtpPart>&& message, std::int64
     }
     const std::string name(message[0]->begin(), message[0]->end());
     const ZmtpPart& payload = message[1];
-    try {
-        if (name.rfind("frame/", 0) == 0) {
-            ++framesReceived;
-            DecodedFrame frame = Decoder::frame(payload->data(), payload->size(), payload);
-            if (handlers.onFrame) {
-                handlers.onFrame(std::move(frame), arrivalNs);
-            }
-        } else if (name.rfind("event/", 0) == 0) {
-            const Event event = Decoder::event(payload->data(), payload->size());
-            if (handlers.onEvent) {
-                handlers.onEvent(event);
-            }
-        }
-    } catch (const std::exception& e) {  // ProtocolError, or out of memory
-        decodeError(name + ": " + e.what());
+    const std::string error =
+        dispatchPublished(name, payload->data(), payload->size(), payload, arrivalNs, handlers, {framesReceived, batchesReceived});
+    if (!error.empty()) {
+        decodeError(error);
     }
 }
 
@@ -218,6 +209,8 @@ std::string BridgeClient::transportError() const {
 }
 
 std::uint64_t BridgeClient::framesReceived() const noexcept { return impl_->framesReceived; }
+
+std::uint64_t BridgeClient::batchesReceived() const noexcept { return impl_->batchesReceived; }
 
 std::uint64_t BridgeClient::decodeErrors() const noexcept { return impl_->decodeErrors; }
 

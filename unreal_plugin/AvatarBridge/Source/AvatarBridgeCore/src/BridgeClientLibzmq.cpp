@@ -14,6 +14,7 @@
 #include "avatar_bridge/Decoder.hpp"
 #include "avatar_bridge/ProtocolError.hpp"
 #include "avatar_bridge/WallClock.hpp"
+#include "PublishedMessage.hpp"
 
 namespace avatar_bridge {
 
@@ -44,6 +45,7 @@ struct BridgeClient::Impl {
     std::string requestEndpoint;
     CurveKeys curve;
     std::atomic<std::uint64_t> framesReceived{0};
+    std::atomic<std::uint64_t> batchesReceived{0};
     std::atomic<std::uint64_t> decodeErrors{0};
     std::atomic<bool> finished{false};
 
@@ -120,6 +122,8 @@ void BridgeClient::stop() noexcept {
 bool BridgeClient::finished() const noexcept { return impl_->finished; }
 
 std::uint64_t BridgeClient::framesReceived() const noexcept { return impl_->framesReceived; }
+
+std::uint64_t BridgeClient::batchesReceived() const noexcept { return impl_->batchesReceived; }
 
 std::uint64_t BridgeClient::decodeErrors() const noexcept { return impl_->decodeErrors; }
 
@@ -348,21 +352,10 @@ void BridgeClient::Impl::run() {
             }
             const std::string_view name(static_cast<const char*>(topic.data()), topic.size());
             const auto* bytes = static_cast<const std::uint8_t*>(payload->data());
-            try {
-                if (name.rfind("frame/", 0) == 0) {
-                    ++framesReceived;
-                    DecodedFrame frame = Decoder::frame(bytes, payload->size(), payload);
-                    if (handlers.onFrame) {
-                        handlers.onFrame(std::move(frame), arrival);
-                    }
-                } else if (name.rfind("event/", 0) == 0) {
-                    const Event event = Decoder::event(bytes, payload->size());
-                    if (handlers.onEvent) {
-                        handlers.onEvent(event);
-                    }
-                }
-            } catch (const ProtocolError& e) {
-                decodeError(std::string(name) + ": " + e.what());
+            const std::string error = dispatchPublished(name, bytes, payload->size(), payload, arrival, handlers,
+                                                        {framesReceived, batchesReceived});
+            if (!error.empty()) {
+                decodeError(error);
             }
         }
     };

@@ -69,6 +69,8 @@ FaceRig decodeFaceRig(const MapReader& m) {
     rig.eyelids = m.strings("eyelids");
     rig.rotations = m.strings("rotations");
     rig.blendshapes = m.strings("blendshapes");
+    rig.unsupported = m.optionalStrings("unsupported");
+    rig.extras = m.optionalStrings("extras");
     if (!rig.expression.empty()) {  // [] for the face tracker, which has no FLAME codes (docs/protocol.md §5.1)
         requireCount(rig.expression.size(), Decoder::kFlameExpression, "expression");
     }
@@ -215,9 +217,10 @@ DecodedFrame Decoder::frame(const std::uint8_t* data, std::size_t size, std::sha
         f.jaw = m.floats("jaw", 4);
         f.head = m.floats("head", 4);
         f.blendshapes = m.floats("blendshapes", kArkitBlendshapes, true);
-        if (m.has("gaze")) {
-            f.gaze = m.floats("gaze", 4);
-        }
+        f.gaze = m.optionalFloats("gaze", 4);
+        f.visemes = m.optionalFloats("visemes", kSpeechVisemes);
+        f.vowels = m.optionalFloats("vowels", kSpeechVowels);
+        f.voice = m.optionalBoolean("voice");
         out.frame = std::move(f);
     } else if (pipeline == "motion") {
         MotionFrame f;
@@ -229,6 +232,49 @@ DecodedFrame Decoder::frame(const std::uint8_t* data, std::size_t size, std::sha
         throw ProtocolError(ErrorCode::BadValue, "frame: unknown pipeline '" + pipeline + "'");
     }
     return out;
+}
+
+MotionBatch Decoder::motionBatch(const std::uint8_t* data, std::size_t size, std::shared_ptr<const void> storage) {
+    const auto handle = unpackMap(data, size, true);
+    const MapReader m(handle.get(), "batch");
+    if (m.str("op") != "frames") {
+        throw ProtocolError(ErrorCode::BadValue, "batch: op must be 'frames'");
+    }
+    checkVersion(m, "batch");
+    if (m.uint("minor") < 1) {
+        throw ProtocolError(ErrorCode::UnsupportedVersion, "batch: batches need protocol minor 1 or later");
+    }
+    if (m.str("pipeline") != "motion") {
+        throw ProtocolError(ErrorCode::BadValue, "batch: pipeline must be 'motion'");
+    }
+    MotionBatch b;
+    const std::uint64_t rows = m.uint("rows");
+    // Every row takes more than 400 bytes of columns, so a count beyond the message size is a lie; checking it
+    // here keeps the products below from overflowing.
+    if (rows < 1 || rows > size) {
+        throw ProtocolError(ErrorCode::BadValue, "batch: rows must be at least 1 and fit the message");
+    }
+    b.rows = static_cast<std::size_t>(rows);
+    b.tPublishNs = m.int64("t_publish_ns");
+    b.engineUs = m.number("engine_us");
+    b.batch = m.int64("batch");
+    const auto column = [&](const char* key, std::size_t rowBytes) {
+        const MapReader::Bytes bytes = m.bin(key);
+        if (bytes.size != b.rows * rowBytes) {
+            throw ProtocolError(ErrorCode::BadSize, std::string("batch: '") + key + "' must hold " +
+                                                        std::to_string(b.rows * rowBytes) + " bytes, got " +
+                                                        std::to_string(bytes.size));
+        }
+        return bytes.data;
+    };
+    b.sessionColumn = column("session", MotionBatch::kSessionIdBytes);
+    b.seqColumn = column("seq", sizeof(std::uint64_t));
+    b.inputSeqColumn = column("input_seq", sizeof(std::uint64_t));
+    b.tCaptureColumn = column("t_capture_ns", sizeof(std::int64_t));
+    b.jointColumn = F32View(column("joints", MotionBatch::kJointFloats * sizeof(float)), b.rows * MotionBatch::kJointFloats);
+    b.rootColumn = F32View(column("root", MotionBatch::kRootFloats * sizeof(float)), b.rows * MotionBatch::kRootFloats);
+    b.storage = std::move(storage);
+    return b;
 }
 
 Reply Decoder::reply(const std::uint8_t* data, std::size_t size) {

@@ -7,6 +7,7 @@
 #include "avatar_bridge/ArkitNames.hpp"
 #include "avatar_bridge/FlameToArkit.hpp"
 #include "avatar_bridge/ProtocolError.hpp"
+#include "avatar_bridge/SpeechNames.hpp"
 #include "avatar_bridge/UnrealAxes.hpp"
 
 namespace avatar_bridge {
@@ -45,7 +46,12 @@ constexpr auto kArkitMirror = arkitMirror();
 
 }  // namespace
 
-FaceSubjectMapper::FaceSubjectMapper(const FaceRig& rig, bool mirror) : expressionCount_(rig.expression.size()), mirror_(mirror) {
+FaceSubjectMapper::FaceSubjectMapper(const FaceRig& rig, bool mirror)
+    : expressionCount_(rig.expression.size()),
+      visemes_(rig.hasExtra("visemes")),
+      vowels_(rig.hasExtra("vowels")),
+      voice_(rig.hasExtra("voice")),
+      mirror_(mirror) {
     layout_.boneNames = {kHeadBone, kJawBone};
     layout_.boneParents = {-1, 0};
     for (const auto name : kArkitNames) {
@@ -56,6 +62,15 @@ FaceSubjectMapper::FaceSubjectMapper(const FaceRig& rig, bool mirror) : expressi
     for (const char* name : {"HeadYaw", "HeadPitch", "HeadRoll", "LeftEyeYaw", "LeftEyePitch", "LeftEyeRoll",
                              "RightEyeYaw", "RightEyePitch", "RightEyeRoll", "FaceFound"}) {
         layout_.curveNames.emplace_back(name);
+    }
+    if (visemes_) {
+        layout_.curveNames.insert(layout_.curveNames.end(), kVisemeCurveNames.begin(), kVisemeCurveNames.end());
+    }
+    if (vowels_) {
+        layout_.curveNames.insert(layout_.curveNames.end(), kVrmVowelCurveNames.begin(), kVrmVowelCurveNames.end());
+    }
+    if (voice_) {
+        layout_.curveNames.emplace_back(kVoiceCurveName);
     }
     for (const auto& name : rig.blendshapes) {
         arkitSlot_.push_back(arkitIndex(name));
@@ -120,6 +135,21 @@ SubjectPose FaceSubjectMapper::pose(const DecodedFrame& decoded) const {
         p.curves.insert(p.curves.end(), kEyeCurves, 0.0f);
     }
     p.curves.push_back(f->faceFound ? 1.0f : 0.0f);
+    // Speech channels the rig announced; a frame without them (the decoder checked their sizes) reads 0.
+    const auto appendOrZeros = [&p](const F32View& values, std::size_t count) {
+        for (std::size_t i = 0; i < count; ++i) {
+            p.curves.push_back(values.size() == count ? values[i] : 0.0f);
+        }
+    };
+    if (visemes_) {
+        appendOrZeros(f->visemes, kVisemeCurveNames.size());
+    }
+    if (vowels_) {
+        appendOrZeros(f->vowels, kVrmVowelCurveNames.size());
+    }
+    if (voice_) {
+        p.curves.push_back(f->voice.value_or(false) ? 1.0f : 0.0f);
+    }
     return p;
 }
 

@@ -87,6 +87,14 @@ bool MapReader::boolean(std::string_view key) const {
     return o.via.boolean;
 }
 
+MapReader::Bytes MapReader::bin(std::string_view key) const {
+    const auto& o = require(key);
+    if (o.type != msgpack::type::BIN) {
+        badType(key, "bin");
+    }
+    return {reinterpret_cast<const std::uint8_t*>(o.via.bin.ptr), o.via.bin.size};
+}
+
 F32View MapReader::floats(std::string_view key, std::size_t count, bool allowEmpty) const {
     const auto& o = require(key);
     if (o.type != msgpack::type::BIN) {
@@ -157,6 +165,26 @@ std::string MapReader::optionalStr(std::string_view key, std::string fallback) c
         return fallback;
     }
     return str(key);
+}
+
+bool MapReader::present(std::string_view key) const {
+    const msgpack::object* o = find(key);
+    return o != nullptr && o->type != msgpack::type::NIL;
+}
+
+std::vector<std::string> MapReader::optionalStrings(std::string_view key) const {
+    return present(key) ? strings(key) : std::vector<std::string>{};
+}
+
+std::optional<bool> MapReader::optionalBoolean(std::string_view key) const {
+    if (!present(key)) {
+        return std::nullopt;
+    }
+    return boolean(key);
+}
+
+F32View MapReader::optionalFloats(std::string_view key, std::size_t count) const {
+    return present(key) ? floats(key, count, true) : F32View{};
 }
 
 }  // namespace avatar_bridge

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,10 +32,23 @@ public:
     MapReader map(std::string_view key) const;
     const msgpack::object& array(std::string_view key) const;
 
+    // A `bin` of any length, viewed in place.
+    struct Bytes {
+        const std::uint8_t* data = nullptr;
+        std::size_t size = 0;
+    };
+    Bytes bin(std::string_view key) const;
+
+    // Optional keys (docs/protocol.md §2): absent or nil means the default.
     std::string optionalStr(std::string_view key, std::string fallback) const;
+    std::vector<std::string> optionalStrings(std::string_view key) const;  // default: empty
+    std::optional<bool> optionalBoolean(std::string_view key) const;        // default: unset
+    // Default: empty; a zero-length bin is empty too; otherwise exactly `count` float32 values.
+    F32View optionalFloats(std::string_view key, std::size_t count) const;
 
 private:
     const msgpack::object* find(std::string_view key) const;
+    bool present(std::string_view key) const;  // there and not nil
     const msgpack::object& require(std::string_view key) const;
     [[noreturn]] void badType(std::string_view key, std::string_view expected) const;
 

@@ -66,6 +66,8 @@ struct Seen {
     std::vector<std::uint64_t> frameSeqs;
     std::vector<Event> events;
     std::atomic<int> decodeErrors{0};
+    std::vector<std::size_t> batchRows;
+    std::atomic<int> malformedBatches{0};
 
     BridgeClient::Handlers handlers() {
         BridgeClient::Handlers h;
@@ -82,6 +84,11 @@ struct Seen {
             events.push_back(e);
         };
         h.onDecodeError = [this](const std::string&) { ++decodeErrors; };
+        h.onMotionBatch = [this](MotionBatch&& b, std::int64_t) {
+            const std::lock_guard<std::mutex> lock(mutex);
+            batchRows.push_back(b.rows);
+        };
+        h.onMalformedBatch = [this](const std::string&) { ++malformedBatches; };
         return h;
     }
 
@@ -161,6 +168,31 @@ TEST(BridgeClient, FramesAndEventsArriveAndBadMultipartIsCounted) {
     EXPECT_EQ(std::get<ClosedEvent>(seen.events[0]).reason, "shutdown");
     EXPECT_EQ(seen.decodeErrors, 3);
     EXPECT_EQ(client.framesReceived(), seen.frameSeqs.size() + 1);  // the undecodable frame counts as received
+}
+
+TEST(BridgeClient, MotionBatchesArriveFromARealPubAndBadOnesAreCounted) {
+    FakeBridgeSockets bridge;
+    Seen seen;
+    BridgeClient client(bridge.requestEndpoint, seen.handlers());
+    client.connectFrames(bridge.framesEndpoint);
+    client.subscribe("batch/motion");
+
+    const std::vector<std::string> sessions = {"00000000000000a0", "00000000000000a1"};
+    const std::string batch = payloads::motionBatch(sessions, {1, 1}).bytes();
+    ASSERT_TRUE(seen.waitFor([&] {
+        bridge.publish({"batch/motion", batch});
+        return !seen.batchRows.empty();
+    }));
+    bridge.publish({"batch/motion", payloads::motionBatch(sessions, {2, 2}).floats("root", {0.0f}).bytes()});  // short column
+    bridge.publish({"batch/motion", "\x93\x01\x02\x03"});                                                  // not a map
+    bridge.publish({"frame/0123456789abcdef", payloads::motionFrame(0).bytes()});  // not subscribed: never arrives
+    bridge.publish({"batch/motion", payloads::motionBatch({"00000000000000a2"}, {3}).bytes()});
+    ASSERT_TRUE(seen.waitFor([&] { return seen.batchRows.back() == 1; }));
+    EXPECT_EQ(seen.malformedBatches, 2);
+    EXPECT_EQ(seen.decodeErrors, 2);
+    const std::lock_guard<std::mutex> lock(seen.mutex);
+    EXPECT_TRUE(seen.frameSeqs.empty());
+    EXPECT_EQ(client.batchesReceived(), seen.batchRows.size() + 2);  // the dropped ones count as received
 }
 
 TEST(BridgeClient, ResetFailsPendingRequests) {

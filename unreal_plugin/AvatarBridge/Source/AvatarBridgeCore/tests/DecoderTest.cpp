@@ -103,6 +103,36 @@ TEST(FrameDecoding, MotionFrame) {
     EXPECT_FLOAT_EQ(f.root[1], 0.9f);
 }
 
+TEST(FrameDecoding, SpeechFrameCarriesVisemesVowelsAndVoice) {
+    const DecodedFrame decoded = decodeFrame(payloads::speechFrame(4, true, 0.5f));
+    const auto& f = std::get<FaceFrame>(decoded.frame);
+    EXPECT_TRUE(f.expression.empty());
+    ASSERT_EQ(f.visemes.size(), 15u);
+    EXPECT_FLOAT_EQ(f.visemes[0], 0.5f);
+    EXPECT_FLOAT_EQ(f.visemes[14], 0.64f);
+    ASSERT_EQ(f.vowels.size(), 5u);
+    EXPECT_FLOAT_EQ(f.vowels[0], 0.6f);  // A
+    EXPECT_FLOAT_EQ(f.vowels[4], 1.0f);  // O
+    ASSERT_TRUE(f.voice.has_value());
+    EXPECT_TRUE(*f.voice);
+    EXPECT_FALSE(*std::get<FaceFrame>(decodeFrame(payloads::speechFrame(5, false)).frame).voice);
+
+    // Other face frames have none of them; absent, nil and an empty bin all mean "none" (docs/protocol.md §2).
+    const auto plain = decodeFrame(payloads::faceFrame(0));
+    EXPECT_TRUE(std::get<FaceFrame>(plain.frame).visemes.empty());
+    EXPECT_TRUE(std::get<FaceFrame>(plain.frame).vowels.empty());
+    EXPECT_FALSE(std::get<FaceFrame>(plain.frame).voice.has_value());
+    const auto nil = decodeFrame(payloads::speechFrame(0).nil("visemes").nil("vowels").nil("voice"));
+    EXPECT_TRUE(std::get<FaceFrame>(nil.frame).visemes.empty());
+    EXPECT_FALSE(std::get<FaceFrame>(nil.frame).voice.has_value());
+    EXPECT_TRUE(std::get<FaceFrame>(decodeFrame(payloads::speechFrame(0).floats("vowels", {})).frame).vowels.empty());
+
+    EXPECT_EQ(frameError(payloads::speechFrame(0).floats("visemes", std::vector<float>(14))), ErrorCode::BadSize);
+    EXPECT_EQ(frameError(payloads::speechFrame(0).floats("vowels", std::vector<float>(6))), ErrorCode::BadSize);
+    EXPECT_EQ(frameError(payloads::speechFrame(0).uint("voice", 1)), ErrorCode::BadType);
+    EXPECT_EQ(frameError(payloads::speechFrame(0).strs("visemes", {"aa"})), ErrorCode::BadType);
+}
+
 TEST(FrameDecoding, UnknownKeysAreIgnored) {
     EXPECT_NO_THROW(decodeFrame(payloads::motionFrame(0).str("future_field", "x").uint("another", 3)));
 }
@@ -187,6 +217,20 @@ TEST(ReplyDecoding, OpenMotionCarriesTheSkeleton) {
     ASSERT_EQ(rig.restOffsets.size(), 24u);
     EXPECT_FLOAT_EQ(rig.restOffsets[0].y, -0.223f);
     EXPECT_EQ(rig.humanoid[0], "Hips");
+}
+
+TEST(ReplyDecoding, OpenSpeechCarriesItsExtras) {
+    const auto open = std::get<OpenReply>(decodeReply(payloads::openSpeech(4, "0011223344556677")));
+    EXPECT_EQ(open.pipeline, "speech");
+    const auto& rig = std::get<FaceRig>(open.rig);
+    EXPECT_TRUE(rig.expression.empty());
+    EXPECT_EQ(rig.extras, (std::vector<std::string>{"visemes", "vowels", "voice"}));
+    EXPECT_TRUE(rig.hasExtra("voice"));
+    EXPECT_EQ(rig.unsupported.size(), 2u);
+    // Absent means none (other models' rigs).
+    const auto face = std::get<OpenReply>(decodeReply(payloads::openFace(5, "0011223344556677")));
+    EXPECT_TRUE(std::get<FaceRig>(face.rig).extras.empty());
+    EXPECT_FALSE(std::get<FaceRig>(face.rig).hasExtra("visemes"));
 }
 
 TEST(ReplyDecoding, RigIsValidated) {

@@ -155,6 +155,43 @@ TEST(FaceSubject, TrackerRigWithoutFlameCodes) {
     EXPECT_THROW(mapper->pose(decode(payloads::faceFrame(0))), ProtocolError);
 }
 
+TEST(FaceSubject, SpeechRigAddsVisemeVowelAndVoiceCurves) {
+    const auto rig = rigOf(payloads::openSpeech(1, "00112233445566ff"));
+    const auto mapper = SubjectMapper::create(rig);
+    const SubjectLayout& l = mapper->layout();
+    ASSERT_EQ(l.curveNames.size(), 52u + 2u + 3u + 6u + 1u + 15u + 5u + 1u);
+    EXPECT_EQ(l.curveNames[63], "FaceFound");  // the face curves keep their places; speech comes after
+    EXPECT_EQ(l.curveNames[64], "viseme_sil");
+    EXPECT_EQ(l.curveNames[74], "viseme_aa");
+    EXPECT_EQ(l.curveNames[78], "viseme_U");
+    EXPECT_EQ(l.curveNames[79], "VRM_A");
+    EXPECT_EQ(l.curveNames[83], "VRM_O");
+    EXPECT_EQ(l.curveNames[84], "Voice");
+
+    const SubjectPose p = mapper->pose(decode(payloads::speechFrame(0, true, 0.25f)));
+    ASSERT_EQ(p.curves.size(), l.curveNames.size());
+    EXPECT_FLOAT_EQ(p.curves[curveIndex(l, "viseme_sil")], 0.25f);
+    EXPECT_FLOAT_EQ(p.curves[curveIndex(l, "viseme_aa")], 0.35f);
+    EXPECT_FLOAT_EQ(p.curves[curveIndex(l, "VRM_I")], 0.45f);
+    EXPECT_EQ(p.curves[curveIndex(l, "Voice")], 1.0f);
+    EXPECT_FLOAT_EQ(p.curves[curveIndex(l, "JawOpen")], 0.17f + 0.25f);  // the bridge's mouth channels by name
+    EXPECT_EQ(mapper->pose(decode(payloads::speechFrame(1, false))).curves.back(), 0.0f);
+
+    // Mirroring swaps ARKit sides but leaves the side-less speech curves alone.
+    const SubjectPose m = SubjectMapper::create(rig, true)->pose(decode(payloads::speechFrame(0, true, 0.25f)));
+    for (std::size_t i = curveIndex(l, "viseme_sil"); i < l.curveNames.size(); ++i) {
+        EXPECT_EQ(m.curves[i], p.curves[i]) << l.curveNames[i];
+    }
+    // A frame that leaves them out (the rig announced them) reads 0, with the curve count intact.
+    const SubjectPose bare = mapper->pose(decode(payloads::speechFrame(2).erase("visemes").erase("vowels").erase("voice")));
+    ASSERT_EQ(bare.curves.size(), l.curveNames.size());
+    EXPECT_EQ(bare.curves[curveIndex(l, "viseme_sil")], 0.0f);
+    EXPECT_EQ(bare.curves[curveIndex(l, "VRM_A")], 0.0f);
+    // Rigs without extras (FLAME models, the face tracker) get no speech curves.
+    EXPECT_EQ(curveIndex(SubjectMapper::create(rigOf(payloads::openFace(1, "00112233445566ff")))->layout(), "Voice"),
+              114u);
+}
+
 TEST(BodySubject, SkeletonAndTransformsInUnrealSpace) {
     const auto mapper = SubjectMapper::create(rigOf(payloads::openMotion(1, "ffeeddccbbaa0099")));
     const SubjectLayout& l = mapper->layout();

@@ -185,6 +185,64 @@ Payload motionFrame(std::uint64_t seq, float pattern) {
     return frameHeader("motion", seq).floats("joints", joints).floats("root", {pattern, 0.9f, 0.0f});
 }
 
+Payload speechRig() {
+    return faceRig(true)
+        .strs("expression", {})
+        .strs("unsupported", {"EyeBlinkLeft", "BrowInnerUp"})
+        .strs("extras", {"visemes", "vowels", "voice"});
+}
+
+Payload speechFrame(std::uint64_t seq, bool voice, float pattern) {
+    std::vector<float> vowels(5);
+    for (std::size_t i = 0; i < vowels.size(); ++i) {
+        vowels[i] = 0.1f * static_cast<float>(i + 1) + pattern;
+    }
+    return faceFrame(seq, true, pattern)
+        .floats("expression", {})
+        .floats("visemes", ramp(15, pattern))
+        .floats("vowels", vowels)
+        .boolean("voice", voice);
+}
+
+Payload motionBatch(const std::vector<std::string>& sessions, const std::vector<std::uint64_t>& seqs, float pattern) {
+    const std::size_t n = sessions.size();
+    std::string ids, seq, inputSeq, capture;
+    std::vector<float> joints(n * 24 * 4, 0.0f), root(n * 3);
+    const auto le64 = [](std::string& out, std::uint64_t v) {
+        for (int b = 0; b < 8; ++b) {
+            out.push_back(static_cast<char>((v >> (8 * b)) & 0xff));  // little-endian on any host
+        }
+    };
+    for (std::size_t r = 0; r < n; ++r) {
+        ids += sessions[r];
+        le64(seq, seqs[r]);
+        le64(inputSeq, seqs[r] + 100);
+        le64(capture, 1'700'000'000'000'000'000ULL + seqs[r] * 16'666'667ULL);
+        for (std::size_t j = 0; j < 24; ++j) {
+            joints[(r * 24 + j) * 4 + 3] = 1.0f;
+        }
+        joints[(r * 24 + 1) * 4] = 0.01f * static_cast<float>(r) + pattern;
+        root[3 * r] = static_cast<float>(r);
+        root[3 * r + 1] = pattern;
+        root[3 * r + 2] = -static_cast<float>(r);
+    }
+    return Payload()
+        .str("op", "frames")
+        .uint("v", 1)
+        .uint("minor", 1)
+        .str("pipeline", "motion")
+        .uint("rows", n)
+        .uint("t_publish_ns", 1'700'000'000'020'000'000ULL)
+        .f64("engine_us", 45.5)
+        .uint("batch", n < 4 ? 4 : n)
+        .bin("session", ids)
+        .bin("seq", seq)
+        .bin("input_seq", inputSeq)
+        .bin("t_capture_ns", capture)
+        .floats("joints", joints)
+        .floats("root", root);
+}
+
 Payload reply(const std::string& op, std::uint64_t id) {
     return Payload().str("op", op).uint("v", 1).uint("id", id).boolean("ok", true);
 }
@@ -226,6 +284,10 @@ Payload openFace(std::uint64_t id, const std::string& session) {
         .f64("fps", 30.0)
         .strs("accepts", {"image"})
         .map("rig", faceRig());
+}
+
+Payload openSpeech(std::uint64_t id, const std::string& session) {
+    return openFace(id, session).str("pipeline", "speech").str("model", "speech_visemes").strs("accepts", {"audio"}).map("rig", speechRig());
 }
 
 Payload openMotion(std::uint64_t id, const std::string& session) {

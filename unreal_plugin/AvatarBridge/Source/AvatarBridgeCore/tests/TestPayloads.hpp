@@ -23,6 +23,8 @@ public:
     Payload& map(const std::string& key, const Payload& value);
     Payload& maps(const std::string& key, const std::vector<Payload>& values);
     Payload& erase(const std::string& key);
+    // A value packed by the caller (e.g. a bin32 header the packer would not choose for a short bin).
+    Payload& packed(const std::string& key, std::string value) { return put(key, std::move(value)); }
 
     std::string bytes() const;
 
@@ -44,6 +46,15 @@ Payload bodyRig();
 // `pattern` fills arrays with recognisable values (i * 0.01 + pattern).
 Payload faceFrame(std::uint64_t seq, bool blendshapes = true, float pattern = 0.0f);
 Payload motionFrame(std::uint64_t seq, float pattern = 0.0f);
+// A speech session's rig and frames (docs/protocol.md §5.2): no FLAME codes, extras visemes/vowels/voice.
+Payload speechRig();
+Payload openSpeech(std::uint64_t id, const std::string& session);
+// Viseme i = 0.01 i + pattern, vowel i = 0.1 (i + 1) + pattern.
+Payload speechFrame(std::uint64_t seq, bool voice = true, float pattern = 0.0f);
+// A `batch/motion` message (protocol minor 1, /work/notes/BATCH.md) in the encoder's key order: row r is
+// session `sessions[r]` with seq `seqs[r]`, input_seq seq + 100, joints all identity except joint 1's
+// x = 0.01 r + pattern, root (r, pattern, -r).
+Payload motionBatch(const std::vector<std::string>& sessions, const std::vector<std::uint64_t>& seqs, float pattern = 0.0f);
 Payload reply(const std::string& op, std::uint64_t id);
 Payload hello(std::uint64_t id);
 Payload list(std::uint64_t id);

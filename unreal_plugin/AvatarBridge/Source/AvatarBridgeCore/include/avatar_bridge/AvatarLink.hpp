@@ -17,6 +17,7 @@
 
 #include "avatar_bridge/AtomicSharedPtr.hpp"
 #include "avatar_bridge/BridgeClient.hpp"
+#include "avatar_bridge/MotionCrowd.hpp"
 #include "avatar_bridge/RequestEncoder.hpp"
 #include "avatar_bridge/SessionSpec.hpp"
 #include "avatar_bridge/SubjectFeed.hpp"
@@ -37,6 +38,9 @@ public:
         std::string clientName = "avatar-bridge-cpp 0.1.0";
         std::vector<SessionSpec> sessions;  // opened by this client; subject names must be unique
         bool observeOtherSessions = false;
+        // Also read the batched motion stream (`batch/motion`, protocol minor 1): the newest frame of every
+        // motion session on the bridge, ours or not, in crowd(). For plugins that drive a crowd.
+        bool motionCrowd = false;
         CurveKeys curve;  // for a bridge started with --curve-secret-key (libzmq build only)
         // Where TCP streams come from (ZMTP build); null: POSIX sockets. Unreal passes its FSocket one.
         std::shared_ptr<Network> network;
@@ -87,6 +91,9 @@ public:
     bool sendFeatures(SubjectFeed& feed, int rows, int cols, const float* values, std::size_t bytes,
                       std::int64_t tCaptureNs = 0) noexcept;
 
+    // With Config::motionCrowd: every motion session's newest batched frame (empty otherwise). Any thread.
+    const MotionCrowd& crowd() const { return crowd_; }
+
     // The subject name a spec publishes under: its own, else its pipeline's name.
     static std::string subjectNameOf(const SessionSpec& spec);
 
@@ -110,6 +117,7 @@ private:
     std::optional<RequestEncoder::InputHeader> inputHeader(SubjectFeed& feed, std::int64_t tCaptureNs);
 
     const Config config_;
+    MotionCrowd crowd_;  // before client_: the network threads write into it
     std::unique_ptr<BridgeClient> client_;
     std::atomic<State> state_{State::Connecting};
     std::atomic<std::uint64_t> connections_{0};

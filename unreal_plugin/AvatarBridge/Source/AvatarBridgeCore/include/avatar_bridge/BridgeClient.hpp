@@ -13,6 +13,7 @@
 #include "avatar_bridge/CurveKeys.hpp"
 #include "avatar_bridge/Frame.hpp"
 #include "avatar_bridge/Messages.hpp"
+#include "avatar_bridge/MotionBatch.hpp"
 #include "avatar_bridge/Stream.hpp"
 
 namespace avatar_bridge {
@@ -34,6 +35,10 @@ public:
         // Receiving thread. `arrivalNs`: wall clock (CLOCK_REALTIME) when the message was received.
         std::function<void(DecodedFrame&& frame, std::int64_t arrivalNs)> onFrame;
         std::function<void(const Event& event)> onEvent;
+        // `batch/motion` messages (protocol minor 1), once subscribed to; zero-copy like frames.
+        std::function<void(MotionBatch&& batch, std::int64_t arrivalNs)> onMotionBatch;
+        // A batch that broke the contract and was dropped whole (also counted in decodeErrors and onDecodeError).
+        std::function<void(const std::string& what)> onMalformedBatch;
         // Replies nobody waits for: errors and acks of inputs, late replies of cancelled requests.
         std::function<void(const Reply& reply)> onUnsolicitedReply;
         // A message from the bridge that broke the contract; it was dropped.
@@ -90,6 +95,7 @@ public:
     // Why the request socket is not connected (bad endpoint, refused connection, CURVE unsupported), or empty.
     std::string transportError() const;
     std::uint64_t framesReceived() const noexcept;
+    std::uint64_t batchesReceived() const noexcept;  // `batch/` messages, decodable or not
     std::uint64_t decodeErrors() const noexcept;
 
 private:

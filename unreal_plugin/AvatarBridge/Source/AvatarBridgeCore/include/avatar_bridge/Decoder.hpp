@@ -6,6 +6,7 @@
 
 #include "avatar_bridge/Frame.hpp"
 #include "avatar_bridge/Messages.hpp"
+#include "avatar_bridge/MotionBatch.hpp"
 
 namespace avatar_bridge {
 
@@ -18,10 +19,16 @@ public:
     static constexpr std::size_t kFlameEyelids = 2;
     static constexpr std::size_t kArkitBlendshapes = 52;
     static constexpr std::size_t kSmplJoints = 24;
+    static constexpr std::size_t kSpeechVisemes = 15;  // Oculus visemes (docs/protocol.md §5.2)
+    static constexpr std::size_t kSpeechVowels = 5;    // VRM A, I, U, E, O
 
     // A frame payload (second part of a `frame/<session>` message). The returned frame's arrays point into
     // [data, data + size); `storage` must own those bytes and is kept alive by the frame (no copy).
     static DecodedFrame frame(const std::uint8_t* data, std::size_t size, std::shared_ptr<const void> storage);
+    // A `batch/motion` payload (protocol minor 1). Any column whose length is not rows x its row size, a row
+    // count under 1, another pipeline or a broken map throws: the caller drops the whole message. Columns point
+    // into [data, data + size), kept alive by `storage`; unknown keys (later minors' columns) are ignored.
+    static MotionBatch motionBatch(const std::uint8_t* data, std::size_t size, std::shared_ptr<const void> storage);
     // A reply on the request socket: one of the Reply alternatives, an `error` reply included.
     static Reply reply(const std::uint8_t* data, std::size_t size);
     // An `event/<session>` payload.

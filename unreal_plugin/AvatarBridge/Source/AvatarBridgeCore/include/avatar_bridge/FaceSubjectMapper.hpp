@@ -15,6 +15,9 @@ namespace avatar_bridge {
 //   bridge's own Live Link Face sender), the six eye angles of Live Link Face (LeftEyeYaw, LeftEyePitch,
 //   LeftEyeRoll, RightEyeYaw, RightEyePitch, RightEyeRoll, on the head's scale, from the frame's `gaze`; 0
 //   for models without gaze) and FaceFound (1 or 0). A rig without FLAME codes has no Exp curves.
+//   Then, only when the rig's `extras` announce them (speech sessions, docs/protocol.md §5.2): the 15 viseme
+//   curves (kVisemeCurveNames), the 5 VRM vowels (kVrmVowelCurveNames) and Voice (1 or 0); 0 in a frame
+//   that leaves them out. They have no sides, so mirroring leaves them as they are.
 // The bones are prefixed so that a MetaHuman's own `head` bone is never overwritten by accident.
 // Mirrored: every Left/Right curve pair swaps (ARKit, eyelids, eyes), head and jaw reflect across the
 // face's mid plane (so yaw and roll change sign); FLAME coefficients have no sides and stay as they are.
@@ -34,6 +37,9 @@ private:
     SubjectLayout layout_;
     std::vector<std::size_t> arkitSlot_;  // for each rig blendshape, its index in kArkitNames (52 = unknown)
     std::size_t expressionCount_;  // 50, or 0 for models without FLAME codes
+    bool visemes_;                 // the rig announces each speech extra
+    bool vowels_;
+    bool voice_;
     bool mirror_;
 };
 

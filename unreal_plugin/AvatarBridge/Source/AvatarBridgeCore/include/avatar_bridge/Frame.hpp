@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <variant>
 
@@ -31,6 +32,10 @@ struct FaceFrame {
     F32View head;         // 4: quaternion xyzw
     F32View blendshapes;  // 52 ARKit weights, or empty when the session did not ask for them
     F32View gaze;         // 4 or empty: left yaw, pitch, right yaw, pitch, radians (+yaw: the subject's left; +pitch: up)
+    // Speech (docs/protocol.md §5.2): empty / unset in frames of sessions without a voice.
+    F32View visemes;           // 15 or empty: Oculus visemes sil, PP, FF, TH, DD, kk, CH, SS, nn, RR, aa, E, ih, oh, ou
+    F32View vowels;            // 5 or empty: VRM presets A, I, U, E, O in [0, 1]
+    std::optional<bool> voice;  // voice activity; unset when the frame has no `voice` key
 };
 
 struct MotionFrame {

@@ -16,6 +16,19 @@ struct FaceRig {
     std::vector<std::string> eyelids;      // 2 names, left then right
     std::vector<std::string> rotations;    // ["head", "jaw"]
     std::vector<std::string> blendshapes;  // 52 ARKit names in EARFaceBlendShape order, or empty
+    // Optional (docs/protocol.md §5.1, §5.2; absent means empty): blendshapes the model never moves, and the
+    // optional frame keys this session's frames carry ("head_position", "gaze", "visemes", "vowels", "voice").
+    std::vector<std::string> unsupported;
+    std::vector<std::string> extras;
+
+    bool hasExtra(const std::string& key) const {
+        for (const auto& e : extras) {
+            if (e == key) {
+                return true;
+            }
+        }
+        return false;
+    }
 };
 
 struct BodyRig {
