@@ -1,0 +1,504 @@
+"""`serve --workers N`: one set of public ports in front of N bridge worker processes.
+
+Clients see one bridge (docs/protocol.md unchanged): the front end binds the public ROUTER and the
+frames port, and N worker processes (bridge.serving.workers, each an unmodified `Bridge`) serve the
+sessions.
+
+- **Requests.** The I/O thread reads the ROUTER and routes each message by the few keys it reads
+  (`op`, `id`, `session`: a msgspec struct that skips the rest): `open` goes to the least-loaded
+  ready worker, a message naming a known session to that session's worker, anything else (hello,
+  list, an unknown session, a malformed message) to any ready worker, which answers it exactly as a
+  single bridge would. Each client has its own DEALER to each worker, with a routing id that stands
+  for the client (its connection, or its CURVE key when keys are checked), so a worker's ownership rule
+  (NOT_OWNER) and quota see the original client. Replies come back on that DEALER and go to the
+  client's connection.
+- **Limits across workers.** The front end counts each client's open sessions and the total, from
+  `open` replies and `closed` events, so `max_sessions` (SESSION_LIMIT) and
+  `max_sessions_per_client` (CLIENT_SESSION_LIMIT) hold over all workers together.
+- **Frames.** Workers publish into an XSUB; a libzmq proxy thread (C, no GIL) forwards every message,
+  `frame/`, `event/` and batch topics alike, to the public XPUB, and subscriptions flow back up, so a
+  worker only sends what someone subscribed to. The public XPUB has the single bridge's bounds per
+  subscriber (frames_hwm, frames_sndbuf, the subscription size limit); stalls are not counted here.
+- **Faults.** A worker that exits is restarted (1 s apart at most, doubling to 30 s while it keeps
+  failing); each of its sessions gets a `closed` event with reason `worker_lost` (frames_published 0:
+  the count died with it), an `open` in flight there an INTERNAL error, and the other workers'
+  sessions are not touched.
+
+Internal endpoints are `ipc://` sockets in a private folder (mode 0700): nothing internal is reachable
+over TCP, and only this user's processes can reach them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import itertools
+import json
+import logging
+import shutil
+import tempfile
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+import zmq
+
+from bridge.protocol.errors import ErrorCode
+from bridge.protocol.events import encode_closed_event, event_topic
+from bridge.protocol.replies import error_reply
+from bridge.protocol.versions import EVENT_TOPIC_PREFIX
+from bridge.serving.server import ServeConfig, _user_id
+from bridge.serving.workers import WorkerProcess, WorkerSpecFactory
+from bridge.transport.curve import start_authenticator
+from bridge.transport.zmq_sockets import (
+    MAX_SUBSCRIPTION_BYTES,
+    MAX_SUBSCRIPTION_BYTES_CURVE,
+    _bind,
+    is_loopback,
+)
+
+if TYPE_CHECKING:
+    from bridge.serving.front_metrics import FrontEndMetrics
+
+log = logging.getLogger(__name__)
+
+POLL_MS = 20
+SUPERVISE_INTERVAL_S = 0.25
+DRAIN = 1000  # messages read from one socket per turn, so no socket starves the others
+INTERNAL_HWM = 10000  # messages queued on one client's link to one worker before OVERLOADED
+OPEN_TIMEOUT_S = 30.0  # an open whose reply never came stops counting against the limits
+RESTART_BACKOFF_S = (1.0, 30.0)  # first and longest wait between restarts of a failing worker
+CLOSED_REASON = "worker_lost"
+
+
+class _Route(msgspec.Struct):
+    """The keys the front end routes by; every other key is skipped, not decoded."""
+
+    op: Any = None
+    id: Any = None
+    session: Any = None
+    event: Any = None
+
+
+_decode_route = msgspec.msgpack.Decoder(_Route).decode
+
+
+def _route(payload: memoryview | bytes) -> _Route | None:
+    try:
+        return _decode_route(payload)
+    except msgspec.MsgspecError:  # not msgpack, not a map: the worker answers MALFORMED
+        return None
+
+
+def _request_id(route: _Route | None) -> int:
+    """The id an error reply echoes: the request's when it is a uint64, else 0 (docs/protocol.md 4)."""
+    rid = route.id if route is not None else None
+    return rid if type(rid) is int and 0 <= rid < 2**64 else 0
+
+
+@dataclass
+class _Client:
+    """One client as the workers know it: `link_id` is its DEALERs' routing id."""
+
+    link_id: bytes
+    routing_id: bytes  # its latest public connection: where replies go
+    dealers: dict[int, zmq.Socket[bytes]] = field(default_factory=dict)  # worker index -> DEALER
+    sessions: int = 0
+    pending: list[tuple[int, int, float]] = field(default_factory=list)  # opens: (worker, id, deadline)
+    last_seen: float = field(default_factory=time.monotonic)
+
+
+@dataclass
+class FrontEndStats:
+    """What the front end itself counts (its metrics; the workers count the rest)."""
+
+    errors: Counter[str] = field(default_factory=Counter)  # error replies it sent itself, by name
+    replies_dropped: Counter[str] = field(default_factory=Counter)  # peer_full, peer_gone
+    worker_restarts: Counter[int] = field(default_factory=Counter)
+    sessions_lost: int = 0  # closed because their worker exited
+
+
+class FrontEnd:
+    def __init__(
+        self, config: ServeConfig, workers: int, worker_envs: list[dict[str, str]] | None = None
+    ) -> None:
+        if workers < 1:
+            raise ValueError(f"--workers must be at least 1, not {workers}")
+        t = config.transport
+        if not is_loopback(t.host) and not t.insecure_remote and t.curve_secret_key is None:
+            raise ValueError(
+                f"refusing to bind to non-loopback host {t.host!r}: give the bridge a CURVE key "
+                "(--curve-secret-key) or pass --insecure-remote to expose it unauthenticated"
+            )
+        self.config = config
+        self.stats = FrontEndStats()
+        self.ready = False
+        self.heartbeat = time.monotonic()
+        self.metrics: FrontEndMetrics | None = None
+        self._keyed = t.curve_client_keys is not None
+        self.context: zmq.Context[zmq.Socket[bytes]] = zmq.Context()  # its own: one ZAP handler per context
+        keys = t.curve_client_keys
+        self._auth = start_authenticator(self.context, keys) if keys is not None else None
+        self.folder = Path(tempfile.mkdtemp(prefix="avb-"))  # mode 0700; short: ipc paths are limited
+        self.router, self.xpub = self._public_sockets()
+        self.xsub = self.context.socket(zmq.XSUB)
+        self.xsub.setsockopt(zmq.LINGER, 0)
+        self.xsub.setsockopt(zmq.RCVHWM, 0)  # the workers' link is unbounded; the XPUB has the bounds
+        forward = f"ipc://{self.folder}/forward"
+        self.xsub.bind(forward)
+        self._announcer = self.context.socket(zmq.PUB)  # the front end's own events (worker_lost)
+        self._announcer.setsockopt(zmq.LINGER, 0)
+        self._announcer.setsockopt(zmq.SNDHWM, 0)
+        self._announcer.connect(forward)
+        control = f"inproc://forward-control-{id(self)}"
+        self._control_in = self.context.socket(zmq.PAIR)
+        self._control_in.bind(control)
+        self._control = self.context.socket(zmq.PAIR)
+        self._control.connect(control)
+        self.request_port = _bind(self.router, t.host, t.request_port)
+        self.frames_port = _bind(self.xpub, t.host, t.frames_port)
+        self._forwarder = threading.Thread(target=self._forward, name="frames-forwarder", daemon=True)
+        factory = WorkerSpecFactory(config, self.folder, forward, self.frames_port, worker_envs or [])
+        self.workers = [WorkerProcess(i, factory) for i in range(workers)]
+        self._next_start = [0.0] * workers
+        self._backoff = [RESTART_BACKOFF_S[0]] * workers
+        self._load = [0] * workers  # sessions open or opening per worker
+        self._poller = zmq.Poller()
+        self._poller.register(self.router, zmq.POLLIN)
+        self._links: dict[zmq.Socket[bytes], tuple[_Client, int]] = {}  # DEALER -> (client, worker)
+        self._events: dict[zmq.Socket[bytes], int] = {}  # a worker's event SUB -> worker index
+        self._sessions: dict[str, tuple[int, _Client]] = {}  # session -> (worker, owner)
+        self._clients: dict[bytes, _Client] = {}  # owner key -> client
+        self._link_ids = itertools.count()
+        self._stop = threading.Event()
+
+    @property
+    def frames_endpoint(self) -> str:
+        host = self.config.transport.host
+        return f"tcp://{'127.0.0.1' if host in ('0.0.0.0', '*') else host}:{self.frames_port}"
+
+    def _public_sockets(self) -> tuple[zmq.Socket[bytes], zmq.Socket[bytes]]:
+        """The ROUTER and the frames XPUB, with the single bridge's options (bridge.transport)."""
+        t = self.config.transport
+        router = self.context.socket(zmq.ROUTER)
+        router.setsockopt(zmq.LINGER, 0)
+        router.setsockopt(zmq.RCVHWM, t.inbound_hwm)
+        router.setsockopt(zmq.SNDHWM, t.request_hwm)
+        router.setsockopt(zmq.MAXMSGSIZE, 2 * t.max_message_bytes)
+        router.setsockopt(zmq.ROUTER_MANDATORY, 1)
+        xpub = self.context.socket(zmq.XPUB)
+        xpub.setsockopt(zmq.LINGER, 0)
+        xpub.setsockopt(zmq.SNDHWM, t.frames_hwm)
+        if t.frames_sndbuf:
+            xpub.setsockopt(zmq.SNDBUF, t.frames_sndbuf)
+        xpub.setsockopt(zmq.RCVHWM, t.subscription_hwm)
+        curve = t.curve_secret_key is not None
+        xpub.setsockopt(zmq.MAXMSGSIZE, MAX_SUBSCRIPTION_BYTES_CURVE if curve else MAX_SUBSCRIPTION_BYTES)
+        if t.curve_secret_key is not None:
+            for sock in (router, xpub):
+                sock.setsockopt(zmq.CURVE_SERVER, 1)
+                sock.setsockopt(zmq.CURVE_SECRETKEY, t.curve_secret_key)
+        return router, xpub
+
+    # ----------------------------------------------------------------- lifecycle
+    def start(self, timeout_s: float = 300.0) -> None:
+        """Start the forwarder and every worker; return once all serve (or raise, stopping them)."""
+        self._forwarder.start()
+        for worker in self.workers:
+            worker.start()
+        deadline = time.monotonic() + timeout_s
+        try:
+            while not all(w.poll_ready() for w in self.workers):
+                for w in self.workers:
+                    if not w.alive and not w.ready:
+                        code = w.process.exitcode if w.process is not None else None
+                        raise RuntimeError(f"worker {w.index} exited ({code}) before it was ready")
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"workers not ready after {timeout_s:.0f} s")
+                time.sleep(0.05)
+            if self.config.metrics_port is not None:
+                from bridge.serving.front_metrics import FrontEndMetrics  # prometheus-client: optional
+
+                self.metrics = FrontEndMetrics(self, self.config.metrics_host, self.config.metrics_port)
+        except BaseException:
+            self.close()
+            raise
+        for worker in self.workers:
+            self._serving(worker)
+        self.ready = True
+        if self.config.ports_file is not None:
+            ports = {"request_port": self.request_port, "frames_port": self.frames_port}
+            if self.metrics is not None:
+                ports["metrics_port"] = self.metrics.port
+            tmp = self.config.ports_file.with_suffix(".tmp")
+            tmp.write_text(json.dumps(ports))
+            tmp.replace(self.config.ports_file)
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def close(self) -> None:
+        self.ready = False
+        if self.metrics is not None:
+            self.metrics.close()
+        for worker in self.workers:  # SIGTERM all first: they shut down in parallel
+            if worker.process is not None and worker.process.is_alive():
+                worker.process.terminate()
+        for worker in self.workers:
+            worker.stop()
+        time.sleep(0.05)  # the workers' last `closed` events pass the forwarder
+        if self._forwarder.is_alive():
+            self._control.send(b"TERMINATE")
+            self._forwarder.join(5)
+        if self._auth is not None:
+            self._auth.stop()
+        self.context.destroy(linger=0)
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def _forward(self) -> None:
+        with contextlib.suppress(zmq.ContextTerminated):
+            zmq.proxy_steerable(self.xsub, self.xpub, None, self._control_in)
+
+    def serve_forever(self) -> None:
+        """Route requests and replies until `stop()`; call `start()` first."""
+        next_supervise = time.monotonic() + SUPERVISE_INTERVAL_S
+        while not self._stop.is_set():
+            self.heartbeat = time.monotonic()
+            for sock, _ in self._poller.poll(POLL_MS):
+                if sock is self.router:
+                    self._drain_requests()
+                elif sock in self._links:
+                    self._drain_replies(sock)
+                elif sock in self._events:
+                    self._drain_events(sock)
+            now = time.monotonic()
+            if now >= next_supervise:
+                next_supervise = now + SUPERVISE_INTERVAL_S
+                self._supervise(now)
+
+    # ----------------------------------------------------------------- requests
+    def _drain_requests(self) -> None:
+        for _ in range(DRAIN):
+            try:
+                frames = self.router.recv_multipart(zmq.NOBLOCK, copy=False)
+            except zmq.Again:
+                return
+            self._on_request(frames)
+
+    def _on_request(self, frames: list[zmq.Frame]) -> None:
+        routing_id = frames[0].bytes
+        owner = b"key:" + _user_id(frames[-1], routing_id) if self._keyed else b"id:" + routing_id
+        client = self._client(owner, routing_id)
+        body = frames[1:]
+        # [payload] from a DEALER, [empty, payload] from a REQ-style client; any other framing goes to a
+        # worker as it is, which answers MALFORMED.
+        framed = len(body) == 1 or (len(body) == 2 and not len(body[0].buffer))
+        route = _route(body[-1].buffer) if framed else None
+        op = route.op if route is not None else None
+        session = route.session if route is not None and type(route.session) is str else None
+        if op == "open":
+            worker = self._place_open(client, route)
+        elif session is not None and session in self._sessions:
+            worker = self._sessions[session][0]
+        else:
+            worker = self._any_worker()
+        if worker is None:
+            if op != "open":  # an open refused here has had its answer
+                self._error(client, ErrorCode.INTERNAL, "no worker is serving (restarting)", route, session)
+            return
+        dealer = client.dealers.get(worker) or self._link(client, worker)
+        try:
+            dealer.send_multipart(body, zmq.NOBLOCK, copy=False)
+        except zmq.Again:
+            busy = "the bridge worker is busy; message dropped"
+            self._error(client, ErrorCode.OVERLOADED, busy, route, session)
+            return
+        if op == "open":
+            client.pending.append((worker, _request_id(route), time.monotonic() + OPEN_TIMEOUT_S))
+            self._load[worker] += 1
+
+    def _place_open(self, client: _Client, route: _Route | None) -> int | None:
+        """The least-loaded ready worker for a new session, or None (after an error reply)."""
+        limit = self.config.max_sessions
+        if sum(self._load) >= limit:
+            self._error(client, ErrorCode.SESSION_LIMIT, f"session limit of {limit} reached", route)
+            return None
+        quota = self.config.max_sessions_per_client
+        if client.sessions + len(client.pending) >= quota:
+            self._error(
+                client,
+                ErrorCode.CLIENT_SESSION_LIMIT,
+                f"this client already has {quota} sessions open (its quota)",
+                route,
+            )
+            return None
+        worker = self._any_worker()
+        if worker is None:
+            self._error(client, ErrorCode.INTERNAL, "no worker is serving (restarting)", route)
+        return worker
+
+    def _any_worker(self) -> int | None:
+        ready = [w.index for w in self.workers if w.ready]
+        return min(ready, key=self._load.__getitem__) if ready else None
+
+    def _client(self, owner: bytes, routing_id: bytes) -> _Client:
+        client = self._clients.get(owner)
+        if client is None:
+            client = _Client(link_id=b"c%d" % next(self._link_ids), routing_id=routing_id)
+            self._clients[owner] = client
+        client.routing_id = routing_id
+        client.last_seen = time.monotonic()
+        return client
+
+    def _link(self, client: _Client, worker: int) -> zmq.Socket[bytes]:
+        spec = self.workers[worker].spec
+        assert spec is not None
+        dealer = self.context.socket(zmq.DEALER)
+        dealer.setsockopt(zmq.LINGER, 0)
+        dealer.setsockopt(zmq.ROUTING_ID, client.link_id)
+        dealer.setsockopt(zmq.SNDHWM, INTERNAL_HWM)
+        dealer.setsockopt(zmq.RCVHWM, 0)
+        dealer.connect(spec.request_endpoint)
+        client.dealers[worker] = dealer
+        self._links[dealer] = (client, worker)
+        self._poller.register(dealer, zmq.POLLIN)
+        return dealer
+
+    # ----------------------------------------------------------------- replies and events
+    def _drain_replies(self, dealer: zmq.Socket[bytes]) -> None:
+        client, worker = self._links[dealer]
+        for _ in range(DRAIN):
+            try:
+                frames = dealer.recv_multipart(zmq.NOBLOCK, copy=False)
+            except zmq.Again:
+                return
+            route = _route(frames[-1].buffer)
+            if route is not None and route.op in ("open", "error"):
+                self._settle_open(client, worker, route)
+            self._reply(client, frames)
+
+    def _settle_open(self, client: _Client, worker: int, route: _Route) -> None:
+        rid = _request_id(route)
+        for i, (w, pending_id, _) in enumerate(client.pending):
+            if w == worker and pending_id == rid:
+                del client.pending[i]
+                break
+        else:
+            return  # an error reply to something else
+        if route.op == "open" and type(route.session) is str:
+            self._sessions[route.session] = (worker, client)
+            client.sessions += 1
+        else:
+            self._load[worker] -= 1
+
+    def _drain_events(self, sub: zmq.Socket[bytes]) -> None:
+        worker = self._events[sub]
+        for _ in range(DRAIN):
+            try:
+                _, payload = sub.recv_multipart(zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            route = _route(payload)
+            if route is not None and route.event == "closed" and type(route.session) is str:
+                self._forget(route.session, worker)
+
+    def _forget(self, session: str, worker: int) -> None:
+        entry = self._sessions.get(session)
+        if entry is not None and entry[0] == worker:
+            del self._sessions[session]
+            entry[1].sessions -= 1
+            self._load[worker] -= 1
+
+    def _reply(self, client: _Client, frames: list[zmq.Frame] | list[bytes]) -> None:
+        try:
+            self.router.send_multipart([client.routing_id, *frames], zmq.NOBLOCK, copy=False)
+        except zmq.Again:
+            self.stats.replies_dropped["peer_full"] += 1
+        except zmq.ZMQError as exc:
+            if exc.errno != errno.EHOSTUNREACH:
+                raise
+            self.stats.replies_dropped["peer_gone"] += 1
+
+    def _error(
+        self, client: _Client, code: ErrorCode, message: str, route: _Route | None, session: str | None = None
+    ) -> None:
+        self.stats.errors[code.name] += 1
+        self._reply(client, [error_reply(code, message, _request_id(route), session)])
+
+    # ----------------------------------------------------------------- supervision
+    def _supervise(self, now: float) -> None:
+        for worker in self.workers:
+            if worker.ready and not worker.alive:
+                self._lost(worker, now)
+            elif not worker.ready and worker.alive and worker.poll_ready():
+                log.info("worker %d serving again (restart %d)", worker.index, worker.restarts)
+                self._backoff[worker.index] = RESTART_BACKOFF_S[0]
+                self._serving(worker)
+            elif not worker.ready and not worker.alive and now >= self._next_start[worker.index]:
+                self._restart(worker, now)  # it died again before it was ready
+        for client in self._clients.values():
+            expired = [p for p in client.pending if p[2] < now]
+            for p in expired:
+                client.pending.remove(p)
+                self._load[p[0]] -= 1
+        idle_s = max(60.0, 2 * self.config.idle_timeout_s)
+        for owner, client in list(self._clients.items()):
+            if not client.sessions and not client.pending and now - client.last_seen > idle_s:
+                for dealer in list(client.dealers.values()):
+                    self._unlink(dealer)
+                del self._clients[owner]
+
+    def _serving(self, worker: WorkerProcess) -> None:
+        """A worker is ready: read its session events (so closes and reaps free their places)."""
+        assert worker.spec is not None
+        sub = self.context.socket(zmq.SUB)
+        sub.setsockopt(zmq.LINGER, 0)
+        sub.setsockopt(zmq.RCVHWM, 0)
+        sub.setsockopt(zmq.SUBSCRIBE, EVENT_TOPIC_PREFIX)
+        sub.connect(worker.spec.events_endpoint)
+        self._events[sub] = worker.index
+        self._poller.register(sub, zmq.POLLIN)
+
+    def _lost(self, worker: WorkerProcess, now: float) -> None:
+        index = worker.index
+        code = worker.process.exitcode if worker.process is not None else None
+        lost = [sid for sid, (w, _) in self._sessions.items() if w == index]
+        log.error("worker %d exited (%s); closing its %d sessions and restarting it", index, code, len(lost))
+        worker.ready = False
+        for sid in lost:
+            self._announcer.send_multipart(
+                (event_topic(sid), encode_closed_event(sid, reason=CLOSED_REASON, frames_published=0))
+            )
+            self._forget(sid, index)
+        self.stats.sessions_lost += len(lost)
+        for client in self._clients.values():
+            for p in [p for p in client.pending if p[0] == index]:
+                client.pending.remove(p)
+                self._load[index] -= 1
+                message = error_reply(ErrorCode.INTERNAL, "the bridge worker exited while opening", p[1])
+                self._reply(client, [message])
+            if index in client.dealers:
+                self._unlink(client.dealers[index])
+        for sub in [s for s, w in self._events.items() if w == index]:
+            self._poller.unregister(sub)
+            del self._events[sub]
+            sub.close(0)
+        self._restart(worker, now)
+
+    def _restart(self, worker: WorkerProcess, now: float) -> None:
+        worker.restarts += 1
+        self.stats.worker_restarts[worker.index] += 1
+        wait = self._backoff[worker.index]
+        self._next_start[worker.index] = now + wait
+        self._backoff[worker.index] = min(RESTART_BACKOFF_S[1], 2 * wait)
+        worker.start()
+
+    def _unlink(self, dealer: zmq.Socket[bytes]) -> None:
+        client, worker = self._links.pop(dealer)
+        del client.dealers[worker]
+        self._poller.unregister(dealer)
+        dealer.close(0)

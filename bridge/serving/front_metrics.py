@@ -1,0 +1,134 @@
+"""/metrics, /healthz and /readyz of a front end over worker processes (`serve --workers N --metrics-port P`).
+
+Each worker serves its own endpoint on a free loopback port (bridge.serving.metrics); the front end's
+endpoint, on the public metrics port, is the same bounded server (MetricsEndpoint) answering for all:
+
+    /metrics  every worker's figures with a `worker` label (its process figures renamed
+              avatar_bridge_worker_*), and the front end's own: workers ready, restarts, sessions
+              lost with a worker, error replies it sent itself, replies it could not deliver.
+    /healthz  200 while the front end's loop turns and every worker is serving; 503 while one restarts.
+    /readyz   200 once every worker answers its own /readyz with 200; JSON with each worker's answer.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.registry import Collector
+
+from bridge.protocol.errors import ErrorCode
+from bridge.serving.metrics import HEALTH_STALE_S, PREFIX, MetricsEndpoint
+
+if TYPE_CHECKING:
+    from bridge.serving.front_end import FrontEnd
+
+FETCH_TIMEOUT_S = 2.0
+
+
+def _get(port: int, path: str) -> tuple[int, bytes]:
+    """GET a worker's endpoint on loopback: (status, body); (0, reason) when it does not answer."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=FETCH_TIMEOUT_S) as r:
+            return int(r.status), bytes(r.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read()
+    except OSError as exc:
+        return 0, str(exc).encode()
+
+
+class FrontEndMetrics(MetricsEndpoint):
+    def __init__(self, front: FrontEnd, host: str, port: int) -> None:
+        self.front = front
+        super().__init__(FrontEndCollector(front), host, port)
+
+    def health(self) -> tuple[bool, str]:
+        if time.monotonic() - self.front.heartbeat > HEALTH_STALE_S:
+            return False, "stalled: the front end's loop has not turned for 5 s"
+        down = [str(w.index) for w in self.front.workers if not (w.ready and w.alive)]
+        if down:
+            return False, f"worker {', '.join(down)} restarting"
+        return True, "ok"
+
+    def readiness(self) -> tuple[bool, dict[str, Any]]:
+        ok, why = self.health()
+        workers: dict[str, Any] = {}
+        for w in self.front.workers:
+            if w.metrics_port is None or not w.ready:
+                workers[str(w.index)] = {"ready": False, "health": "starting"}
+                continue
+            status, body = _get(w.metrics_port, "/readyz")
+            try:
+                answer = json.loads(body) if status else {"ready": False, "health": body.decode()}
+            except ValueError:
+                answer = {"ready": False, "health": f"HTTP {status}"}
+            workers[str(w.index)] = answer
+        ready = self.front.ready and ok and all(x.get("ready") is True for x in workers.values())
+        return ready, {"ready": ready, "health": why, "workers": workers}
+
+
+class FrontEndCollector(Collector):
+    def __init__(self, front: FrontEnd) -> None:
+        self.front = front
+
+    def collect(self) -> Iterator[Metric]:
+        yield from self._workers()
+        yield from self._own()
+
+    def _workers(self) -> Iterator[Metric]:
+        """Every worker's families merged by name, each sample labelled with its worker."""
+        merged: dict[str, Metric] = {}
+        for w in self.front.workers:
+            if w.metrics_port is None or not w.ready:
+                continue
+            status, text = _get(w.metrics_port, "/metrics")
+            if status != 200:
+                continue
+            for family in text_string_to_metric_families(text.decode()):
+                rename = not family.name.startswith(PREFIX)  # process_*, python_*: ours are the front end's
+                name = f"{PREFIX}_worker_{family.name}" if rename else family.name
+                out = merged.get(name)
+                if out is None:
+                    out = merged[name] = Metric(name, family.documentation, family.type)
+                for sample in family.samples:
+                    sample_name = f"{PREFIX}_worker_{sample.name}" if rename else sample.name
+                    out.add_sample(sample_name, {**sample.labels, "worker": str(w.index)}, sample.value)
+        yield from merged.values()
+
+    def _own(self) -> Iterator[Metric]:
+        front, stats = self.front, self.front.stats
+        ready = GaugeMetricFamily(f"{PREFIX}_worker_ready", "1 while the worker serves", labels=["worker"])
+        restarts = CounterMetricFamily(
+            f"{PREFIX}_worker_restarts", "Worker processes restarted after exiting", labels=["worker"]
+        )
+        for w in front.workers:
+            ready.add_metric([str(w.index)], float(w.ready and w.alive))
+            restarts.add_metric([str(w.index)], stats.worker_restarts[w.index])
+        yield from (ready, restarts)
+        yield CounterMetricFamily(
+            f"{PREFIX}_sessions_lost_with_worker",
+            "Sessions closed because their worker exited",
+            value=stats.sessions_lost,
+        )
+        errors = CounterMetricFamily(
+            f"{PREFIX}_front_end_errors",
+            "Error replies the front end sent itself (limits over all workers, no worker, busy link)",
+            labels=["code", "name"],
+        )
+        for code in ErrorCode:
+            errors.add_metric([str(code.value), code.name], stats.errors[code.name])
+        yield errors
+        replies = CounterMetricFamily(
+            f"{PREFIX}_front_end_replies_dropped",
+            "Replies the front end could not pass on: peer_full (client not reading), peer_gone",
+            labels=["reason"],
+        )
+        for reason in ("peer_full", "peer_gone"):
+            replies.add_metric([reason], stats.replies_dropped[reason])
+        yield replies
