@@ -15,6 +15,7 @@ from bridge.cli.serve_config import ServeTable, load_serve_table
 from bridge.cli.sources import add_source_arguments, device_listing, source_specs, start_feeders
 from bridge.outputs.cli import add_output_arguments, build_router
 from bridge.paths import default_engines_dir
+from bridge.serving.front_end import FrontEnd
 from bridge.serving.server import Bridge, ServeConfig
 from bridge.sources.base import SourceError
 from bridge.transport.curve import load_public_keys, load_secret_key
@@ -89,6 +90,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--metrics-port", type=int, help="serve /metrics, /healthz, /readyz on this port (0: any)"
     )
     parser.add_argument("--metrics-host", help="address of the metrics endpoint (default 127.0.0.1)")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        help="serve from N worker processes behind one front end (same ports; docs/deployment.md)",
+    )
+    parser.add_argument(
+        "--worker-gpus",
+        help="with --workers: CUDA_VISIBLE_DEVICES per worker, round robin (e.g. 0,1)",
+    )
     add_output_arguments(parser)
     add_source_arguments(parser)
 
@@ -173,6 +183,15 @@ def run(args: argparse.Namespace) -> int:
         table = load_serve_table(args.config)
         config = config_from_args(args, table)
         specs = source_specs(args, table.present())
+        workers = args.workers if args.workers is not None else table.workers
+        if workers is not None and specs:
+            raise ValueError("live sources feed a single bridge: leave out --workers")
+    except (OSError, ValueError, ImportError, zmq.ZMQError) as exc:
+        log.error("cannot start: %s", exc)
+        return 2
+    if workers is not None:
+        return run_front_end(args, table, config, workers)
+    try:
         bridge = Bridge(config)
         bridge.start()
     except (OSError, ValueError, ImportError, zmq.ZMQError) as exc:
@@ -215,4 +234,39 @@ def run(args: argparse.Namespace) -> int:
         if router is not None:
             router.stop()
         bridge.close()
+    return 0
+
+
+def run_front_end(args: argparse.Namespace, table: ServeTable, config: ServeConfig, workers: int) -> int:
+    """`serve --workers N`: the front end and its worker processes (bridge.serving.front_end)."""
+    gpus = args.worker_gpus or table.worker_gpus
+    envs = [{"CUDA_VISIBLE_DEVICES": g.strip()} for g in gpus.split(",")] if gpus else None
+    try:
+        front = FrontEnd(config, workers, envs)
+        front.start()
+    except (OSError, ValueError, RuntimeError, ImportError, zmq.ZMQError) as exc:
+        log.error("cannot start: %s", exc)
+        return 2
+    try:
+        router = build_router(args, front.frames_endpoint, table.present())
+    except ValueError as exc:
+        log.error("bad output destination: %s", exc)
+        front.close()
+        return 2
+    if router is not None:
+        router.start()
+    signal.signal(signal.SIGINT, lambda *_: front.stop())
+    signal.signal(signal.SIGTERM, lambda *_: front.stop())
+    t = config.transport
+    print(
+        f"avatar-bridge ready: requests tcp://{t.host}:{front.request_port} "
+        f"frames tcp://{t.host}:{front.frames_port} workers {workers}",
+        flush=True,
+    )
+    try:
+        front.serve_forever()
+    finally:
+        if router is not None:
+            router.stop()
+        front.close()
     return 0
