@@ -7,7 +7,8 @@ endpoint, on the public metrics port, is the same bounded server (MetricsEndpoin
               avatar_bridge_worker_*), and the front end's own: workers ready, restarts, sessions
               lost with a worker, error replies it sent itself, replies it could not deliver.
     /healthz  200 while the front end's loop turns and every worker is serving; 503 while one restarts.
-    /readyz   200 once every worker answers its own /readyz with 200; JSON with each worker's answer.
+    /readyz   200 once every worker answers its own /readyz with 200; JSON with each worker's answer
+              and process id.
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ class FrontEndMetrics(MetricsEndpoint):
                 answer = json.loads(body) if status else {"ready": False, "health": body.decode()}
             except ValueError:
                 answer = {"ready": False, "health": f"HTTP {status}"}
-            workers[str(w.index)] = answer
+            workers[str(w.index)] = {**answer, "pid": w.process.pid if w.process is not None else None}
         ready = self.front.ready and ok and all(x.get("ready") is True for x in workers.values())
         return ready, {"ready": ready, "health": why, "workers": workers}
 

@@ -1,0 +1,156 @@
+"""`serve --workers N`: one front end, worker processes behind it, over real loopback sockets.
+
+Each test runs a real `avatar-bridge serve --workers 2` (bridge.harness.process) with the bundled ONNX
+engines: the harness loses nothing with sessions on both workers; ownership and quotas hold across
+workers; a killed worker is restarted, its session closed with reason `worker_lost`, and a bystander
+session on the other worker loses nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+
+import numpy as np
+import pytest
+
+from bridge.harness.client import BridgeClient, BridgeError
+from bridge.harness.process import BridgeProcess
+from bridge.harness.run import run_harness
+from bridge.protocol.errors import ErrorCode
+from tests.bystander import Bystander
+
+ROWS = np.random.default_rng(3).standard_normal((60, 35)).astype(np.float32)
+SERVE = ("--workers", "2", "--no-face-tracking", "--metrics-port", "0", "--idle-timeout", "30")
+
+
+def metrics_get(bridge: BridgeProcess, path: str) -> tuple[int, str]:
+    url = f"http://127.0.0.1:{bridge.ports['metrics_port']}{path}"
+    try:
+        with urllib.request.urlopen(url, timeout=5) as r:
+            return int(r.status), r.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+def session_workers(bridge: BridgeProcess, sessions: list[str]) -> dict[str, str]:
+    """session id -> worker index, from the per-session figures of /metrics (rendered at most every
+    0.25 s by each worker and by the front end, so a new session shows after a moment)."""
+    out: dict[str, str] = {}
+    deadline = time.monotonic() + 5.0
+    while not set(sessions) <= set(out) and time.monotonic() < deadline:
+        time.sleep(0.1)
+        _, text = metrics_get(bridge, "/metrics")
+        for line in text.splitlines():
+            if line.startswith("avatar_bridge_session_frames_published_total{"):
+                pairs = line[line.index("{") + 1 : line.index("}")].split(",")
+                labels = {k: v.strip('"') for k, v in (kv.split("=", 1) for kv in pairs)}
+                out[labels["session"]] = labels["worker"]
+    return out
+
+
+def until(check: Callable[[], bool], timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.fixture(scope="module")
+def bridge() -> Iterator[BridgeProcess]:
+    with BridgeProcess(*SERVE, "--max-sessions-per-client", "3", "--max-sessions", "5") as b:
+        yield b
+
+
+def test_harness_loses_nothing_with_sessions_on_both_workers(bridge: BridgeProcess) -> None:
+    client = BridgeClient(request_port=bridge.request_port)
+    try:
+        report = run_harness(client, "motion", seconds=1.0, sessions=2, feature_rows=ROWS)
+    finally:
+        client.close()
+    assert report.ok, report.to_json()
+    assert report.frames_published == report.frames_received == 2 * 60
+    _, text = metrics_get(bridge, "/metrics")
+    opened = [line for line in text.splitlines() if line.startswith("avatar_bridge_sessions_opened_total")]
+    assert sorted(line.split("}")[0] for line in opened) == [
+        'avatar_bridge_sessions_opened_total{worker="0"',
+        'avatar_bridge_sessions_opened_total{worker="1"',
+    ]
+    assert all(float(line.split()[-1]) >= 1 for line in opened), opened  # one session on each worker
+    assert metrics_get(bridge, "/healthz") == (200, "ok\n")
+    status, body = metrics_get(bridge, "/readyz")
+    assert status == 200 and set(json.loads(body)["workers"]) == {"0", "1"}
+
+
+def test_ownership_and_quotas_hold_across_workers(bridge: BridgeProcess) -> None:
+    owner = BridgeClient(request_port=bridge.request_port)
+    other = BridgeClient(request_port=bridge.request_port)
+    try:
+        owner.hello()
+        other.hello()
+        sessions = [owner.open("motion")["session"] for _ in range(3)]
+        assert set(session_workers(bridge, sessions).values()) == {"0", "1"}
+        with pytest.raises(BridgeError) as quota:
+            owner.open("motion")  # its quota of 3, counted over both workers
+        assert quota.value.code == ErrorCode.CLIENT_SESSION_LIMIT
+        for sid in sessions:  # whichever worker holds it, only its opener may use it
+            for op in ("close", "ping"):
+                with pytest.raises(BridgeError) as refused:
+                    other.request(op, session=sid)
+                assert refused.value.code == ErrorCode.NOT_OWNER
+        other_sessions = [other.open("motion")["session"] for _ in range(2)]
+        with pytest.raises(BridgeError) as limit:
+            other.open("motion")  # the bridge-wide 5, over both workers
+        assert limit.value.code == ErrorCode.SESSION_LIMIT
+        for sid in sessions:
+            owner.close_session(sid)
+        for sid in other_sessions:
+            other.close_session(sid)
+        assert owner.open("motion")["session"]  # closes gave the places back (closed events seen)
+    finally:
+        owner.close()
+        other.close()
+
+
+def test_killed_worker_is_restarted_and_the_other_workers_session_loses_nothing() -> None:
+    with BridgeProcess(*SERVE) as bridge:
+        bystander = Bystander(bridge.request_port)
+        bystander.start()  # the first session: worker 0 (least loaded, lowest index)
+        victim = BridgeClient(request_port=bridge.request_port)
+        try:
+            victim.hello()
+            victim.subscribe(b"event/")
+            time.sleep(0.1)
+            doomed = victim.open("motion")["session"]
+            assert bystander.session is not None
+            workers = session_workers(bridge, [doomed, bystander.session])
+            assert workers[doomed] != workers[bystander.session]
+            _, body = metrics_get(bridge, "/readyz")
+            pid = json.loads(body)["workers"][workers[doomed]]["pid"]
+            time.sleep(0.3)
+            os.kill(pid, signal.SIGKILL)
+
+            def closed() -> list[dict[str, object]]:
+                victim.recv_frames(20)
+                return [e for e in victim.events if e.get("session") == doomed and e.get("event") == "closed"]
+
+            assert until(lambda: bool(closed()), 5.0), victim.events
+            assert closed()[0]["reason"] == "worker_lost"
+            assert until(lambda: metrics_get(bridge, "/healthz")[0] == 200, 30.0), "worker not restarted"
+            with pytest.raises(BridgeError) as gone:
+                victim.request("ping", session=doomed)
+            assert gone.value.code == ErrorCode.UNKNOWN_SESSION
+            assert victim.open("motion")["session"]  # served again
+            _, text = metrics_get(bridge, "/metrics")
+            assert f'avatar_bridge_worker_restarts_total{{worker="{workers[doomed]}"}} 1.0' in text
+        finally:
+            victim.close()
+            report = bystander.stop()
+        assert report.clean, report
+        assert report.received > 30
