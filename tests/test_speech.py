@@ -171,14 +171,14 @@ def test_mixing_rule_mouth_from_voice_rest_from_camera() -> None:
     speech[JAW] = 0.8
     weight = 0.0
     for _ in range(4):  # the crossfade reaches the voice within ~3 frames
-        mixed, weight = mix_speech(camera, speech, voice=True, face_found=True, weight=weight)
+        mixed, weight = mix_speech(camera, speech, voice=True, mouth_seen=True, weight=weight)
     assert mixed[JAW] == pytest.approx(0.8) and mixed[ARKIT_INDEX["EyeBlinkLeft"]] == pytest.approx(0.3)
     assert mixed[ARKIT_INDEX["MouthSmileLeft"]] == pytest.approx(0.3)  # the camera's smile stays
     assert mixed[ARKIT_INDEX["MouthPucker"]] == pytest.approx(0.0)
     for _ in range(4):
-        mixed, weight = mix_speech(camera, speech, voice=False, face_found=True, weight=weight)
+        mixed, weight = mix_speech(camera, speech, voice=False, mouth_seen=True, weight=weight)
     assert mixed[JAW] == pytest.approx(0.3)  # silent: the camera's mouth
-    mixed, weight = mix_speech(camera, speech, voice=False, face_found=False, weight=1.0)
+    mixed, weight = mix_speech(camera, speech, voice=False, mouth_seen=False, weight=1.0)
     assert mixed[JAW] == pytest.approx(0.8)  # no face in view: the voice keeps the mouth
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -151,6 +151,22 @@ class FaceTrackingPipeline(Pipeline[TrackingState, TrackStep]):
         self.detector = Engine.load(parts / DETECTOR_MANIFEST, backend=backend)
         self.blendshape_engine = Engine.load(parts / BLENDSHAPES_MANIFEST, backend=backend)
         self.canonical = parse_canonical_mesh(Path(parts / GEOMETRY).read_bytes())
+        # Serves sessions opened with `speech: true` (bridge.pipelines.face_tracking_speech); set by
+        # bridge.pipelines.registry.attach_voices when a speech model is loaded too.
+        self.with_speech: Pipeline[Any, Any] | None = None
+
+    @property
+    def variants(self) -> tuple[Pipeline[Any, Any], ...]:
+        return () if self.with_speech is None else (self.with_speech,)
+
+    def variant(self, options: Mapping[str, Any]) -> Pipeline[Any, Any]:
+        if options.get("speech") is not True:
+            return self
+        if self.with_speech is None:
+            raise ProtocolError(
+                ErrorCode.BAD_VALUE, "face: option 'speech' needs a speech model; none is loaded"
+            )
+        return self.with_speech
 
     # ------------------------------------------------------------------ sessions
     def open_session(self, options: dict[str, Any]) -> TrackingState:
@@ -159,6 +175,7 @@ class FaceTrackingPipeline(Pipeline[TrackingState, TrackStep]):
             "smoothing": bool,
             "mirror": bool,
             "select": str,
+            "speech": bool,  # true: served by the voiced variant (`variant`)
             **{f"smoothing_{g}": (int, float) for g in SMOOTHING_DEFAULTS},
         }
         check_options(self.name, options, allowed)
@@ -280,6 +297,20 @@ class FaceTrackingPipeline(Pipeline[TrackingState, TrackStep]):
         row: TrackedFace | None,
         result: BatchResult,
     ) -> bytes:
+        face = self.camera_face(state, step, row)
+        return encode_tracked(
+            session,
+            seq,
+            step.input_seq,
+            step.t_capture_ns,
+            face,
+            with_blendshapes=state.blendshapes,
+            engine_us=result.engine_us,
+            batch=len(result.rows),
+        )
+
+    def camera_face(self, state: TrackingState, step: Step[TrackStep], row: TrackedFace | None) -> CameraFace:
+        """One frame's values: filtered, held and eased while the face is lost, calibrated."""
         t = step.t_capture_ns / 1e9
         if row is None:
             values = self._lost(state, t)
@@ -291,40 +322,84 @@ class FaceTrackingPipeline(Pipeline[TrackingState, TrackStep]):
                 values = state.smoother.filter(values, t).copy()
             state.lost_since = None
             state.last[:] = values
-        blend = values[:N_BLEND]
         if state.calibrate_next and row is not None:
-            state.offset[:] = np.clip(blend, 0.0, 0.95)
+            state.offset[:] = np.clip(values[:N_BLEND], 0.0, 0.95)
             state.gain[:] = 1.0 / (1.0 - state.offset)
             state.calibrate_next = False
-        blend = np.clip((blend - state.offset) * state.gain, 0.0, 1.0)
-        return encode_face_frame(
-            session,
-            seq,
-            step.input_seq,
-            step.t_capture_ns,
-            face_found=row is not None,
-            expression=np.zeros(0, np.float32),
-            eyelids=blend[[_ARKIT["EyeBlinkLeft"], _ARKIT["EyeBlinkRight"]]],
-            jaw=axis_angle_to_quat(jaw_rotation(blend)),
-            head=axis_angle_to_quat(values[HEAD_ROT]),
-            blendshapes=blend if state.blendshapes else None,
-            engine_us=result.engine_us,
-            batch=len(result.rows),
-            head_position=values[HEAD_POS],
-            gaze=gaze(blend),
-            warnings=("too_dark",) if step.payload.dark else (),
-        )
+        return calibrated(state, values, found=row is not None, dark=step.payload.dark)
 
     def _lost(self, state: TrackingState, t: float) -> F32:
-        """Hold the last values, then ease them to neutral (head position holds: it has no neutral)."""
+        """Hold the last values, then ease them to neutral."""
         if state.lost_since is None:
             state.lost_since = t
             state.lost_from[:] = state.last
-        k = min(max((t - state.lost_since - HOLD_S) / EASE_S, 0.0), 1.0)
-        values = state.lost_from * np.float32(1.0 - k)
-        values[HEAD_POS] = state.lost_from[HEAD_POS]
+        values = eased(state.lost_from, t - state.lost_since)
         state.last[:] = values
         return values
+
+
+@dataclass(frozen=True)
+class CameraFace:
+    """What the camera says in one frame, ready to encode (or to mix with a voice)."""
+
+    found: bool
+    blend: F32  # (52,) calibrated ARKit weights
+    rotation: F32  # (3,) head axis-angle
+    position: F32  # (3,) metres
+    dark: bool
+
+
+def eased(values: F32, lost_for_s: float) -> F32:
+    """Channels `lost_for_s` seconds after the face was lost: held HOLD_S, then eased to neutral over
+    EASE_S (head position holds: it has no neutral)."""
+    k = min(max((lost_for_s - HOLD_S) / EASE_S, 0.0), 1.0)
+    out = values * np.float32(1.0 - k)
+    out[HEAD_POS] = values[HEAD_POS]
+    return out
+
+
+def calibrated(state: TrackingState, values: F32, *, found: bool, dark: bool) -> CameraFace:
+    """Filter channels -> a CameraFace, the session's neutral calibration applied."""
+    blend = np.clip((values[:N_BLEND] - state.offset) * state.gain, 0.0, 1.0).astype(np.float32)
+    return CameraFace(found, blend, values[HEAD_ROT], values[HEAD_POS], dark)
+
+
+def encode_tracked(
+    session: str,
+    seq: int,
+    input_seq: int,
+    t_capture_ns: int,
+    face: CameraFace,
+    *,
+    with_blendshapes: bool,
+    engine_us: float,
+    batch: int,
+    visemes: F32 | None = None,
+    vowels: F32 | None = None,
+    voice: bool | None = None,
+) -> bytes:
+    """A face-tracking frame (docs/protocol.md 5.1), with the speech keys when a voice is mixed in."""
+    blend = face.blend
+    return encode_face_frame(
+        session,
+        seq,
+        input_seq,
+        t_capture_ns,
+        face_found=face.found,
+        expression=np.zeros(0, np.float32),
+        eyelids=blend[[_ARKIT["EyeBlinkLeft"], _ARKIT["EyeBlinkRight"]]],
+        jaw=axis_angle_to_quat(jaw_rotation(blend)),
+        head=axis_angle_to_quat(face.rotation),
+        blendshapes=blend if with_blendshapes else None,
+        engine_us=engine_us,
+        batch=batch,
+        head_position=face.position,
+        gaze=gaze(blend),
+        warnings=("too_dark",) if face.dark else (),
+        visemes=visemes,
+        vowels=vowels,
+        voice=voice,
+    )
 
 
 def _smoother(cutoffs: dict[str, float]) -> OneEuroFilter:

@@ -7,6 +7,7 @@ from typing import Any
 from bridge.pipelines.base import Pipeline
 from bridge.pipelines.face import FacePipeline
 from bridge.pipelines.face_tracking import FaceTrackingPipeline
+from bridge.pipelines.face_tracking_speech import FaceSpeechPipeline
 from bridge.pipelines.motion import MotionPipeline
 from bridge.pipelines.speech import SpeechPipeline
 
@@ -16,3 +17,14 @@ PIPELINES: dict[str, type[Pipeline[Any, Any]]] = {
     "motion": MotionPipeline,
     "speech": SpeechPipeline,
 }
+
+
+def attach_voices(pipelines: dict[str, dict[str, Pipeline[Any, Any]]], defaults: dict[str, str]) -> None:
+    """Give every loaded face tracker the default speech model, for face sessions opened with
+    `speech: true` (pipeline name -> model -> pipeline, and each pipeline's default model)."""
+    speech = pipelines.get("speech", {}).get(defaults.get("speech", ""))
+    if not isinstance(speech, SpeechPipeline):
+        return
+    for tracker in pipelines.get("face", {}).values():
+        if isinstance(tracker, FaceTrackingPipeline):
+            tracker.with_speech = FaceSpeechPipeline(tracker, speech)

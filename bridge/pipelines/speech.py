@@ -30,7 +30,7 @@ from bridge.rig.rotations import axis_angle_to_quat
 from bridge.runtime.engine import Engine
 from bridge.speech.calibration import CalibrationError, load_reference, measure, offset, reference_path
 from bridge.speech.features import SpeechFeatureStream
-from bridge.speech.mouth import MouthState, mouth_frames
+from bridge.speech.mouth import MouthFrames, MouthState, mouth_frames
 from bridge.speech.visemes import SPEECH_CHANNELS
 
 _JAW_OPEN = ARKIT_INDEX["JawOpen"]
@@ -113,6 +113,15 @@ class SpeechPipeline(Pipeline[SpeechState, SpeechStep]):
         engine_us = (time.perf_counter() - t0) * 1e6
         return BatchResult(np.asarray(outputs["speech.visemes"], np.float32), engine_us)
 
+    def mouths(
+        self, states: Sequence[SpeechState], steps: Sequence[Step[SpeechStep]], result: BatchResult
+    ) -> MouthFrames:
+        """The batch's mouth shapes, vowels, visemes and voice flags (advances the sessions' smoothing)."""
+        n = len(states)
+        levels = np.fromiter((s.payload.level_db for s in steps), np.float32, n)
+        smooth = np.fromiter((s.smoothing for s in states), bool, n)
+        return mouth_frames([s.mouth for s in states], result.rows, levels, self.fps, smooth)
+
     def finish_batch(
         self,
         states: Sequence[SpeechState],
@@ -122,9 +131,7 @@ class SpeechPipeline(Pipeline[SpeechState, SpeechStep]):
         result: BatchResult,
     ) -> list[list[bytes]]:
         n = len(states)
-        levels = np.fromiter((s.payload.level_db for s in steps), np.float32, n)
-        smooth = np.fromiter((s.smoothing for s in states), bool, n)
-        mouth = mouth_frames([s.mouth for s in states], result.rows, levels, self.fps, smooth)
+        mouth = self.mouths(states, steps, result)
         jaw_angle = np.zeros((n, 3), np.float32)
         jaw_angle[:, 0] = mouth.blendshapes[:, _JAW_OPEN] * _JAW_OPEN_FULL  # +x opens (FLAME)
         jaws = axis_angle_to_quat(jaw_angle)

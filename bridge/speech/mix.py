@@ -3,9 +3,10 @@
 The camera drives everything except the mouth; the mouth follows the voice while the person speaks,
 and the camera otherwise (a silent smile still shows), except that expression channels the voice
 does not produce (smile, frown, dimple) keep the camera's value even while speaking (the larger of
-the two). When the camera has lost the face, the voice drives the mouth all the time. Switching is
-a crossfade with weight w: w moves toward 1 (voice) or 0 (camera) by FADE per frame, so the mouth
-never jumps.
+the two). When the camera cannot see the mouth (no face found, or the image too dark), the voice
+drives the mouth all the time, so silence closes it. A mouth that is covered while the face is still
+found reads as whatever the camera guesses; speaking hands it to the voice. Switching is a crossfade
+with weight w: w moves toward 1 (voice) or 0 (camera) by FADE per frame, so the mouth never jumps.
 """
 
 from __future__ import annotations
@@ -27,11 +28,12 @@ def mix_speech(
     camera: npt.NDArray[np.float32],
     speech: npt.NDArray[np.float32],
     voice: bool,
-    face_found: bool,
+    mouth_seen: bool,
     weight: float,
 ) -> tuple[npt.NDArray[np.float32], float]:
-    """(52,) camera and speech ARKit weights -> the mixed (52,) and the new crossfade weight."""
-    target = 1.0 if voice or not face_found else 0.0
+    """(52,) camera and speech ARKit weights -> the mixed (52,) and the new crossfade weight.
+    `mouth_seen`: the camera found the face in an image that is not too dark."""
+    target = 1.0 if voice or not mouth_seen else 0.0
     weight = float(np.clip(target, weight - FADE, weight + FADE))
     mouth = weight * speech + (1.0 - weight) * camera
     mouth = np.where(_EXPRESSION, np.maximum(mouth, camera), mouth)

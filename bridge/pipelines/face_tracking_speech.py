@@ -1,0 +1,220 @@
+"""A face-tracking session with a voice: the camera drives eyes, brows, cheeks, nose and head, the voice
+the mouth (the mixing rule of bridge.speech.mix), in one face frame stream (docs/speech.md).
+
+A `face` session opened with the option `speech: true` runs on this pipeline: the face tracker's
+engines and the speech model's, shared with the plain face and speech sessions, under a scheduler of
+its own, so that one session's images and audio keep one order and one frame counter.
+
+- Images make the frames, one each (the camera's rate): the camera's channels with the mouth mixed
+  from the voice's latest speech frame. Latest wins, as in face sessions, but here in `prepare`: an
+  image still queued when a newer one is prepared is skipped. The scheduler's inbox cannot drop for
+  this pipeline, because audio must never be dropped.
+- Audio: each 1/fps of audio is one speech step, which updates the voice's mouth. While no image has
+  made a frame for CAMERA_STALE_S (bridge clock), each speech step also makes a frame: the camera's
+  last values held, then eased to neutral as when the face is lost, `face_found` false, the mouth
+  from the voice. So audio alone moves the mouth, at the speech model's rate.
+- The voice counts as silent when its latest speech frame is older than VOICE_STALE_S (the audio
+  stopped): its mouth then closes rather than freezing open.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+
+from bridge.pipelines.base import BatchResult, Pipeline, Step
+from bridge.pipelines.face_tracking import (
+    CameraFace,
+    FaceTrackingPipeline,
+    TrackingState,
+    calibrated,
+    eased,
+    encode_tracked,
+)
+from bridge.pipelines.speech import SpeechPipeline, SpeechState, SpeechStep
+from bridge.protocol.events import FaceRig
+from bridge.protocol.requests import AudioInput, Calibrate, Input
+from bridge.rig.arkit import NUM_ARKIT
+from bridge.speech.mix import mix_speech
+from bridge.speech.mouth import NUM_VOWELS
+from bridge.speech.visemes import NUM_VISEMES, SIL
+
+F32 = npt.NDArray[np.float32]
+
+CAMERA_STALE_S = 0.2  # no image frame for this long: speech steps make the frames
+VOICE_STALE_S = 0.2  # no speech frame for this long: the voice is silent
+
+_SILENT_VISEMES = np.zeros(NUM_VISEMES, np.float32)
+_SILENT_VISEMES[SIL] = 1.0
+_CLOSED = np.zeros(NUM_ARKIT, np.float32)
+_NO_VOWELS = np.zeros(NUM_VOWELS, np.float32)
+
+
+@dataclass
+class VoicedState:
+    track: TrackingState
+    speech: SpeechState
+    weight: float = 0.0  # mix_speech's crossfade: 0 camera, 1 voice
+    # The voice's latest speech frame, and when (monotonic) it was made.
+    mouth: F32 = field(default_factory=lambda: _CLOSED.copy())
+    visemes: F32 = field(default_factory=lambda: _SILENT_VISEMES.copy())
+    vowels: F32 = field(default_factory=lambda: _NO_VOWELS.copy())
+    voice: bool = False
+    voice_at: float = -math.inf
+    image_at: float = -math.inf  # when (monotonic) an image last made a frame
+    queued_image: Step[Any] | None = None  # the image step prepared and not run yet (latest wins)
+
+
+class FaceSpeechPipeline(Pipeline[VoicedState, Any]):
+    name: ClassVar[str] = "face"
+    accepts: ClassVar[tuple[str, ...]] = ("image", "audio")
+    droppable: ClassVar[bool] = False  # audio is never dropped; images are superseded in prepare
+
+    def __init__(self, tracker: FaceTrackingPipeline, speech: SpeechPipeline) -> None:
+        super().__init__(tracker.engine)
+        self.tracker = tracker
+        self.speech = speech
+
+    @property
+    def model_name(self) -> str:
+        return f"{self.tracker.model_name}+{self.speech.model_name}"
+
+    @property
+    def batch_tiers(self) -> tuple[int, ...]:
+        """The tracker's tiers that the speech model can run too."""
+        return tuple(t for t in self.tracker.batch_tiers if t <= self.speech.max_batch) or (1,)
+
+    # ------------------------------------------------------------------ sessions
+    def open_session(self, options: dict[str, Any]) -> VoicedState:
+        track = self.tracker.open_session(options)
+        return VoicedState(track, self.speech.open_session({"smoothing": options.get("smoothing", True)}))
+
+    def rig(self, state: VoicedState) -> FaceRig:
+        rig = self.tracker.rig(state.track)
+        return replace(rig, unsupported=(), extras=(*rig.extras, "visemes", "vowels", "voice"))
+
+    def calibrate(self, state: VoicedState, request: Calibrate | None = None) -> None:
+        self.tracker.calibrate(state.track, request)
+
+    def calibrate_voice(self, state: VoicedState, rate: int, samples: np.ndarray) -> dict[str, Any]:
+        return self.speech.calibrate_voice(state.speech, rate, samples)
+
+    def steps_for(self, state: VoicedState, item: Input) -> int:
+        return self.speech.steps_for(state.speech, item) if isinstance(item, AudioInput) else 1
+
+    def step_frames(self, step: Step[Any]) -> int:
+        return 0 if step.payload is None else 1  # a superseded image makes nothing
+
+    def batch_key(self, state: VoicedState, step: Step[Any]) -> str:
+        return "speech" if isinstance(step.payload, SpeechStep) else "image"
+
+    # ------------------------------------------------------------------ steps
+    def prepare(self, state: VoicedState, item: Input) -> list[Step[Any]]:
+        if isinstance(item, AudioInput):
+            return list(self.speech.prepare(state.speech, item))
+        steps: list[Step[Any]] = list(self.tracker.prepare(state.track, item))
+        if state.queued_image is not None:
+            state.queued_image.payload = None  # a newer image is here: skip the older one
+        state.queued_image = steps[-1]
+        return steps
+
+    def run_batch(self, states: Sequence[VoicedState], steps: Sequence[Step[Any]]) -> BatchResult:
+        if isinstance(steps[0].payload, SpeechStep):
+            return self.speech.run_batch([s.speech for s in states], steps)
+        for state, step in zip(states, steps, strict=True):
+            if state.queued_image is step:
+                state.queued_image = None
+        live = [i for i, s in enumerate(steps) if s.payload is not None]
+        rows: list[Any] = [None] * len(steps)
+        if not live:
+            return BatchResult(rows, 0.0)
+        result = self.tracker.run_batch([states[i].track for i in live], [steps[i] for i in live])
+        for k, i in enumerate(live):
+            rows[i] = result.rows[k]
+        return BatchResult(rows, result.engine_us)
+
+    def finish_batch(
+        self,
+        states: Sequence[VoicedState],
+        sessions: Sequence[str],
+        seqs: Sequence[int],
+        steps: Sequence[Step[Any]],
+        result: BatchResult,
+    ) -> list[list[bytes]]:
+        now = time.monotonic()
+        if isinstance(steps[0].payload, SpeechStep):
+            return self._finish_speech(states, sessions, seqs, steps, result, now)
+        batch = sum(s.payload is not None for s in steps)
+        frames: list[list[bytes]] = []
+        for state, session, seq, step, row in zip(states, sessions, seqs, steps, result.rows, strict=True):
+            if step.payload is None:
+                frames.append([])
+                continue
+            face = self.tracker.camera_face(state.track, step, row)
+            state.image_at = now
+            frames.append([self._frame(state, session, seq, step, face, result.engine_us, batch, now)])
+        return frames
+
+    def _finish_speech(
+        self,
+        states: Sequence[VoicedState],
+        sessions: Sequence[str],
+        seqs: Sequence[int],
+        steps: Sequence[Step[Any]],
+        result: BatchResult,
+        now: float,
+    ) -> list[list[bytes]]:
+        mouth = self.speech.mouths([s.speech for s in states], steps, result)
+        frames: list[list[bytes]] = []
+        for i, state in enumerate(states):
+            state.mouth, state.visemes, state.vowels = mouth.blendshapes[i], mouth.visemes[i], mouth.vowels[i]
+            state.voice, state.voice_at = bool(mouth.voice[i]), now
+            if now - state.image_at <= CAMERA_STALE_S:
+                frames.append([])  # the camera makes the frames; this one only moved the mouth
+                continue
+            held = eased(state.track.last, now - state.image_at)
+            face = calibrated(state.track, held, found=False, dark=False)
+            frames.append(
+                [self._frame(state, sessions[i], seqs[i], steps[i], face, result.engine_us, len(states), now)]
+            )
+        return frames
+
+    def _frame(
+        self,
+        state: VoicedState,
+        session: str,
+        seq: int,
+        step: Step[Any],
+        face: CameraFace,
+        engine_us: float,
+        batch: int,
+        now: float,
+    ) -> bytes:
+        fresh = now - state.voice_at <= VOICE_STALE_S
+        voice = state.voice and fresh
+        blend, state.weight = mix_speech(
+            face.blend,
+            state.mouth if fresh else _CLOSED,
+            voice,
+            mouth_seen=face.found and not face.dark,
+            weight=state.weight,
+        )
+        return encode_tracked(
+            session,
+            seq,
+            step.input_seq,
+            step.t_capture_ns,
+            replace(face, blend=blend),
+            with_blendshapes=state.track.blendshapes,
+            engine_us=engine_us,
+            batch=batch,
+            visemes=state.visemes if fresh else _SILENT_VISEMES,
+            vowels=state.vowels if fresh else _NO_VOWELS,
+            voice=voice,
+        )
