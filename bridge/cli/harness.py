@@ -26,6 +26,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--style", help="motion style (see `list`)")
     parser.add_argument("--json", type=Path, help="write the report here")
+    parser.add_argument(
+        "--multiplex",
+        action="store_true",
+        help="send each tick's inputs of all sessions in `inputs` messages (docs/protocol.md 4.7)",
+    )
     parser.add_argument("--server-key", type=Path, help="CURVE: the bridge's public key file (from `keys`)")
     parser.add_argument(
         "--client-key", type=Path, help="CURVE: this client's secret key file (default: a new pair)"
@@ -48,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
             fps=args.fps,
             input_path=args.input,
             options=options,
+            multiplex=args.multiplex,
         )
     except (TimeoutError, BridgeError, ValueError, OSError) as exc:
         print(f"harness: {exc}", file=sys.stderr)

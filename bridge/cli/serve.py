@@ -67,6 +67,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--max-queue-delay-us", type=int, help="wait this long to grow a batch (0)")
     parser.add_argument(
+        "--scheduler",
+        choices=("adaptive", "tick"),
+        help="adaptive (default): rounds start on arrival; tick: on each model's clock (docs/scheduling.md)",
+    )
+    parser.add_argument("--tick-hz", type=float, help="tick scheduler rate (0, default: each model's fps)")
+    parser.add_argument(
+        "--gather-window-us", type=int, help="tick scheduler: longest wait at a tick for sessions due (1000)"
+    )
+    parser.add_argument(
+        "--client-fair-work",
+        type=int,
+        help="work units clients share in a scheduler while several queue work (0: its largest batch, >= 64)",
+    )
+    parser.add_argument(
         "--frames-hwm", type=int, help="frames queued per subscriber before old ones drop (64)"
     )
     parser.add_argument(
@@ -134,6 +148,10 @@ def config_from_args(args: argparse.Namespace, table: ServeTable | None = None) 
         "max_sessions": pick("max_sessions"),
         "max_sessions_per_client": pick("max_sessions_per_client"),
         "max_queue_delay_us": pick("max_queue_delay_us"),
+        "scheduler": pick("scheduler"),
+        "tick_hz": pick("tick_hz"),
+        "gather_window_us": pick("gather_window_us"),
+        "client_fair_work": pick("client_fair_work"),
         "ports_file": pick("ports_file"),
         "metrics_port": pick("metrics_port"),
         "metrics_host": pick("metrics_host"),

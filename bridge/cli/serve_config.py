@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import msgspec
 
@@ -40,6 +40,10 @@ class ServeTable(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True)
     max_sessions: int | None = None
     max_sessions_per_client: int | None = None
     max_queue_delay_us: int | None = None
+    scheduler: Literal["adaptive", "tick"] | None = None
+    tick_hz: Annotated[float, msgspec.Meta(ge=0)] | None = None
+    gather_window_us: Annotated[int, msgspec.Meta(ge=0, le=1_000_000)] | None = None
+    client_fair_work: Annotated[int, msgspec.Meta(ge=0)] | None = None
     frames_hwm: int | None = None
     insecure_remote: bool | None = None
     curve_secret_key: str | None = None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,7 +19,13 @@ import zmq
 from bridge.protocol.codec import ProtocolError, pack, unpack_map
 from bridge.protocol.errors import ErrorCode
 from bridge.protocol.frames import Frame, decode_frame
-from bridge.protocol.versions import DEFAULT_REQUEST_PORT, EVENT_TOPIC_PREFIX, FRAME_TOPIC_PREFIX
+from bridge.protocol.versions import (
+    DEFAULT_MAX_MESSAGE_BYTES,
+    DEFAULT_REQUEST_PORT,
+    EVENT_TOPIC_PREFIX,
+    FRAME_TOPIC_PREFIX,
+    PROTOCOL_VERSION,
+)
 
 
 class BridgeError(Exception):
@@ -154,23 +161,25 @@ class BridgeClient:
         return mapping
 
     # ------------------------------------------------------------ inputs
-    def send_image(self, session: str, seq: int, rgb: np.ndarray, t_capture_ns: int | None = None) -> None:
+    # An input is built as an item (what an `input` carries besides `op` and `v`), then sent alone
+    # (`send_item`) or with other sessions' items in `inputs` messages (`send_inputs`).
+    def image_item(
+        self, session: str, seq: int, rgb: np.ndarray, t_capture_ns: int | None = None
+    ) -> dict[str, Any]:
         h, w = rgb.shape[:2]
-        self._send_input(session, seq, t_capture_ns, kind="image", width=w, height=h, data=rgb.tobytes())
+        return _item(session, seq, t_capture_ns, kind="image", width=w, height=h, data=rgb.tobytes())
 
-    def send_audio(
+    def audio_item(
         self, session: str, seq: int, pcm: np.ndarray, rate: int, t_capture_ns: int | None = None
-    ) -> None:
+    ) -> dict[str, Any]:
         s16 = (np.clip(pcm, -1.0, 1.0) * 32767).astype("<i2")
-        self._send_input(
-            session, seq, t_capture_ns, kind="audio", rate=rate, format="s16le", data=s16.tobytes()
-        )
+        return _item(session, seq, t_capture_ns, kind="audio", rate=rate, format="s16le", data=s16.tobytes())
 
-    def send_features(
+    def features_item(
         self, session: str, seq: int, rows: np.ndarray, t_capture_ns: int | None = None
-    ) -> None:
+    ) -> dict[str, Any]:
         rows = np.ascontiguousarray(rows, dtype="<f4")
-        self._send_input(
+        return _item(
             session,
             seq,
             t_capture_ns,
@@ -180,9 +189,47 @@ class BridgeClient:
             data=rows.tobytes(),
         )
 
-    def _send_input(self, session: str, seq: int, t_capture_ns: int | None, **fields: Any) -> None:
-        t = time.time_ns() if t_capture_ns is None else t_capture_ns
-        self.dealer.send(pack({"op": "input", "session": session, "seq": seq, "t_capture_ns": t, **fields}))
+    def send_image(self, session: str, seq: int, rgb: np.ndarray, t_capture_ns: int | None = None) -> None:
+        self.send_item(self.image_item(session, seq, rgb, t_capture_ns))
+
+    def send_audio(
+        self, session: str, seq: int, pcm: np.ndarray, rate: int, t_capture_ns: int | None = None
+    ) -> None:
+        self.send_item(self.audio_item(session, seq, pcm, rate, t_capture_ns))
+
+    def send_features(
+        self, session: str, seq: int, rows: np.ndarray, t_capture_ns: int | None = None
+    ) -> None:
+        self.send_item(self.features_item(session, seq, rows, t_capture_ns))
+
+    def send_item(self, item: dict[str, Any]) -> None:
+        """One input as an `input` message."""
+        self.dealer.send(pack({"op": "input", **item}))
+
+    def send_inputs(self, items: Sequence[dict[str, Any]]) -> None:
+        """Many sessions' inputs in as few `inputs` messages as the bridge's bounds allow (item count
+        and message size from its hello reply; docs/protocol.md section 4.7), or one `input` each from
+        a bridge that does not announce `inputs`."""
+        limit = int(self.hello_reply.get("max_input_items", 0))
+        if not limit:
+            for item in items:
+                self.send_item(item)
+            return
+        budget = int(self.hello_reply.get("max_message_bytes", DEFAULT_MAX_MESSAGE_BYTES)) - 1024
+        chunk: list[dict[str, Any]] = []
+        size = 0
+        for item in items:
+            cost = len(item["data"]) + 256  # the payload plus its keys, generously
+            if chunk and (len(chunk) == limit or size + cost > budget):
+                self._send_chunk(chunk)
+                chunk, size = [], 0
+            chunk.append(item)
+            size += cost
+        if chunk:
+            self._send_chunk(chunk)
+
+    def _send_chunk(self, items: list[dict[str, Any]]) -> None:
+        self.dealer.send(pack({"op": "inputs", "v": PROTOCOL_VERSION, "items": items}))
 
     # ------------------------------------------------------------ receiving
     def poll_replies(self) -> None:
@@ -214,3 +261,8 @@ class BridgeClient:
     def close(self) -> None:
         self.dealer.close(0)
         self.sub.close(0)
+
+
+def _item(session: str, seq: int, t_capture_ns: int | None, **fields: Any) -> dict[str, Any]:
+    t = time.time_ns() if t_capture_ns is None else t_capture_ns
+    return {"session": session, "seq": seq, "t_capture_ns": t, **fields}

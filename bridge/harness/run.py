@@ -124,11 +124,13 @@ def run_harness(
     keep_frames: bool = False,
     on_tick: Callable[[int, int], None] | None = None,
     feature_rows: np.ndarray | None = None,
+    multiplex: bool = False,
 ) -> HarnessReport:
     """Stream `seconds` of input at `fps` into `sessions` new sessions and account for every frame.
 
     Motion sessions get generated music (or `input_path`'s WAV) as audio, or, when `feature_rows`
-    (N x 35) is given, one precomputed feature row per tick.
+    (N x 35) is given, one precomputed feature row per tick. With `multiplex`, each tick's inputs of
+    all sessions go out in `inputs` messages (docs/protocol.md section 4.7), not one `input` each.
     """
     if not client.hello_reply:
         client.hello()
@@ -138,7 +140,7 @@ def run_harness(
     for _ in range(sessions):
         opened = client.open(pipeline, **(options or {}))
         tracks[opened["session"]] = SessionTrack(opened["session"], pipeline, opened)
-    send, total = _sender(client, pipeline, seconds, fps, input_path, feature_rows)
+    item, total = _items(client, pipeline, seconds, fps, input_path, feature_rows)
 
     def receive(timeout_ms: int) -> int:
         got = client.recv_frames(timeout_ms)
@@ -155,8 +157,13 @@ def run_harness(
         deadline = start + tick * period_ns
         while (wait := deadline - time.monotonic_ns()) > 0:
             receive(max(1, wait // 1_000_000))
+        items = [item(track.session, tick) for track in tracks.values()]
+        if multiplex:
+            client.send_inputs(items)
+        else:
+            for one in items:
+                client.send_item(one)
         for track in tracks.values():
-            send(track.session, tick)
             track.last_input_seq = tick
             sent += 1
         receive(0)
@@ -174,23 +181,24 @@ def run_harness(
     return _report(pipeline, sessions, seconds, fps, sent, published, client, list(tracks.values()))
 
 
-def _sender(
+def _items(
     client: BridgeClient,
     pipeline: str,
     seconds: float,
     fps: float,
     path: Path | None,
     rows: np.ndarray | None,
-) -> tuple[Callable[[str, int], None], int]:
+) -> tuple[Callable[[str, int], dict[str, Any]], int]:
+    """The input item of (session, tick), and how many ticks there are."""
     if pipeline == "face":
         frames = list(face_frames(seconds, fps, path))
-        return (lambda sid, i: client.send_image(sid, i, frames[i])), len(frames)
+        return (lambda sid, i: client.image_item(sid, i, frames[i])), len(frames)
     if rows is not None:
         count = min(len(rows), int(seconds * fps))
-        return (lambda sid, i: client.send_features(sid, i, rows[i : i + 1])), count
+        return (lambda sid, i: client.features_item(sid, i, rows[i : i + 1])), count
     rate, chunks = audio_chunks(seconds, fps, path)
     pcm: list[np.ndarray] = list(chunks)
-    return (lambda sid, i: client.send_audio(sid, i, pcm[i], rate)), len(pcm)
+    return (lambda sid, i: client.audio_item(sid, i, pcm[i], rate)), len(pcm)
 
 
 def _report(

@@ -14,11 +14,12 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from bridge.pipelines.output_guard import GuardStats
 from bridge.protocol.events import Rig
-from bridge.protocol.requests import Input
+from bridge.protocol.requests import ImageInput, Input
 from bridge.runtime.engine import Engine
 
 StateT = TypeVar("StateT")
 StepT = TypeVar("StepT")
+WORK_PIXELS = 640 * 480  # one unit of scheduler work for images (Pipeline.work)
 
 
 @dataclass
@@ -95,6 +96,15 @@ class Pipeline(ABC, Generic[StateT, StepT]):
     def steps_for(self, state: StateT, item: Input) -> int:
         """What `item` costs in the unit of the pending bound, output frames (I/O thread; an estimate)."""
         return 1
+
+    def work(self, state: StateT, item: Input) -> int:
+        """What `item` costs the scheduler, in the unit of the per-client fair share (I/O thread): its
+        frames (`steps_for`); an image one unit per VGA-sized part of it, since detection and cropping
+        grow with pixels."""
+        if isinstance(item, ImageInput):
+            pixels = int(item.pixels.shape[0]) * int(item.pixels.shape[1])
+            return max(1, -(-pixels // WORK_PIXELS))
+        return self.steps_for(state, item)
 
     def step_frames(self, step: Step[StepT]) -> int:
         """Output frames one prepared step makes (the same unit as `steps_for`)."""

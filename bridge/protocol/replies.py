@@ -13,7 +13,10 @@ def reply(op: str, request_id: int, **fields: Any) -> bytes:
     return pack({"op": op, "v": PROTOCOL_VERSION, "id": request_id, "ok": True, **fields})
 
 
-def error_reply(code: ErrorCode, message: str, request_id: int = 0, session: str | None = None) -> bytes:
+def error_reply(
+    code: ErrorCode, message: str, request_id: int = 0, session: str | None = None, item: int | None = None
+) -> bytes:
+    """`item`: the index of the failing item of an `inputs` message (docs/protocol.md section 4.7)."""
     body: dict[str, Any] = {
         "op": "error",
         "v": PROTOCOL_VERSION,
@@ -25,4 +28,6 @@ def error_reply(code: ErrorCode, message: str, request_id: int = 0, session: str
     }
     if session is not None:
         body["session"] = session
+    if item is not None:
+        body["item"] = item
     return pack(body)

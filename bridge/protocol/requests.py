@@ -34,6 +34,7 @@ MAX_FEATURE_COLS = 4096
 MAX_NAME_CHARS = 64  # pipeline, model, option names and string option values
 MAX_CLIENT_CHARS = 256
 MAX_OPTIONS = 16
+MAX_INPUT_ITEMS = 4096  # items of one multiplexed `inputs` message (the largest batch tier)
 UINT64_MAX = 2**64 - 1
 INT64_MAX = 2**63 - 1
 _ECHO_CHARS = 160  # longest error message built from a decoder's text
@@ -116,7 +117,27 @@ class FeaturesInput:
 
 
 Input = ImageInput | AudioInput | FeaturesInput
-Request = Hello | ListModels | OpenSession | CloseSession | Calibrate | Ping | Input
+
+
+@dataclass(frozen=True)
+class ItemError:
+    """An item of an `inputs` message that failed validation: answered as its own `input` would be."""
+
+    error: ProtocolError
+    id: int  # the item's own `id` (0 when it has none or it is unreadable)
+    session: str | None  # echoed when short and readable
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """A multiplexed `inputs` message (protocol 1, minor 1): many sessions' inputs in one message.
+    Each item is validated alone, so a bad item fails only itself."""
+
+    id: int
+    items: tuple[Input | ItemError, ...]
+
+
+Request = Hello | ListModels | OpenSession | CloseSession | Calibrate | Ping | Input | Inputs
 InputKind = Literal["image", "audio", "features"]
 
 # ------------------------------------------------------------------------------------ wire schema
@@ -167,7 +188,10 @@ class _Ping(_Message, tag="ping"):
     session: _SessionId | None = None
 
 
-class _Input(_Message, tag="input"):
+class _InputItem(msgspec.Struct, kw_only=True):
+    """What an `input` carries besides `op` and `v`: an `inputs` item, and the body of `input`."""
+
+    id: _U64 = 0
     session: _SessionId
     kind: InputKind
     seq: _U64
@@ -183,6 +207,15 @@ class _Input(_Message, tag="input"):
     cols: _Cols | None = None
 
 
+class _Input(_InputItem, tag_field="op", tag="input"):
+    v: int = PROTOCOL_VERSION
+
+
+class _Inputs(_Message, tag="inputs"):
+    # Items stay undecoded here: each is decoded alone, so that one bad item fails only itself.
+    items: Annotated[list[msgspec.Raw], msgspec.Meta(min_length=1, max_length=MAX_INPUT_ITEMS)]
+
+
 class _Version(msgspec.Struct):
     v: int = PROTOCOL_VERSION
 
@@ -194,8 +227,9 @@ class _Echo(msgspec.Struct):
     session: msgspec.Raw = msgspec.Raw()
 
 
-_DECODER = msgspec.msgpack.Decoder(_Hello | _List | _Open | _Close | _Calibrate | _Ping | _Input)
-_OPS = ("calibrate", "close", "hello", "input", "list", "open", "ping")
+_DECODER = msgspec.msgpack.Decoder(_Hello | _List | _Open | _Close | _Calibrate | _Ping | _Input | _Inputs)
+_ITEM_DECODER = msgspec.msgpack.Decoder(_InputItem)
+_OPS = ("calibrate", "close", "hello", "input", "inputs", "list", "open", "ping")
 
 
 def decode_request(payload: bytes, max_bytes: int | None = None) -> Request:
@@ -211,6 +245,8 @@ def decode_request(payload: bytes, max_bytes: int | None = None) -> Request:
         raise _unsupported(message.v)
     if isinstance(message, _Input):
         return _input(message)
+    if isinstance(message, _Inputs):
+        return Inputs(message.id, tuple(_item(raw) for raw in message.items))
     if isinstance(message, _Ping):
         return Ping(message.id, message.session)
     if isinstance(message, _Open):
@@ -228,7 +264,20 @@ def decode_request(payload: bytes, max_bytes: int | None = None) -> Request:
     return ListModels(message.id)
 
 
-def request_echo(payload: bytes) -> tuple[int, str | None]:
+def _item(raw: msgspec.Raw) -> Input | ItemError:
+    """One `inputs` item, decoded and checked exactly as an `input` with the same keys."""
+    try:
+        return _input(_ITEM_DECODER.decode(raw))
+    except msgspec.ValidationError as exc:
+        error = _code_for(str(exc), "input item")
+    except msgspec.DecodeError:
+        error = ProtocolError(ErrorCode.MALFORMED, "input item: not a msgpack map")
+    except ProtocolError as exc:
+        error = exc
+    return ItemError(error, *request_echo(raw))
+
+
+def request_echo(payload: bytes | msgspec.Raw) -> tuple[int, str | None]:
     """Best effort: the `id` and `session` an error reply echoes even when the request failed
     validation; 0 and None where absent, of the wrong type or out of range."""
     try:
@@ -266,15 +315,20 @@ def _validation_error(payload: bytes, text: str) -> ProtocolError:
         return ProtocolError(ErrorCode.MALFORMED, "not a msgpack message")
     if version != PROTOCOL_VERSION:
         return _unsupported(version)
+    return _code_for(text, "request")
+
+
+def _code_for(text: str, what: str) -> ProtocolError:
+    """The code of a validation failure of a request (or of one `inputs` item), from msgspec's text."""
     if "missing required field" in text:
-        return ProtocolError(ErrorCode.MISSING_FIELD, _clip(f"request: {text}"))
+        return ProtocolError(ErrorCode.MISSING_FIELD, _clip(f"{what}: {text}"))
     if " - at " not in text or text.endswith("in `$`"):  # not a map, or a map key that is not a str
-        return ProtocolError(ErrorCode.MALFORMED, _clip(f"request must be a map with str keys: {text}"))
+        return ProtocolError(ErrorCode.MALFORMED, _clip(f"{what} must be a map with str keys: {text}"))
     if text.startswith("Invalid value") and text.endswith("`$.op`"):
         return ProtocolError(ErrorCode.UNKNOWN_OP, f"unknown op (known: {', '.join(_OPS)})")
     if ", got `" in text:
-        return ProtocolError(ErrorCode.BAD_TYPE, _clip(f"request: {text}"))
-    return ProtocolError(ErrorCode.BAD_VALUE, _clip(f"request: {text}"))  # a range, length or enum
+        return ProtocolError(ErrorCode.BAD_TYPE, _clip(f"{what}: {text}"))
+    return ProtocolError(ErrorCode.BAD_VALUE, _clip(f"{what}: {text}"))  # a range, length or enum
 
 
 def _clip(text: str) -> str:
@@ -290,7 +344,7 @@ def _require(value: int | str | None, key: str, kind: str) -> Any:
     return value
 
 
-def _input(m: _Input) -> Input:
+def _input(m: _InputItem) -> Input:
     ack = bool(m.ack)
     data = m.data
     if m.kind == "image":

@@ -7,6 +7,16 @@ has one, so N sessions cost one call per tick instead of N (docs/scheduling.md).
   sessions whose next input is due within it (each session's next input is predicted from the
   interval between its last two). A session alone never waits: realtime is latency first, batch 1
   when alone; a session that is not due soon never holds a batch back.
+- Tick clock (`tick_hz` > 0, the model's rate): rounds start on a fixed clock instead of on the first
+  arrival, so every input that arrives within a tick shares one call; at each tick the round waits at
+  most `gather_window_us` more for sessions due then (the clock follows that wait, so it locks to
+  clients that send at the same rate). Steps left over from a round (a session sent two inputs in one
+  tick) run at once, off the clock. The first input after an idle spell starts the clock one gather
+  window later.
+- Fair admission: while more than one client has work queued here, a client whose queued work has
+  reached its share (`fair_work` units over the clients with work, at least one unit per session it
+  has queued) gets its next input refused (the caller answers OVERLOADED); alone, only the
+  per-session bounds apply. Work is `Pipeline.work`: frames, and an image by its size.
 - Tiers: a batch holds at most the engine's largest batch tier; a backend with fixed shapes (CUDA
   graphs) pads it up to the next tier itself. Steps of different shape (`Pipeline.batch_key`, e.g.
   offline chunks of another length) go to separate calls.
@@ -74,6 +84,7 @@ OUTBOX_PATIENCE_S = 0.05  # ... and sent lossy after this long (its subscriber i
 RESTART_BACKOFF_S = 1.0  # a dead scheduler thread is restarted after this, doubling up to 30 s
 STUCK_S = 5.0  # a round running longer than this makes the scheduler unhealthy
 BULK_SLICE_FRAMES = 4  # frames per bulk step while realtime sessions stream
+FAIR_WORK_MIN = 64  # the default fair share pool, in work units, when the largest batch is smaller
 
 
 class Scheduler:
@@ -88,6 +99,9 @@ class Scheduler:
         max_queue_delay_us: int = 0,
         max_batch: int | None = None,
         prepare_workers: int = 1,
+        tick_hz: float = 0.0,
+        gather_window_us: int = 0,
+        fair_work: int = 0,
     ) -> None:
         self.pipeline = pipeline
         self._publish = publish
@@ -96,6 +110,11 @@ class Scheduler:
         self.max_pending = max_pending
         self.max_queue_delay_s = max_queue_delay_us / 1e6
         self.max_batch = max_batch or pipeline.max_batch
+        self.tick_s = 1.0 / tick_hz if tick_hz > 0 else 0.0  # 0: rounds start on arrival
+        self.gather_s = gather_window_us / 1e6
+        self._tick: float | None = None  # perf_counter of the next tick, while the clock runs
+        # Work units clients share while more than one has work queued (0: the largest batch, >= 64).
+        self.fair_work = fair_work or max(FAIR_WORK_MIN, self.max_batch)
         self._active: OrderedDict[str, Session] = OrderedDict()
         # id -> (last submit, interval before it); ids only, so that a closed session does not linger.
         self._senders: dict[str, tuple[float, float]] = {}
@@ -171,15 +190,19 @@ class Scheduler:
         accepted = []
         now = time.perf_counter()
         with self._wake:
+            work = self._client_work(items)
             for session, item in items:
+                if not self.pipeline.droppable and self._pending(session) >= self.max_pending:
+                    accepted.append(False)
+                    continue
+                if work is not None and not self._admit_fairly(work, session, item):
+                    accepted.append(False)
+                    continue
                 if self.pipeline.droppable:
                     dropped = len(session.inbox)
                     session.inbox.clear()
                     session.inputs_dropped += dropped
                     self._stats.inputs_dropped += dropped
-                elif self._pending(session) >= self.max_pending:
-                    accepted.append(False)
-                    continue
                 session.inbox.append((now, item))
                 self._active[session.id] = session
                 last = self._senders.get(session.id)
@@ -193,6 +216,37 @@ class Scheduler:
                         del self._senders[sid]
             self._wake.notify()
         return accepted
+
+    def _client_work(self, items: Sequence[tuple[Session, Input]]) -> dict[bytes, tuple[int, int]] | None:
+        """Queued work and sessions with work per client (lock held), or None when one client is all
+        there is (then only the per-session bounds apply, and nothing is counted)."""
+        owners = {s.owner for s, _ in items}
+        if len(owners) < 2 and all(s.owner in owners for s in self._active.values()):
+            return None
+        work: dict[bytes, tuple[int, int]] = {}
+        for s in self._active.values():
+            units = self._inbox_work(s) + sum(self.pipeline.step_frames(step) for step in s.steps)
+            if units:
+                held, sessions = work.get(s.owner, (0, 0))
+                work[s.owner] = (held + units, sessions + 1)
+        return work
+
+    def _inbox_work(self, session: Session) -> int:
+        return sum(self.pipeline.work(session.state, item) for _, item in session.inbox)
+
+    def _admit_fairly(self, work: dict[bytes, tuple[int, int]], session: Session, item: Input) -> bool:
+        """Whether the session's client is within its fair share of the queued work (it may cross it
+        with this one input; a latest-wins input it replaces counts as gone); if so, count the input."""
+        held, sessions = work.get(session.owner, (0, 0))
+        queued = self._inbox_work(session)
+        if self.pipeline.droppable:
+            held -= queued  # latest wins: the queued input goes if this one is taken
+        clients = sum(1 for owner, (units, _) in work.items() if units and owner != session.owner) + 1
+        if clients >= 2 and held > 0 and held >= max(self.fair_work // clients, sessions):
+            return False
+        had_work = queued or session.steps
+        work[session.owner] = (held + self.pipeline.work(session.state, item), sessions + (not had_work))
+        return True
 
     def _pending(self, session: Session) -> int:
         """Frames queued or about to be (the unit of the pending bound): inputs not pre-processed yet
@@ -234,8 +288,10 @@ class Scheduler:
                 # Held bulk frames, or bulk work waiting for a gap: retry soon (or on the next input),
                 # without spinning.
                 self._wake.wait(OUTBOX_RETRY_S)
-            if self.max_queue_delay_s:
-                self._gather()
+            if self.tick_s:
+                self._await_tick()
+            elif self.max_queue_delay_s:
+                self._gather(self.max_queue_delay_s)
             self._arrived.clear()
             sessions = list(self._active.values())
         self.round_started = time.monotonic()
@@ -348,10 +404,25 @@ class Scheduler:
         if stalls or dropped:
             self._stats.count_frames(0, dropped, stalls)
 
-    def _gather(self) -> None:
-        """Wait (lock held), at most the queue delay, for the sessions whose next input is due now."""
+    def _await_tick(self) -> None:
+        """Tick clock (lock held): wait for the next tick, then at most the gather window for the
+        sessions due then; the next tick is one period later, plus what the gather waited. Realtime
+        steps left from the last round run at once, off the clock."""
         now = time.perf_counter()
-        deadline = now + self.max_queue_delay_s
+        if self._tick is None or now > self._tick + self.tick_s:  # idle or a whole tick late: restart
+            self._tick = now + self.gather_s
+        if any(s.steps and s.id not in self._bulk_ids for s in self._active.values()):
+            return
+        while self._running and (remaining := self._tick - time.perf_counter()) > 0:
+            self._wake.wait(remaining)
+        waited = self._gather(self.gather_s) if self.gather_s else 0.0
+        self._tick += self.tick_s + waited
+
+    def _gather(self, window_s: float) -> float:
+        """Wait (lock held), at most `window_s`, for the sessions whose next input is due now; returns
+        how long it waited."""
+        now = time.perf_counter()
+        deadline = now + window_s
         due: set[str] = set()
         for sid, (last, interval) in list(self._senders.items()):
             if now - last > FORGET_S:
@@ -359,13 +430,14 @@ class Scheduler:
             elif now - interval / 2 <= last + interval <= deadline:  # due within the window, or a bit late
                 due.add(sid)
         if len(due) > self.max_batch:
-            return  # more than one call holds: waiting cannot make the next call fuller
+            return 0.0  # more than one call holds: waiting cannot make the next call fuller
         due -= {s.id for s in self._active.values() if s.steps or s.inbox}
         while self._running and not due <= self._arrived:
             remaining = deadline - time.perf_counter()
             if remaining <= 0:
-                return
+                break
             self._wake.wait(remaining)
+        return time.perf_counter() - now
 
     def _prepare(self, sessions: list[Session]) -> None:
         waiting = [s for s in sessions if s.inbox and not s.closed]

@@ -5,6 +5,12 @@ every message and answers requests; one scheduler thread per pipeline runs the e
 frames; optionally an HTTP thread serves metrics, health and readiness (bridge.serving.metrics). A bad
 message costs one error reply and never reaches a scheduler.
 
+I/O in batches: each turn drains the ROUTER socket (at most DRAIN_MESSAGES messages or DRAIN_BYTES),
+handles the messages round-robin across clients (a flooding client's backlog waits behind one message
+of each other client), and hands each scheduler the drain's inputs as one batch (`submit_many`, one
+lock round). An `inputs` message carries many sessions' inputs; each item is handled exactly as its
+own `input` would be (docs/protocol.md section 4.7).
+
 An engine that fails to load (truncated or corrupt file, mismatched manifest) is refused with an
 error naming it and the bridge starts with the others; with none left it does not start.
 """
@@ -31,6 +37,7 @@ from bridge.protocol.errors import ErrorCode
 from bridge.protocol.events import encode_closed_event, encode_opened_event, encode_rig, event_topic
 from bridge.protocol.replies import error_reply, reply
 from bridge.protocol.requests import (
+    MAX_INPUT_ITEMS,
     AudioInput,
     Calibrate,
     CloseSession,
@@ -38,6 +45,8 @@ from bridge.protocol.requests import (
     Hello,
     ImageInput,
     Input,
+    Inputs,
+    ItemError,
     ListModels,
     OpenSession,
     Ping,
@@ -60,6 +69,10 @@ log = logging.getLogger(__name__)
 
 REAP_INTERVAL_S = 0.25
 POLL_MS = 20
+# One drain of the request socket: at most this many messages or bytes, so the reaper and queued error
+# replies still run between drains and a drain of max-size messages holds a bounded amount of memory.
+DRAIN_MESSAGES = 1000
+DRAIN_BYTES = 64 * 1024 * 1024
 # Error replies the scheduler threads may queue for the I/O thread; beyond it the oldest go (counted).
 MAX_PENDING_ERRORS = 1024
 
@@ -76,10 +89,22 @@ class ServeConfig:
     max_sessions_per_client: int = 64  # sessions one client (connection, or CURVE key) may hold open
     max_pending: int = 64
     max_queue_delay_us: int = 0
+    prepare_workers: int = 1  # pre-processing threads per model (face detection and crop release the GIL)
+    # Scheduler clock (docs/scheduling.md): "adaptive" starts a round on arrival; "tick" on a fixed
+    # clock at `tick_hz` (0: each model's fps), waiting at most `gather_window_us` at each tick.
+    scheduler: str = "adaptive"
+    tick_hz: float = 0.0
+    gather_window_us: int = 1000
+    client_fair_work: int = 0  # work units clients share in a scheduler (0: its largest batch, >= 64)
     ports_file: Path | None = None
     metrics_port: int | None = None  # HTTP /metrics, /healthz, /readyz; 0 picks a free port
     metrics_host: str = "127.0.0.1"
     extra_engine_dirs: tuple[Path, ...] = ()  # more model folders (the converted face tracker)
+
+
+# An input of the drain in progress, validated and waiting for its scheduler's batch:
+# (reply envelope, session, input, index in its `inputs` message or None for an `input`).
+_Queued = tuple[tuple[bytes, ...], Session, Input, int | None]
 
 
 @dataclass(frozen=True)
@@ -119,12 +144,17 @@ class Bridge:
                 self.stats.child(p.model_name),
                 max_pending=config.max_pending,
                 max_queue_delay_us=config.max_queue_delay_us,
+                prepare_workers=config.prepare_workers,
+                tick_hz=(config.tick_hz or p.fps) if config.scheduler == "tick" else 0.0,
+                gather_window_us=config.gather_window_us,
+                fair_work=config.client_fair_work,
             )
             for models in self.pipelines.values()
             for served in models.values()
             for p in (served, *served.variants)  # a face tracker with a voice has its own
         }
         self._pending_errors: deque[tuple[tuple[bytes, ...], bytes]] = deque(maxlen=MAX_PENDING_ERRORS)
+        self._batch: dict[Scheduler, list[_Queued]] = {}  # the drain's inputs, per scheduler
         self._stop = threading.Event()
 
     # ----------------------------------------------------------------- lifecycle
@@ -217,19 +247,7 @@ class Bridge:
         while not self._stop.is_set():
             self.heartbeat = time.monotonic()
             if poller.poll(POLL_MS):
-                # Drain what is queued so a burst costs one poll, but bound it so the reaper still runs.
-                for _ in range(1000):
-                    try:
-                        if self._keyed:
-                            frames = self.sockets.router.recv_multipart(flags=zmq.NOBLOCK, copy=False)
-                            parts = [f.bytes for f in frames]
-                            owner = b"key:" + _user_id(frames[-1], parts[0])
-                        else:
-                            parts = self.sockets.router.recv_multipart(flags=zmq.NOBLOCK, copy=True)
-                            owner = b"id:" + parts[0]
-                    except zmq.Again:
-                        break
-                    self._on_message(parts, owner)
+                self._drain()
             self.stats.handshake_failures.update(self.sockets.handshake_failures())
             self.sockets.pump_subscriptions()  # here, not on a scheduler's publish
             while self._pending_errors:
@@ -246,6 +264,52 @@ class Bridge:
                     self._end_session(session, "idle_timeout")
 
     # ----------------------------------------------------------------- dispatch
+    def _drain(self) -> None:
+        """Read what is queued (bounded), handle it round-robin across clients, then submit the inputs
+        to each scheduler as one batch."""
+        backlog: dict[bytes, deque[list[bytes]]] = {}  # per client, in arrival order
+        size = 0
+        for _ in range(DRAIN_MESSAGES):
+            try:
+                if self._keyed:
+                    frames = self.sockets.router.recv_multipart(flags=zmq.NOBLOCK, copy=False)
+                    parts = [f.bytes for f in frames]
+                    owner = b"key:" + _user_id(frames[-1], parts[0])
+                else:
+                    parts = self.sockets.router.recv_multipart(flags=zmq.NOBLOCK, copy=True)
+                    owner = b"id:" + parts[0]
+            except zmq.Again:
+                break
+            backlog.setdefault(owner, deque()).append(parts)
+            size += sum(len(p) for p in parts)
+            if size >= DRAIN_BYTES:
+                break
+        while backlog:  # one message of each client in turn
+            for owner in list(backlog):
+                queue = backlog[owner]
+                self._on_message(queue.popleft(), owner)
+                if not queue:
+                    del backlog[owner]
+        self._submit_batch()
+
+    def _submit_batch(self) -> None:
+        """Hand each scheduler its queued inputs in one call, then answer them: OVERLOADED for the
+        refused, `ack` for the accepted that asked for one."""
+        batch, self._batch = self._batch, {}
+        for scheduler, queued in batch.items():
+            accepted = scheduler.submit_many([(session, item) for _, session, item, _ in queued])
+            for (envelope, session, item, index), ok in zip(queued, accepted, strict=True):
+                if not ok:
+                    self.stats.inputs_dropped += 1
+                    message = (
+                        f"session {session.id} is over its pending bound (its own, {scheduler.max_pending} "
+                        "frames, or its client's fair share of the model's queue); input dropped"
+                    )
+                    self._error(envelope, ErrorCode.OVERLOADED, message, item.id, session.id, index)
+                elif item.ack:
+                    extra = {} if index is None else {"item": index}
+                    self._send(envelope, reply("ack", item.id, session=session.id, seq=item.seq, **extra))
+
     def _on_message(self, parts: list[bytes], owner: bytes) -> None:
         # ROUTER prepends the peer identity; a REQ-style client adds an empty delimiter.
         # [identity, payload] from a DEALER, [identity, b"", payload] from a REQ-style client.
@@ -275,7 +339,13 @@ class Bridge:
     def _handle(self, envelope: tuple[bytes, ...], owner: bytes, request: Request) -> None:
         if isinstance(request, (ImageInput, AudioInput, FeaturesInput)):
             self._on_input(envelope, owner, request)
-        elif isinstance(request, Hello):
+            return
+        if isinstance(request, Inputs):
+            self._on_inputs(envelope, owner, request)
+            return
+        if isinstance(request, (CloseSession, Calibrate)):
+            self._submit_batch()  # inputs sent before a close or a calibration are queued before it
+        if isinstance(request, Hello):
             self._send(
                 envelope,
                 reply(
@@ -287,6 +357,7 @@ class Bridge:
                     pipelines=sorted(self.pipelines),
                     idle_timeout_s=self.config.idle_timeout_s,
                     max_sessions_per_client=self.config.max_sessions_per_client,
+                    max_input_items=MAX_INPUT_ITEMS,  # `inputs` is served (protocol 1.1)
                 ),
             )
         elif isinstance(request, ListModels):
@@ -371,7 +442,27 @@ class Bridge:
             ),
         )
 
-    def _on_input(self, envelope: tuple[bytes, ...], owner: bytes, item: Input) -> None:
+    def _on_inputs(self, envelope: tuple[bytes, ...], owner: bytes, request: Inputs) -> None:
+        """Each item as its own `input`: a bad one gets its error reply (with its index) and fails only
+        itself; the good ones join the drain's batch."""
+        for index, item in enumerate(request.items):
+            if isinstance(item, ItemError):
+                self._error(envelope, item.error.code, item.error.message, item.id, item.session, index)
+                continue
+            try:
+                self._on_input(envelope, owner, item, index)
+            except ProtocolError as exc:
+                self._error(envelope, exc.code, exc.message, item.id, item.session, index)
+            except Exception as exc:
+                log.exception("internal error handling an input item")
+                self._error(
+                    envelope, ErrorCode.INTERNAL, f"internal error: {exc}", item.id, item.session, index
+                )
+
+    def _on_input(
+        self, envelope: tuple[bytes, ...], owner: bytes, item: Input, index: int | None = None
+    ) -> None:
+        """Validate an input against its session and queue it for the drain's batch."""
         session = self._session(item.session, owner)
         session.last_seen = time.monotonic()
         kind = item.kind
@@ -381,14 +472,7 @@ class Bridge:
                 f"{session.pipeline.name} sessions accept {', '.join(session.pipeline.accepts)}, not {kind}",
             )
         session.pipeline.validate(session.state, item)
-        if not self.schedulers[session.pipeline].submit(session, item):
-            self.stats.inputs_dropped += 1
-            raise ProtocolError(
-                ErrorCode.OVERLOADED,
-                f"session {session.id} has {self.config.max_pending} or more frames pending; input dropped",
-            )
-        if item.ack:
-            self._send(envelope, reply("ack", item.id, session=session.id, seq=item.seq))
+        self._batch.setdefault(self.schedulers[session.pipeline], []).append((envelope, session, item, index))
 
     # ----------------------------------------------------------------- helpers
     def _session(self, sid: str, owner: bytes) -> Session:
@@ -447,9 +531,10 @@ class Bridge:
         message: str,
         request_id: int = 0,
         session: str | None = None,
+        item: int | None = None,
     ) -> None:
         self.stats.count_error(code.name)
-        self._send(envelope, error_reply(code, message, request_id, session))
+        self._send(envelope, error_reply(code, message, request_id, session, item))
 
     def _report_error(self, session: Session, code: ErrorCode, message: str) -> None:
         """Called from scheduler threads: queue the reply for the I/O thread, which owns the ROUTER."""
