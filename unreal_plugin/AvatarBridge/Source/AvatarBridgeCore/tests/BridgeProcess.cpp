@@ -31,7 +31,49 @@ std::string bridgeExecutable() {
     return custom != nullptr ? custom : "avatar-bridge";
 }
 
+// The avatar-bridge executable's directory: from $AVATAR_BRIDGE_CMD when it is a path, else from PATH.
+std::string bridgeDirectory() {
+    const std::string exe = bridgeExecutable();
+    if (exe.find('/') != std::string::npos) {
+        return exe.substr(0, exe.rfind('/'));
+    }
+    const char* path = std::getenv("PATH");
+    std::stringstream dirs(path != nullptr ? path : "");
+    for (std::string dir; std::getline(dirs, dir, ':');) {
+        if (!dir.empty() && access((dir + "/" + exe).c_str(), X_OK) == 0) {
+            return dir;
+        }
+    }
+    return {};
+}
+
 }  // namespace
+
+int BridgeProcess::python(const std::string& code, const std::string& outPath) {
+    const std::string dir = bridgeDirectory();
+    std::string interpreter = dir + "/python";
+    if (dir.empty() || access(interpreter.c_str(), X_OK) != 0) {
+        return -1;
+    }
+    std::vector<std::string> args = {interpreter, "-c", code};
+    std::vector<char*> argv;
+    for (auto& a : args) {
+        argv.push_back(a.data());
+    }
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t files;
+    posix_spawn_file_actions_init(&files);
+    posix_spawn_file_actions_addopen(&files, STDOUT_FILENO, outPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    pid_t pid = 0;
+    const int rc = posix_spawn(&pid, interpreter.c_str(), &files, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&files);
+    if (rc != 0) {
+        return -1;
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
 
 int BridgeProcess::run(std::vector<std::string> args) {
     args.insert(args.begin(), bridgeExecutable());

@@ -18,6 +18,9 @@ public:
                                                 std::chrono::seconds timeout = std::chrono::seconds(90));
     // Runs another avatar-bridge subcommand (e.g. `keys`) to completion, stdout discarded; its exit status.
     static int run(std::vector<std::string> args);
+    // Runs `python -c code` with the interpreter installed beside avatar-bridge (its virtual environment, so
+    // the bridge's own package imports), stdout into `outPath`; its exit status, or -1 when there is none.
+    static int python(const std::string& code, const std::string& outPath);
     ~BridgeProcess();
 
     BridgeProcess(const BridgeProcess&) = delete;

@@ -8,7 +8,12 @@
 #include <condition_variable>
 #include <filesystem>
 #include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
 #include <mutex>
+#include <numeric>
 #include <random>
 #include <set>
 #include <thread>
@@ -45,8 +50,9 @@ struct SeenFrame {
     FrameHeader header;
     std::string pipeline;
     std::int64_t arrivalNs = 0;
-    std::vector<float> expression, eyelids, jaw, head, blendshapes, joints, root;
+    std::vector<float> expression, eyelids, jaw, head, blendshapes, joints, root, gaze, visemes, vowels;
     bool faceFound = false;
+    std::optional<bool> voice;
 };
 
 // Collects frames and events from a BridgeClient and lets the test wait for them.
@@ -66,6 +72,10 @@ public:
                 s.jaw = f->jaw.toVector();
                 s.head = f->head.toVector();
                 s.blendshapes = f->blendshapes.toVector();
+                s.gaze = f->gaze.toVector();
+                s.visemes = f->visemes.toVector();
+                s.vowels = f->vowels.toVector();
+                s.voice = f->voice;
             } else {
                 const auto& m = std::get<MotionFrame>(frame.frame);
                 s.pipeline = "motion";
@@ -209,6 +219,49 @@ std::vector<std::uint8_t> testImage(int frame) {
             p[1] = face ? (eye || mouth ? 40 : 180) : static_cast<std::uint8_t>(y * 255 / kH);
             p[2] = face ? (eye || mouth ? 40 : 150) : 90;
         }
+    }
+    return rgb;
+}
+
+// Speech from Debian's espeak-ng (the speech pipeline's own training and test voice), as mono s16 samples and
+// their rate; empty when espeak-ng is not installed.
+std::vector<std::int16_t> espeakSpeech(const std::string& text, int& rate) {
+    std::vector<std::int16_t> samples;
+    FILE* pipe = popen(("espeak-ng --stdout '" + text + "' 2>/dev/null").c_str(), "r");
+    if (pipe == nullptr) {
+        return samples;
+    }
+    std::string wav;
+    char buffer[4096];
+    for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) {
+        wav.append(buffer, n);
+    }
+    pclose(pipe);
+    // RIFF/WAVE: the rate at byte 24 of the fmt chunk; samples after the `data` chunk header (its size field is
+    // a placeholder when espeak-ng writes to a pipe, so read to the end).
+    const std::size_t data = wav.find("data");
+    if (wav.size() < 44 || wav.compare(0, 4, "RIFF") != 0 || data == std::string::npos) {
+        return samples;
+    }
+    std::memcpy(&rate, wav.data() + 24, 4);
+    samples.resize((wav.size() - data - 8) / 2);
+    std::memcpy(samples.data(), wav.data() + data + 8, samples.size() * 2);
+    return samples;
+}
+
+// A frame of the bundled face photo (bridge/media/face_video.py: a crop of skimage's public-domain astronaut),
+// as raw RGB from the bridge's own Python; empty when that interpreter is not beside avatar-bridge.
+std::vector<std::uint8_t> facePhoto(int width, int height) {
+    const std::string path = "/tmp/avatar-bridge-face-" + std::to_string(::getpid()) + ".rgb";
+    const int rc = BridgeProcess::python("import sys; from bridge.media.face_video import FaceVideo; "
+                                         "sys.stdout.buffer.write(FaceVideo(" + std::to_string(width) + ", " +
+                                             std::to_string(height) + ").frame(0).tobytes())",
+                                         path);
+    std::ifstream in(path, std::ios::binary);
+    std::vector<std::uint8_t> rgb((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::remove(path.c_str());
+    if (rc != 0 || rgb.size() != static_cast<std::size_t>(width) * height * 3) {
+        rgb.clear();
     }
     return rgb;
 }
@@ -701,6 +754,183 @@ TEST(Live, AvatarLinkClosesItsSessionsWhenDestroyed) {
     const auto closed = observer.collector.waitEvent<ClosedEvent>(session, 5s);
     ASSERT_TRUE(closed.has_value());
     EXPECT_EQ(closed->reason, "client");
+}
+
+TEST(Live, SpeechSessionFramesCarryVisemesVowelsAndVoice) {
+    int rate = 0;
+    const std::vector<std::int16_t> speech = espeakSpeech("hello, how are you today", rate);
+    if (speech.empty()) {
+        GTEST_SKIP() << "espeak-ng is not installed (scripts/install.sh)";
+    }
+    Connection c;
+    const OpenReply open = c.open("speech", {{"smoothing", false}});
+    EXPECT_EQ(open.pipeline, "speech");
+    EXPECT_EQ(open.accepts, (std::vector<std::string>{"audio"}));
+    ASSERT_GT(open.fps, 0.0);
+    const auto& rig = std::get<FaceRig>(open.rig);
+    EXPECT_TRUE(rig.expression.empty());
+    EXPECT_EQ(rig.blendshapes.size(), 52u);
+    EXPECT_TRUE(rig.hasExtra("visemes") && rig.hasExtra("vowels") && rig.hasExtra("voice"));
+    EXPECT_FALSE(rig.unsupported.empty());
+
+    // The phrase, then half a second of silence, in 1/fps chunks of s16le: one frame per 1/fps of audio. At most
+    // kAhead frames of audio in flight, well inside the session's pending bound (OVERLOADED past it).
+    constexpr std::size_t kAhead = 8;
+    std::vector<std::int16_t> audio = speech;
+    audio.resize(speech.size() + static_cast<std::size_t>(rate / 2), 0);
+    const auto chunk = static_cast<std::size_t>(std::lround(rate / open.fps));
+    std::uint64_t seq = 0;
+    for (std::size_t at = 0; at < audio.size(); at += chunk, ++seq) {
+        const std::size_t n = std::min(chunk, audio.size() - at);
+        c.client.send(RequestEncoder::audio(c.input(open.session, seq), rate, "s16le", audio.data() + at, n * 2));
+        if (seq >= kAhead) {
+            c.collector.framesOf(open.session, seq - kAhead, 10s);
+        }
+    }
+    // The resampler to the analysis rate holds back a few samples, so the last frame may wait for more audio.
+    const auto expected = static_cast<std::size_t>(static_cast<double>(audio.size()) * open.fps / rate);
+    auto frames = c.collector.framesOf(open.session, expected - 1, 30s);
+    std::this_thread::sleep_for(200ms);
+    frames = c.collector.framesOf(open.session, expected - 1, 1s);
+    ASSERT_GE(frames.size(), expected - 1);
+    ASSERT_LE(frames.size(), expected + 1);
+    expectContinuousAndTimely(frames);
+    std::size_t voiced = 0;
+    for (const SeenFrame& f : frames) {
+        EXPECT_EQ(f.pipeline, "face");  // speech publishes face frames (docs/protocol.md §5.2)
+        EXPECT_TRUE(f.faceFound);
+        ASSERT_EQ(f.visemes.size(), 15u);
+        for (float v : f.visemes) {
+            EXPECT_GE(v, 0.0f);
+            EXPECT_LE(v, 1.0f);
+        }
+        // Sum 1 without the attack/release smoothing (with it, sums up to 1.4 were seen here).
+        EXPECT_NEAR(std::accumulate(f.visemes.begin(), f.visemes.end(), 0.0f), 1.0f, 0.01f);
+        ASSERT_EQ(f.vowels.size(), 5u);
+        for (float v : f.vowels) {
+            EXPECT_GE(v, 0.0f);
+            EXPECT_LE(v, 1.0f);
+        }
+        ASSERT_TRUE(f.voice.has_value());
+        voiced += *f.voice ? 1 : 0;
+        ASSERT_EQ(f.blendshapes.size(), 52u);
+    }
+    EXPECT_GT(voiced, frames.size() / 4) << "the phrase was heard as voice";
+    EXPECT_FALSE(*frames.back().voice) << "half a second of silence closes the mouth";
+    EXPECT_EQ(c.client.decodeErrors(), 0u);
+}
+
+TEST(Live, AvatarLinkSpeechSubjectCarriesVisemeCurvesFromSentAudio) {
+    int rate = 0;
+    const std::vector<std::int16_t> speech = espeakSpeech("one two three", rate);
+    if (speech.empty()) {
+        GTEST_SKIP() << "espeak-ng is not installed (scripts/install.sh)";
+    }
+    AvatarLink::Config config = linkConfig();
+    SessionSpec spec;
+    spec.pipeline = "speech";
+    spec.subjectName = "TestSpeech";
+    config.sessions = {spec};
+    AvatarLink link(config);
+    const auto feed = link.feed("TestSpeech");
+    ASSERT_TRUE(waitUntil([&] { return feed->attachment() != nullptr; }, 15s)) << link.statusText();
+    const SubjectLayout& layout = *feed->attachment()->layout;
+    const auto index = [&](const std::string& name) {
+        return static_cast<std::size_t>(std::find(layout.curveNames.begin(), layout.curveNames.end(), name) -
+                                        layout.curveNames.begin());
+    };
+    ASSERT_EQ(layout.curveNames.size(), 52u + 2u + 3u + 6u + 1u + 15u + 5u + 1u);
+    ASSERT_LT(index("viseme_aa"), layout.curveNames.size());
+    ASSERT_LT(index("VRM_A"), layout.curveNames.size());
+    ASSERT_LT(index("Voice"), layout.curveNames.size());
+
+    // As float32 through sendAudio, the way a submix callback hands it over, in 20 ms chunks from another thread.
+    std::vector<float> pcm(speech.size());
+    std::transform(speech.begin(), speech.end(), pcm.begin(), [](std::int16_t v) { return static_cast<float>(v) / 32768.0f; });
+    std::mutex mutex;
+    float maxVoice = 0.0f, maxJaw = 0.0f;
+    std::thread capture([&] {  // in real time, as a capture callback would
+        const auto chunk = static_cast<std::size_t>(rate / 50);
+        auto next = std::chrono::steady_clock::now();
+        for (std::size_t at = 0; at < pcm.size(); at += chunk) {
+            const std::size_t n = std::min(chunk, pcm.size() - at);
+            EXPECT_TRUE(link.sendAudio(*feed, rate, "f32le", pcm.data() + at, n * sizeof(float)));
+            next += 20ms;
+            std::this_thread::sleep_until(next);
+        }
+    });
+    capture.join();
+    const auto expected = static_cast<std::uint64_t>(static_cast<double>(pcm.size()) * 1e9 /
+                                                     static_cast<double>(feed->attachment()->periodNs) / rate);
+    ASSERT_TRUE(waitUntil([&] {
+        std::vector<SubjectPose> poses;
+        feed->takeAll(poses);
+        const std::lock_guard<std::mutex> lock(mutex);
+        for (const SubjectPose& p : poses) {
+            EXPECT_EQ(p.curves.size(), layout.curveNames.size());
+            maxVoice = std::max(maxVoice, p.curves[index("Voice")]);
+            maxJaw = std::max(maxJaw, p.curves[index("JawOpen")]);
+        }
+        return feed->stats().frames + 1 >= expected;
+    }, 30s)) << feed->stats().frames << " of " << expected << " frames; " << feed->stats().lastError;
+    EXPECT_EQ(feed->stats().inputErrors, 0u) << feed->stats().lastError;
+    EXPECT_EQ(feed->stats().decodeErrors, 0u);
+    EXPECT_EQ(maxVoice, 1.0f);
+    EXPECT_GT(maxJaw, 0.05f) << "the voice opens the jaw";
+}
+
+TEST(Live, AvatarLinkFaceTrackingSubjectFromSentImages) {
+    // The face tracker's converted models (MediaPipe's, never committed: found in the user cache or an installed
+    // package and converted on first use, docs/face-tracking.md), served by a bridge of their own.
+    const std::string dirFile = "/tmp/avatar-bridge-facetracking-" + std::to_string(::getpid());
+    const int rc = BridgeProcess::python("import sys; from bridge.cli.serve import face_tracking_dirs; "
+                                         "d = face_tracking_dirs(None); sys.stdout.write(str(d[0]) if d else '')",
+                                         dirFile);
+    std::ifstream in(dirFile);
+    const std::string engines((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::remove(dirFile.c_str());
+    if (rc != 0 || engines.empty()) {
+        GTEST_SKIP() << "no face-tracking model here (docs/face-tracking.md)";
+    }
+    const std::vector<std::uint8_t> photo = facePhoto(320, 240);
+    ASSERT_FALSE(photo.empty()) << "could not render the bundled face photo with the bridge's Python";
+    const auto tracker = BridgeProcess::start(0, 0, {"--engines", engines});
+
+    AvatarLink::Config config = linkConfig();
+    config.requestPort = tracker->requestPort();
+    SessionSpec spec;
+    spec.pipeline = "face";
+    spec.model = "mediapipe_face";
+    spec.subjectName = "TestTracker";
+    spec.options = {{"blendshapes", true}};
+    config.sessions = {spec};
+    AvatarLink link(config);
+    const auto feed = link.feed("TestTracker");
+    ASSERT_TRUE(waitUntil([&] { return feed->attachment() != nullptr; }, 15s)) << link.statusText();
+    const SubjectLayout& layout = *feed->attachment()->layout;
+    ASSERT_EQ(layout.curveNames.size(), 52u + 2u + 3u + 6u + 1u);  // no FLAME codes, no speech extras
+    EXPECT_EQ(layout.curveNames.back(), "FaceFound");
+
+    // A few images, one at a time (face inputs are latest-wins); the tracker finds the face in the photo.
+    std::vector<SubjectPose> poses;
+    for (int i = 0; i < 4; ++i) {
+        const std::uint64_t before = feed->stats().frames;
+        ASSERT_TRUE(link.sendImage(*feed, 320, 240, photo.data(), photo.size()));
+        ASSERT_TRUE(waitUntil([&] { return feed->stats().frames > before; }, 20s)) << "no frame for image " << i;
+    }
+    feed->takeAll(poses);
+    ASSERT_FALSE(poses.empty());
+    const SubjectPose& last = poses.back();
+    ASSERT_EQ(last.curves.size(), layout.curveNames.size());
+    EXPECT_EQ(last.curves.back(), 1.0f) << "FaceFound";
+    for (std::size_t k = 0; k < 52; ++k) {
+        EXPECT_GE(last.curves[k], 0.0f);
+        EXPECT_LE(last.curves[k], 1.0f);
+    }
+    ASSERT_EQ(last.rotations.size(), 2u);
+    EXPECT_NEAR(last.rotations[0].dot(last.rotations[0]), 1.0f, 1e-3f);
+    EXPECT_EQ(feed->stats().inputErrors, 0u) << feed->stats().lastError;
+    EXPECT_EQ(feed->stats().decodeErrors, 0u) << feed->stats().lastError;
 }
 
 TEST(Live, CurveBridgeAdmitsOnlyTheListedClientKey) {
