@@ -29,6 +29,7 @@ namespace AvatarBridge.Editor
                 EditorGUILayout.HelpBox(client.LastError, MessageType.Warning);
             Session("Face", bridge.FaceSession);
             Session("Motion", bridge.MotionSession);
+            Session("Speech", bridge.SpeechSession);
         }
 
         static void Session(string label, BridgeSession session)

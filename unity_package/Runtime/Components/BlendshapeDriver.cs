@@ -6,9 +6,9 @@ using UnityEngine;
 namespace AvatarBridge
 {
     /// <summary>
-    /// Drives SkinnedMeshRenderer blendshapes from the face session: ARKit weights (0..1) or FLAME
-    /// coefficients, scaled to Unity's percent (0..100), optionally smoothed; optionally turns head
-    /// and jaw bones. Bindings are rebuilt whenever the session is (re)opened.
+    /// Drives SkinnedMeshRenderer blendshapes from the face or speech session: ARKit weights (0..1),
+    /// FLAME coefficients, or a voice's visemes or vowels, scaled to Unity's percent (0..100),
+    /// optionally smoothed; optionally turns head and jaw bones. Bindings are rebuilt whenever the session is (re)opened.
     /// </summary>
     [AddComponentMenu("Avatar Bridge/Blendshape Driver")]
     public sealed class BlendshapeDriver : MonoBehaviour
@@ -17,6 +17,8 @@ namespace AvatarBridge
         const float FlameLimit = 3f;
 
         [SerializeField] BridgeClient _client;
+        [SerializeField, Tooltip("Face: the camera's face session. Speech: the voice's session (ARKit mouth shapes, visemes, vowels).")]
+        BridgeSessionKind _session = BridgeSessionKind.Face;
         [SerializeField, Tooltip("Meshes to drive (face, teeth, eyelashes often are separate meshes).")]
         SkinnedMeshRenderer[] _renderers = new SkinnedMeshRenderer[0];
         [SerializeField] FaceSource _source = FaceSource.ArkitBlendshapes;
@@ -47,6 +49,8 @@ namespace AvatarBridge
         Quaternion _leftEyeRest, _rightEyeRest, _leftEyeTarget = Quaternion.identity, _rightEyeTarget = Quaternion.identity;
 
         public BridgeClient Client { get => _client; set => _client = value; }
+        /// <summary>The session read: Face (default) or Speech.</summary>
+        public BridgeSessionKind Session { get => _session; set { _session = value; Unbind(); } }
         // Renderers, Source and Mapping may change at any time: the driver rebinds before the next frame.
         public SkinnedMeshRenderer[] Renderers { get => _renderers; set { _renderers = value ?? new SkinnedMeshRenderer[0]; Unbind(); } }
         public FaceSource Source { get => _source; set { _source = value; Unbind(); } }
@@ -79,9 +83,10 @@ namespace AvatarBridge
 
         void LateUpdate()
         {
-            var session = _client != null ? _client.FaceSession : null;
+            var session = _client != null ? _client.Session(_session) : null;
             var info = session?.Info;
             if (info == null) return;
+            if (info.FaceRig == null) return; // a motion session: nothing for a face
             if (session.OpenCount != _boundOpenCount) Bind(info.FaceRig, session.OpenCount);
 
             Frame frame;
@@ -111,7 +116,7 @@ namespace AvatarBridge
                 var mesh = _renderers[r] != null ? _renderers[r].sharedMesh : null;
                 var names = new string[mesh != null ? mesh.blendShapeCount : 0];
                 for (int i = 0; i < names.Length; i++) names[i] = mesh.GetBlendShapeName(i);
-                _bindings[r] = BlendshapeBinder.Bind(sources, names, _mapping != null ? _mapping.Pairs() : null,
+                _bindings[r] = BlendshapeBinder.Bind(sources, Spellings(), names, _mapping != null ? _mapping.Pairs() : null,
                     _mapping == null || _mapping.MatchRemainingByName);
                 _targets[r] = new float[names.Length];
                 _current[r] = new float[names.Length];
@@ -127,19 +132,22 @@ namespace AvatarBridge
         {
             // A frame that does not fit the bound source (blendshapes switched off on the bridge, a
             // source change not yet rebound) is skipped rather than thrown on every LateUpdate.
-            int length = _source == FaceSource.ArkitBlendshapes ? frame.Blendshapes.Length : frame.Expression.Length + frame.Eyelids.Length;
+            int length = _source == FaceSource.ArkitBlendshapes ? frame.Blendshapes.Length
+                : _source == FaceSource.Visemes ? frame.Visemes.Length
+                : _source == FaceSource.Vowels ? frame.Vowels.Length
+                : frame.Expression.Length + frame.Eyelids.Length;
             if (length != _sourceValues.Length || length == 0) return;
-            if (_source == FaceSource.ArkitBlendshapes)
-            {
-                frame.Blendshapes.CopyTo(_sourceValues);
-            }
+            if (_source == FaceSource.ArkitBlendshapes) frame.Blendshapes.CopyTo(_sourceValues);
+            else if (_source == FaceSource.Visemes) frame.Visemes.CopyTo(_sourceValues);
+            else if (_source == FaceSource.Vowels) frame.Vowels.CopyTo(_sourceValues);
             else
             {
                 frame.Expression.CopyTo(_sourceValues);
                 frame.Eyelids.CopyTo(new Span<float>(_sourceValues, frame.Expression.Length, frame.Eyelids.Length));
             }
-            float min = _source == FaceSource.ArkitBlendshapes ? 0f : -FlameLimit;
-            float max = _source == FaceSource.ArkitBlendshapes ? 1f : FlameLimit;
+            // Weights in [0, 1] except FLAME's signed coefficients.
+            float min = _source == FaceSource.FlameExpression ? -FlameLimit : 0f;
+            float max = _source == FaceSource.FlameExpression ? FlameLimit : 1f;
             for (int r = 0; r < _bindings.Length; r++)
                 BlendshapeBinder.Evaluate(_bindings[r], _sourceValues, min, max, _scale, _targets[r]);
             if (frame.Head.Length == 4) _headTarget = AxisConversion.RotationToUnity(Quat.Read(frame.Head, 0).Normalized).ToUnity();
@@ -171,8 +179,19 @@ namespace AvatarBridge
             if (_rightEye != null) _rightEye.rotation = Quaternion.Slerp(_rightEye.rotation, root * _headTarget * _rightEyeTarget * _rightEyeRest, alpha);
         }
 
+        string[][] Spellings() =>
+            _source == FaceSource.Visemes ? SpeechShapes.VisemeSpellings : _source == FaceSource.Vowels ? SpeechShapes.VowelSpellings : null;
+
         string[] SourceNames(FaceRig rig)
         {
+            // Speech's arrays have fixed names (section 5.2); the rig lists them only as extras.
+            if (_source == FaceSource.Visemes || _source == FaceSource.Vowels)
+            {
+                string extra = _source == FaceSource.Visemes ? "visemes" : "vowels";
+                if (Array.IndexOf(rig.Extras, extra) < 0)
+                    Debug.LogWarning("BlendshapeDriver: the " + _session + " session sends no " + extra + "; open a speech session and set Session to Speech.", this);
+                return _source == FaceSource.Visemes ? SpeechShapes.VisemeNames : SpeechShapes.VowelNames;
+            }
             if (_source == FaceSource.ArkitBlendshapes)
             {
                 if (rig.Blendshapes.Length == 0)

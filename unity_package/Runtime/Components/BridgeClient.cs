@@ -6,9 +6,9 @@ using UnityEngine;
 namespace AvatarBridge
 {
     /// <summary>
-    /// Connects to an avatar-bridge and keeps a face and/or motion session open while enabled.
+    /// Connects to an avatar-bridge and keeps a face, motion and/or speech session open while enabled.
     /// Everything network-side runs on the core's background threads; drivers read the newest frame
-    /// from FaceSession / MotionSession on the main thread. Reconnects by itself; disabling,
+    /// from FaceSession / MotionSession / SpeechSession on the main thread. Reconnects by itself; disabling,
     /// leaving play mode, a domain reload or quitting shuts it down within about half a second.
     /// On WebGL (no raw sockets, no threads) it compiles but stays idle: Client and the sessions stay
     /// null, so every other component of the package does nothing either.
@@ -34,6 +34,8 @@ namespace AvatarBridge
         bool _faceBlendshapes = true;
         [SerializeField, Tooltip("One-Euro filter on the bridge side.")]
         bool _faceSmoothing = true;
+        [SerializeField, Tooltip("Face tracker only: the session also takes audio (an audio input set to Face) and the voice drives the mouth.")]
+        bool _faceSpeech;
 
         [Header("Motion session")]
         [SerializeField] bool _openMotion = true;
@@ -44,6 +46,14 @@ namespace AvatarBridge
         [SerializeField, Range(0f, 0.99f), Tooltip("Bridge-side low-pass strength on joint rotations (0 = off).")]
         float _motionSmoothing = 0.5f;
 
+        [Header("Speech session")]
+        [SerializeField, Tooltip("A voice drives the face: feed it with a Microphone or Audio Input set to Speech.")]
+        bool _openSpeech;
+        [SerializeField, Tooltip("Empty = the pipeline's default model.")]
+        string _speechModel = "";
+        [SerializeField, Tooltip("Bridge-side attack/release filter on the mouth channels.")]
+        bool _speechSmoothing = true;
+
         SessionClient _client;
 
         /// <summary>The running core client (null while disabled).</summary>
@@ -51,6 +61,12 @@ namespace AvatarBridge
         /// <summary>The face session, or null when none is configured or the component is disabled.</summary>
         public BridgeSession FaceSession { get; private set; }
         public BridgeSession MotionSession { get; private set; }
+        /// <summary>The speech session, or null when none is configured or the component is disabled.</summary>
+        public BridgeSession SpeechSession { get; private set; }
+
+        /// <summary>The session of that kind (null when it is not configured or the component is disabled).</summary>
+        public BridgeSession Session(BridgeSessionKind kind) =>
+            kind == BridgeSessionKind.Face ? FaceSession : kind == BridgeSessionKind.Motion ? MotionSession : SpeechSession;
         public ConnectionState State => _client == null ? ConnectionState.Idle : _client.State;
 
         public string Host { get => _host; set => _host = value; }
@@ -81,6 +97,7 @@ namespace AvatarBridge
             if (_openFace)
             {
                 var options = new Dictionary<string, object> { { "blendshapes", _faceBlendshapes }, { "smoothing", _faceSmoothing } };
+                if (_faceSpeech) options["speech"] = true; // other face models refuse the option
                 FaceSession = _client.AddSession(new SessionRequest(Pipeline.Face, _faceModel, options));
             }
             if (_openMotion)
@@ -88,6 +105,11 @@ namespace AvatarBridge
                 var options = new Dictionary<string, object> { { "smoothing", (double)_motionSmoothing } };
                 if (!string.IsNullOrEmpty(_motionStyle)) options["style"] = _motionStyle;
                 MotionSession = _client.AddSession(new SessionRequest(Pipeline.Motion, _motionModel, options));
+            }
+            if (_openSpeech)
+            {
+                var options = new Dictionary<string, object> { { "smoothing", _speechSmoothing } };
+                SpeechSession = _client.AddSession(new SessionRequest(Pipeline.Speech, _speechModel, options));
             }
             ClientRegistry.Add(_client);
             _client.Start();
@@ -101,6 +123,7 @@ namespace AvatarBridge
             _client = null;
             FaceSession = null;
             MotionSession = null;
+            SpeechSession = null;
         }
     }
 }

@@ -5,7 +5,8 @@ using UnityEngine;
 namespace AvatarBridge
 {
     /// <summary>
-    /// Feeds a microphone to the motion session (dance to the music in the room). Asks for microphone
+    /// Feeds a microphone to the motion session (dance to the music in the room) or to the speech
+    /// session (lip sync: the user's voice drives the face). Asks for microphone
     /// permission first; records into a looping one-second clip and each frame sends the samples
     /// recorded since the last one, as mono floats. The motion session computes the music features.
     /// Not available on WebGL (Unity has no Microphone class there): the component stays idle.
@@ -16,6 +17,8 @@ namespace AvatarBridge
         const int ClipSeconds = 1;
 
         [SerializeField] BridgeClient _client;
+        [SerializeField, Tooltip("Motion: the music drives the dance. Speech: the voice drives the face. Face: a face session opened with Face Speech.")]
+        BridgeSessionKind _session = BridgeSessionKind.Motion;
 #pragma warning disable 0414, 0169 // the same serialized layout on every platform, though WebGL reads none of these
         [SerializeField, Tooltip("Empty = the default microphone.")]
         string _deviceName = "";
@@ -29,6 +32,8 @@ namespace AvatarBridge
 #pragma warning restore 0414, 0169
 
         public BridgeClient Client { get => _client; set => _client = value; }
+        /// <summary>The session fed: Motion (default), Speech, or a Face session opened with Face Speech.</summary>
+        public BridgeSessionKind Session { get => _session; set => _session = value; }
 
         /// <summary>Set when the microphone could not be opened.</summary>
         public string LastError { get; private set; }
@@ -80,7 +85,7 @@ namespace AvatarBridge
             if (_clip == null) return;
             int position = Microphone.GetPosition(Device);
             if (position < 0 || position == _readPosition) return;
-            var session = _client != null ? _client.MotionSession : null;
+            var session = _client != null ? _client.Session(_session) : null;
             var client = _client != null ? _client.Client : null;
             // The whole looping clip is read (GetData wraps only in newer Unity versions), then the
             // samples since the last frame are taken out of it, across the wrap if need be.

@@ -7,8 +7,9 @@ using UniVRM10;
 namespace AvatarBridge
 {
     /// <summary>
-    /// Drives a VRM 1.0 avatar's expressions (UniVRM's Vrm10Instance) from the face session's ARKit
-    /// weights. A model with PerfectSync expressions (52 custom expressions named after the ARKit
+    /// Drives a VRM 1.0 avatar's expressions (UniVRM's Vrm10Instance) from the face (or speech)
+    /// session's ARKit weights; a speech session's vowels A, I, U, E, O set the presets aa, ih, ou,
+    /// ee, oh directly. A model with PerfectSync expressions (52 custom expressions named after the ARKit
     /// shapes, in any of the usual spellings) gets each weight on its own expression; any other model
     /// gets VRM's presets (blink, visemes, emotions, gaze) through the core's ArkitToVrm blend. This
     /// assembly compiles only when the VRM 1.0 package (com.vrmc.vrm 0.100 or later) is installed.
@@ -20,6 +21,8 @@ namespace AvatarBridge
     public sealed class VrmExpressionDriver : MonoBehaviour
     {
         [SerializeField] BridgeClient _client;
+        [SerializeField, Tooltip("Face: the camera's face session. Speech: the voice's session, whose vowels drive aa ih ou ee oh directly.")]
+        BridgeSessionKind _session = BridgeSessionKind.Face;
         [SerializeField, Tooltip("Use the model's ARKit-named custom expressions (PerfectSync) when it has them; otherwise, or when off, VRM's presets.")]
         bool _perfectSync = true;
         [SerializeField, Min(0f), Tooltip("Smoothing time constant in seconds (0 = apply frames as they come).")]
@@ -37,6 +40,8 @@ namespace AvatarBridge
 
         public BridgeClient Client { get => _client; set => _client = value; }
         public bool PerfectSync { get => _perfectSync; set { _perfectSync = value; _boundOpenCount = -1; } }
+        /// <summary>The session read: Face (default) or Speech.</summary>
+        public BridgeSessionKind Session { get => _session; set { _session = value; _boundOpenCount = -1; } }
 
         /// <summary>True when bound to PerfectSync expressions, false for presets (valid once a session is open).</summary>
         public bool UsesPerfectSync { get; private set; }
@@ -53,9 +58,9 @@ namespace AvatarBridge
 
         void LateUpdate()
         {
-            var session = _client != null ? _client.FaceSession : null;
+            var session = _client != null ? _client.Session(_session) : null;
             var info = session?.Info;
-            if (info == null) return;
+            if (info == null || info.FaceRig == null) return;
             if (session.OpenCount != _boundOpenCount)
             {
                 Bind(info.FaceRig.Blendshapes);
@@ -112,6 +117,9 @@ namespace AvatarBridge
             else
             {
                 _map.Evaluate(weights, _targets);
+                // A voice's own A, I, U, E, O (speech frames) beat vowels guessed from mouth shapes.
+                if (frame.Vowels.Length == SpeechShapes.VowelNames.Length)
+                    ArkitToVrm.SetVowels(frame.Vowels, _targets);
             }
             _hasFrame = true;
         }

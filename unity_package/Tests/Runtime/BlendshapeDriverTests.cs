@@ -75,6 +75,40 @@ namespace AvatarBridge.Tests
             Assert.AreEqual(150f, renderer.GetBlendShapeWeight(1), 1e-3, "FLAME coefficient 1.5 × Scale 100");
         }
 
+        [Test]
+        public void VisemesAndVowelsLandOnTheirShapesUnderTheUsualSpellings()
+        {
+            _face = new GameObject("face");
+            var renderer = _face.AddComponent<SkinnedMeshRenderer>();
+            renderer.sharedMesh = MeshWithShapes("viseme_aa", "viseme_U", "vrc.v_pp", "Fcl_MTH_A", "Fcl_MTH_O");
+            var driver = _face.AddComponent<BlendshapeDriver>();
+            driver.Renderers = new[] { renderer };
+            driver.SmoothingTime = 0;
+            driver.Session = BridgeSessionKind.Speech;
+            driver.Source = FaceSource.Visemes;
+            var rig = RuntimeRig.SpeechFace();
+            driver.Bind(rig, 1);
+            Assert.AreEqual(3, driver.BoundCount, "aa, ou and PP");
+            var visemes = new float[15];
+            visemes[10] = 0.6f; // aa
+            visemes[14] = 0.3f; // ou
+            visemes[1] = 0.1f;  // PP
+            var frame = RuntimeRig.SpeechFrame(visemes, new[] { 0.7f, 0f, 0f, 0f, 0.2f });
+            driver.Take(frame);
+            driver.Apply(0.016f);
+            Assert.AreEqual(60f, renderer.GetBlendShapeWeight(0), 1e-3);
+            Assert.AreEqual(30f, renderer.GetBlendShapeWeight(1), 1e-3);
+            Assert.AreEqual(10f, renderer.GetBlendShapeWeight(2), 1e-3);
+
+            driver.Source = FaceSource.Vowels;
+            driver.Bind(rig, 1);
+            Assert.AreEqual(2, driver.BoundCount, "A and O");
+            driver.Take(frame);
+            driver.Apply(0.016f);
+            Assert.AreEqual(70f, renderer.GetBlendShapeWeight(3), 1e-3);
+            Assert.AreEqual(20f, renderer.GetBlendShapeWeight(4), 1e-3);
+        }
+
         static Mesh MeshWithShapes(params string[] names)
         {
             var mesh = new Mesh { vertices = new[] { new Vector3(0, 0, 0), new Vector3(1, 0, 0), new Vector3(0, 1, 0) } };

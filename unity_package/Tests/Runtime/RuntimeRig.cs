@@ -75,6 +75,37 @@ namespace AvatarBridge.Tests
             return Decode(w);
         }
 
+        /// <summary>A speech session's rig: ARKit names, no FLAME codes, speech's extras (section 5.2).</summary>
+        public static FaceRig SpeechFace()
+        {
+            var names = new List<object>();
+            foreach (var n in ArkitShapes.Names) names.Add(n);
+            return FaceRig.FromMap(new Dictionary<string, object>
+            {
+                { "kind", "face" }, { "coordinates", Coordinates() }, { "quaternion_order", "xyzw" },
+                { "expression", new object[0] }, { "eyelids", new object[] { "EyelidLeft", "EyelidRight" } },
+                { "rotations", new object[] { "head", "jaw" } }, { "blendshapes", names.ToArray() },
+                { "extras", new object[] { "visemes", "vowels", "voice" } },
+            });
+        }
+
+        public static Frame SpeechFrame(float[] visemes, float[] vowels)
+        {
+            var w = new MsgPackWriter();
+            w.WriteMapHeader(19);
+            Header(w, "face");
+            w.Write("face_found"); w.Write(true);
+            w.Write("expression"); w.WriteFloat32Binary(new float[0]);
+            w.Write("eyelids"); w.WriteFloat32Binary(new float[2]);
+            w.Write("jaw"); w.WriteFloat32Binary(new float[] { 0, 0, 0, 1 });
+            w.Write("head"); w.WriteFloat32Binary(new float[] { 0, 0, 0, 1 });
+            w.Write("blendshapes"); w.WriteFloat32Binary(new float[52]);
+            w.Write("visemes"); w.WriteFloat32Binary(visemes);
+            w.Write("vowels"); w.WriteFloat32Binary(vowels);
+            w.Write("voice"); w.Write(true);
+            return Decode(w);
+        }
+
         public static float[] IdentityJoints()
         {
             var joints = new float[96];
