@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -63,3 +65,64 @@ def test_every_key_is_a_serve_flag() -> None:
     """Each file key has the flag of the same name, so `pick` finds both."""
     flags = vars(_args())
     assert set(ServeTable.__struct_fields__) <= set(flags)
+
+
+def test_backend_per_model_from_the_file_and_flags(tmp_path: Path) -> None:
+    path = _write(tmp_path, '[serve]\nbackend_for = { dance_lstm = "choreographer", x = "torch" }\n')
+    config = config_from_args(
+        _args("--config", str(path), "--backend-for", "x=triton", "--backend-for", "y=onnxruntime")
+    )
+    assert config.backend == "onnxruntime"
+    assert config.model_backends == {"dance_lstm": "choreographer", "x": "triton", "y": "onnxruntime"}
+    assert config.backend_for("x") == ("triton", {"url": "127.0.0.1:8001"})  # its own options
+    assert config.backend_for("face_expression_small") == ("onnxruntime", {})
+    with pytest.raises(SystemExit):
+        _args("--backend-for", "dance_lstm")  # not MODEL=BACKEND
+    with pytest.raises(ConfigError, match="backend_for"):
+        config_from_args(_args("--config", str(_write(tmp_path, "[serve]\nbackend_for = 'torch'\n"))))
+
+
+def test_choreographer_dances_while_onnxruntime_serves_the_faces(tmp_path: Path) -> None:
+    """`serve --backend choreographer` alone refuses the face engines (the choreographer only runs the
+    dance manifest); per model, both serve."""
+    import numpy as np
+
+    from bridge.harness.client import BridgeClient
+    from bridge.pipelines.motion import FEATURE_COLS
+    from bridge.protocol import FaceFrame, MotionFrame
+    from bridge.serving.server import Bridge
+
+    from .conftest import ENGINES, start_bridge, stop_bridge
+
+    argv = ["--engines", str(ENGINES), "--backend", "choreographer"]
+    for model in ("face_expression_small", "speech_visemes"):
+        argv += ["--backend-for", f"{model}=onnxruntime"]
+    config = config_from_args(_args(*argv))
+    with pytest.raises(ValueError, match="nope"):
+        Bridge(replace(config, model_backends={"nope": "onnxruntime"}))  # a typo is not ignored
+    server, thread = start_bridge(
+        backend=config.backend, model_backends=config.model_backends, engines_dir=config.engines_dir
+    )
+    client = BridgeClient("127.0.0.1", server.sockets.request_port, timeout_s=10.0)
+    try:
+        client.hello()
+        backends = {m["name"]: m["backend"] for m in client.request("list")["models"]}
+        assert backends == {
+            "dance_lstm": "choreographer",
+            "face_expression_small": "onnxruntime",
+            "speech_visemes": "onnxruntime",
+        }
+        client.subscribe()
+        time.sleep(0.05)
+        dance = client.open("motion")["session"]
+        face = client.open("face")["session"]
+        client.send_features(dance, 0, np.zeros((4, FEATURE_COLS), np.float32))
+        client.send_image(face, 0, np.full((256, 256, 3), 128, np.uint8))
+        got: set[type] = set()
+        deadline = time.monotonic() + 10
+        while got != {MotionFrame, FaceFrame} and time.monotonic() < deadline:
+            got |= {type(r.frame) for r in client.recv_frames(100)}
+        assert got == {MotionFrame, FaceFrame}
+    finally:
+        client.close()
+        stop_bridge(server, thread)

@@ -37,6 +37,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--engines", type=Path, help="folder of models with manifests (default: engines/)")
     parser.add_argument("--backend", help="onnxruntime (default), tensorrt, torch or triton")
     parser.add_argument(
+        "--backend-for",
+        action="append",
+        type=_model_backend,
+        metavar="MODEL=BACKEND",
+        help="serve one model on another backend than --backend (repeatable), e.g. dance_lstm=choreographer",
+    )
+    parser.add_argument(
         "--rebuild-on-mismatch",
         action="store_true",
         default=None,
@@ -142,6 +149,8 @@ def config_from_args(args: argparse.Namespace, table: ServeTable | None = None) 
     transport = replace(transport, **{k: v for k, v in transport_values.items() if v is not None})
     config = ServeConfig(transport=transport, engines_dir=Path(pick("engines") or default_engines_dir()))
     models = {k: v for k, v in (("face", pick("face_model")), ("motion", pick("motion_model"))) if v}
+    # The file's per-model backends, then the flags' (a flag wins for its model).
+    model_backends = {**file_values.get("backend_for", {}), **dict(args.backend_for or ())}
     values = {
         "backend": pick("backend"),
         "idle_timeout_s": pick("idle_timeout"),
@@ -157,8 +166,23 @@ def config_from_args(args: argparse.Namespace, table: ServeTable | None = None) 
         "metrics_host": pick("metrics_host"),
         "models": models or None,
         "backend_options": _backend_options(pick("backend"), pick("rebuild_on_mismatch"), pick("triton_url")),
+        "model_backends": model_backends or None,
+        "other_backend_options": {
+            b: o
+            for b in set(model_backends.values())
+            if (o := _backend_options(b, pick("rebuild_on_mismatch"), pick("triton_url")))
+        }
+        or None,
     }
     return replace(config, **{k: v for k, v in values.items() if v is not None})
+
+
+def _model_backend(text: str) -> tuple[str, str]:
+    """--backend-for MODEL=BACKEND."""
+    model, sep, backend = text.partition("=")
+    if not (sep and model and backend):
+        raise argparse.ArgumentTypeError(f"expected MODEL=BACKEND, got {text!r}")
+    return model, backend
 
 
 def _backend_options(

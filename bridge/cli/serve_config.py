@@ -32,6 +32,7 @@ class ServeTable(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True)
     frames_port: int | None = None
     engines: str | None = None
     backend: str | None = None
+    backend_for: dict[str, str] | None = None  # model name -> backend, e.g. {dance_lstm = "choreographer"}
     rebuild_on_mismatch: bool | None = None
     triton_url: str | None = None
     face_model: str | None = None

@@ -83,6 +83,10 @@ class ServeConfig:
     engines_dir: Path = Path("engines")
     backend: str = "onnxruntime"
     backend_options: dict[str, Any] = field(default_factory=dict)
+    # Per model: its backend where that is not `backend` (serve --backend-for MODEL=BACKEND), and the
+    # constructor options of each such backend (those of `backend` are `backend_options`).
+    model_backends: dict[str, str] = field(default_factory=dict)
+    other_backend_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     models: dict[str, str] = field(default_factory=dict)  # pipeline -> default model name
     idle_timeout_s: float = 10.0
     max_sessions: int = 256
@@ -100,6 +104,13 @@ class ServeConfig:
     metrics_port: int | None = None  # HTTP /metrics, /healthz, /readyz; 0 picks a free port
     metrics_host: str = "127.0.0.1"
     extra_engine_dirs: tuple[Path, ...] = ()  # more model folders (the converted face tracker)
+
+    def backend_for(self, model: str) -> tuple[str, dict[str, Any]]:
+        """The backend kind that serves `model`, and its options."""
+        backend = self.model_backends.get(model, self.backend)
+        if backend == self.backend:
+            return backend, self.backend_options
+        return backend, self.other_backend_options.get(backend, {})
 
 
 # An input of the drain in progress, validated and waiting for its scheduler's batch:
@@ -163,6 +174,9 @@ class Bridge:
         manifests = [m for folder in folders for m in find_manifests(folder)]
         if not manifests:
             raise FileNotFoundError(f"no model manifests (*.manifest.json) in {self.config.engines_dir}")
+        unknown = sorted(set(self.config.model_backends) - {m.name for m in manifests})
+        if unknown:  # a backend asked for by model name: a typo must not pass unnoticed
+            raise ValueError(f"backend chosen for unknown model(s) {', '.join(unknown)}")
         for manifest in manifests:
             factory = PIPELINES.get(manifest.task)
             if factory is None:
@@ -170,7 +184,8 @@ class Bridge:
                 continue
             t0 = time.perf_counter()
             try:
-                engine = Engine.load(manifest, backend=self.config.backend, **self.config.backend_options)
+                backend, options = self.config.backend_for(manifest.name)
+                engine = Engine.load(manifest, backend=backend, **options)
             except Exception as exc:  # a corrupt file raises whatever its parser raises
                 load = EngineLoad(
                     manifest.name, manifest.onnx_path, time.perf_counter() - t0, _load_error(exc)
@@ -187,7 +202,7 @@ class Bridge:
             log.info(
                 "loaded %s (%s) in %.0f ms",
                 manifest.name,
-                self.config.backend,
+                backend,
                 (time.perf_counter() - t0) * 1e3,
             )
             self.pipelines.setdefault(factory.name, {})[manifest.name] = factory(engine)
@@ -511,7 +526,7 @@ class Bridge:
                 "pipeline": name,
                 "fps": p.fps,
                 "trained": p.engine.manifest.trained,
-                "backend": self.config.backend,
+                "backend": p.engine.backend.name,
                 "default": self.defaults[name] == model,
                 "styles": list(p.engine.manifest.styles),
             }
