@@ -32,8 +32,11 @@ public class AvatarBridge : ModuleRules
 			"AvatarBridgeCore",
 			"Json",
 			"JsonUtilities",
+			"MediaAssets",  // UMediaTexture (AvatarBridgeMediaTextureInput)
 			"MsgPack",
 			"Networking",
+			"RenderCore",   // ENQUEUE_RENDER_COMMAND, FTextureResource
+			"RHI",          // FRHIGPUTextureReadback
 			"Sockets",
 		});
 

@@ -119,12 +119,19 @@ avatar_bridge::AvatarLink::Config ToCoreConfig(const FAvatarBridgeConnectionSett
 	for (const FAvatarBridgeSessionSettings& Session : Settings.Sessions)
 	{
 		const bool bFace = Session.Pipeline == EAvatarBridgePipeline::Face;
+		const bool bSpeech = Session.Pipeline == EAvatarBridgePipeline::Speech;
 		avatar_bridge::SessionSpec Spec;
-		Spec.pipeline = bFace ? "face" : "motion";
+		Spec.pipeline = bFace ? "face" : bSpeech ? "speech" : "motion";
 		Spec.model = ToUtf8(Session.Model);
 		if (bFace)
 		{
 			Spec.options = {{"blendshapes", Session.bBlendshapes}, {"smoothing", Session.bFaceSmoothing}};
+			Spec.mirror = Session.bMirror;
+		}
+		else if (bSpeech)
+		{
+			// A face subject (docs/protocol.md 5.2); its viseme, VRM vowel and Voice curves come from the rig's extras.
+			Spec.options = {{"smoothing", Session.bFaceSmoothing}};
 			Spec.mirror = Session.bMirror;
 		}
 		else
@@ -136,7 +143,8 @@ avatar_bridge::AvatarLink::Config ToCoreConfig(const FAvatarBridgeConnectionSett
 			}
 		}
 		// One subject per session; names must be unique within the source: number repeats (AvatarBridgeFace2).
-		const FName Base = Session.SubjectName.IsNone() ? FName(bFace ? TEXT("AvatarBridgeFace") : TEXT("AvatarBridgeBody")) : Session.SubjectName;
+		const TCHAR* DefaultName = bFace ? TEXT("AvatarBridgeFace") : bSpeech ? TEXT("AvatarBridgeSpeech") : TEXT("AvatarBridgeBody");
+		const FName Base = Session.SubjectName.IsNone() ? FName(DefaultName) : Session.SubjectName;
 		FName Name = Base;
 		for (int32 Suffix = 2; Used.Contains(Name); ++Suffix)
 		{
@@ -412,6 +420,12 @@ bool FAvatarBridgeSource::SendAudioPCM16(FName Subject, int32 SampleRate, TArray
 {
 	const FAvatarBridgeModule::FFound Found = FAvatarBridgeModule::FindSubject(Subject);
 	return Found.Feed && Found.Link->sendAudio(*Found.Feed, SampleRate, "s16le", Samples.GetData(), static_cast<size_t>(Samples.Num()) * sizeof(int16));
+}
+
+bool FAvatarBridgeSource::SendAudioFloat(FName Subject, int32 SampleRate, TArrayView<const float> Samples)
+{
+	const FAvatarBridgeModule::FFound Found = FAvatarBridgeModule::FindSubject(Subject);
+	return Found.Feed && Found.Link->sendAudio(*Found.Feed, SampleRate, "f32le", Samples.GetData(), static_cast<size_t>(Samples.Num()) * sizeof(float));
 }
 
 bool FAvatarBridgeSource::SendMusicFeatures(FName Subject, int32 Rows, TArrayView<const float> Values)

@@ -24,7 +24,7 @@ public:
 	UFUNCTION(BlueprintCallable, Category = "Avatar Bridge")
 	static bool SendImageRGB8(FName Subject, int32 Width, int32 Height, const TArray<uint8>& Pixels);
 
-	/** Sends mono 16-bit little-endian PCM (2 bytes per sample, any chunk size) to a motion subject's session. */
+	/** Sends mono 16-bit little-endian PCM (2 bytes per sample, any chunk size) to a motion or speech subject's session. */
 	UFUNCTION(BlueprintCallable, Category = "Avatar Bridge")
 	static bool SendAudioPCM16(FName Subject, int32 SampleRate, const TArray<uint8>& PCM16Bytes);
 

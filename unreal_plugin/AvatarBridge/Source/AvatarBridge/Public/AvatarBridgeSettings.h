@@ -14,6 +14,8 @@ enum class EAvatarBridgePipeline : uint8
 	Face,
 	/** Music (audio or AIST++ features) in, a 24-joint SMPL skeleton out. */
 	Motion,
+	/** A voice (audio) in, a face subject out: ARKit mouth curves, 15 viseme curves, VRM A/I/U/E/O and Voice. */
+	Speech,
 };
 
 /** One session the source opens on the bridge and publishes as one Live Link subject. */
@@ -25,7 +27,7 @@ struct AVATARBRIDGE_API FAvatarBridgeSessionSettings
 	UPROPERTY(EditAnywhere, BlueprintReadWrite, Category = "Avatar Bridge")
 	EAvatarBridgePipeline Pipeline = EAvatarBridgePipeline::Face;
 
-	/** Live Link subject name (one subject per session). None: AvatarBridgeFace / AvatarBridgeBody (numbered when repeated). */
+	/** Live Link subject name (one subject per session). None: AvatarBridgeFace / AvatarBridgeBody / AvatarBridgeSpeech (numbered when repeated). */
 	UPROPERTY(EditAnywhere, BlueprintReadWrite, Category = "Avatar Bridge")
 	FName SubjectName;
 
@@ -37,11 +39,11 @@ struct AVATARBRIDGE_API FAvatarBridgeSessionSettings
 	UPROPERTY(EditAnywhere, BlueprintReadWrite, Category = "Avatar Bridge|Face")
 	bool bBlendshapes = true;
 
-	/** Face: One-Euro filtering of the face parameters on the bridge. */
+	/** Face: One-Euro filtering of the face parameters on the bridge. Speech: the attack/release filter on the mouth. */
 	UPROPERTY(EditAnywhere, BlueprintReadWrite, Category = "Avatar Bridge|Face")
 	bool bFaceSmoothing = true;
 
-	/** Face: mirror the face (Left/Right curves swap, head yaw and roll change sign), for a camera shown as a mirror. */
+	/** Face and Speech: mirror the face (Left/Right curves swap, head yaw and roll change sign), for a camera shown as a mirror. */
 	UPROPERTY(EditAnywhere, BlueprintReadWrite, Category = "Avatar Bridge|Face")
 	bool bMirror = false;
 

@@ -49,8 +49,10 @@ public:
 	// (not connected yet, or the bridge is restarting); errors show in the log.
 	/** Width * Height * 3 bytes, rows top to bottom, R G B. Face subjects. */
 	static bool SendImageRGB8(FName Subject, int32 Width, int32 Height, TArrayView<const uint8> Pixels);
-	/** Mono 16-bit PCM in capture order, any chunk size. Motion subjects. */
+	/** Mono 16-bit PCM in capture order, any chunk size up to one second. Motion and speech subjects. */
 	static bool SendAudioPCM16(FName Subject, int32 SampleRate, TArrayView<const int16> Samples);
+	/** Mono float PCM in [-1, 1] (what a submix renders), in capture order, up to one second. Motion and speech subjects. */
+	static bool SendAudioFloat(FName Subject, int32 SampleRate, TArrayView<const float> Samples);
 	/** Rows of 35 AIST++ music features, one row per output frame. Motion subjects. */
 	static bool SendMusicFeatures(FName Subject, int32 Rows, TArrayView<const float> Values);
 
