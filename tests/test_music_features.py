@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from bridge.media.music import synthesize_music
-from bridge.pipelines.music_features import FEATURE_DIM, MusicFeatureStream
+from bridge.pipelines.music_features import FEATURE_DIM, MusicFeatureBatch, MusicFeatureStream
 
 FPS = 60.0
 SR = 30720  # FACT's analysis rate at 60 FPS: no resampling, rows compare 1:1 with librosa
@@ -120,3 +120,96 @@ def test_cost_per_output_frame() -> None:
     per_frame_us = (time.perf_counter() - t0) / n * 1e6
     print(f"\n[music_features] 48 kHz in, 800-sample pushes: {per_frame_us:.0f} µs/output frame ({n} frames)")
     assert per_frame_us < 5000
+
+
+def _chunks(pcm: np.ndarray, rng: np.random.Generator, mean: int) -> list[np.ndarray]:
+    """`pcm` cut at random lengths around `mean`, with empty ticks between some."""
+    parts, i = [], 0
+    while i < pcm.size:
+        k = 0 if rng.random() < 0.2 else int(rng.integers(1, 2 * mean))
+        parts.append(pcm[i : i + k])
+        i += k
+    return parts
+
+
+def test_a_batch_steps_every_stream_as_if_alone() -> None:
+    # Streams of different rates, chunk sizes and start ticks, one leaving halfway (its row is reused
+    # by one that joins later), all fed tick by tick and computed with one run per tick.
+    rng = np.random.default_rng(7)
+    rates = [48000, 44100, 30720, 16000, 48000, 22050]
+    songs = [synthesize_music(5.0, bpm=100.0 + 10 * i, sample_rate=r, seed=i)[0] for i, r in enumerate(rates)]
+    starts = [0, 0, 13, 40, 90, 200]  # ticks
+    stop = {4: 150}  # stream 4 leaves at tick 150
+    ticks = [_chunks(pcm, rng, r // 60) for pcm, r in zip(songs, rates, strict=True)]
+    batch = MusicFeatureBatch(FPS)
+    streams: dict[int, MusicFeatureStream] = {}
+    got: dict[int, list[np.ndarray]] = {i: [] for i in range(len(rates))}
+    for tick in range(max(s + len(t) for s, t in zip(starts, ticks, strict=True))):
+        for i, (start, parts) in enumerate(zip(starts, ticks, strict=True)):
+            if tick == stop.get(i):
+                del streams[i]
+            elif start <= tick < start + len(parts) and tick < stop.get(i, 10**9):
+                if i not in streams:
+                    streams[i] = batch.open(rates[i])
+                got[i].append(streams[i].feed(parts[tick - start]))
+        batch.run()
+    assert batch._pool.size < len(rates)  # the leaver's row went to a later stream
+    for i, rate in enumerate(rates):
+        fed = stop[i] - starts[i] if i in stop else len(ticks[i])
+        pcm = np.concatenate(ticks[i][:fed])
+        alone = MusicFeatureStream(rate, FPS).push(pcm)
+        rows = np.concatenate(got[i])
+        assert rows.shape == alone.shape and rows.shape[0] > 0, i
+        np.testing.assert_array_equal(rows[:, 33:], alone[:, 33:])  # peaks and beats exactly
+        np.testing.assert_allclose(rows[:, :33], alone[:, :33], rtol=1e-6, atol=1e-6)
+
+
+def test_tempo_every_frame_or_every_n_frames_finds_the_same_beat() -> None:
+    pcm, beats = synthesize_music(12.0, bpm=128.0, sample_rate=48000, seed=3)
+    truth = np.round(beats * FPS)
+    for every in (1, 15, 60):
+        stream = MusicFeatureStream(48000, FPS, tempo_every=every)
+        rows = stream.push(pcm)
+        assert abs(stream.meter.tempo_bpm / 128.0 - 1.0) < 0.02, every
+        late = np.flatnonzero(rows[:, 34])
+        late = late[late >= 4 * FPS]
+        assert np.mean([np.abs(truth - d).min() <= 2 for d in late]) >= 0.8, every
+    with pytest.raises(ValueError):
+        MusicFeatureBatch(FPS, tempo_every=0)
+    with pytest.raises(ValueError):
+        MusicFeatureStream(48000, 30.0, batch=MusicFeatureBatch(FPS))
+
+
+def test_the_motion_pipeline_computes_all_sessions_audio_in_one_run() -> None:
+    from pathlib import Path
+
+    from bridge.pipelines.motion import MotionPipeline
+    from bridge.protocol.requests import AudioInput
+    from bridge.runtime.engine import Engine
+
+    manifest = Path(__file__).resolve().parents[1] / "engines" / "dance_lstm.manifest.json"
+    engine = Engine.load(manifest, backend="onnxruntime")
+    try:
+        motion = MotionPipeline(engine)
+        rates = [48000, 44100, 16000]
+        pcms = [synthesize_music(1.0, sample_rate=r, seed=i)[0] for i, r in enumerate(rates)]
+        states = [motion.open_session({}) for _ in rates]
+        alone = [MusicFeatureStream(r, motion.fps) for r in rates]
+        for tick in range(40):
+            steps, want = [], []
+            for i, (state, rate, pcm) in enumerate(zip(states, rates, pcms, strict=True)):
+                chunk = pcm[tick * rate // 60 : (tick + 1) * rate // 60]
+                if chunk.size:
+                    steps.append(
+                        motion.prepare(state, AudioInput(0, f"{i:016x}", tick, tick, False, rate, chunk))
+                    )
+                    want.append(alone[i].push(chunk))
+            ready = [i for i, s in enumerate(steps) if s]
+            if ready:
+                # One engine call of one session fills every session's rows of this tick.
+                motion.run_batch([states[ready[0]]], [steps[ready[0]][0]])
+                for s, w in zip(steps, want, strict=True):
+                    got = np.concatenate([step.payload for step in s]) if s else np.zeros((0, 35), np.float32)
+                    np.testing.assert_allclose(got, w, rtol=1e-6, atol=1e-6)
+    finally:
+        engine.close()

@@ -26,7 +26,7 @@ import numpy as np
 from bridge.filters.low_pass import smoothing_factor, time_constant
 from bridge.pipelines.base import BatchResult, FailedRow, Pipeline, Step
 from bridge.pipelines.motion_post import create_motion_post
-from bridge.pipelines.music_features import MusicFeatureStream
+from bridge.pipelines.music_features import MusicFeatureBatch, MusicFeatureStream
 from bridge.pipelines.options import check_options
 from bridge.pipelines.output_guard import RESTART_AFTER
 from bridge.protocol.codec import ProtocolError
@@ -77,6 +77,8 @@ class MotionPipeline(Pipeline[MotionState, np.ndarray]):
         self.state_slots = create_state_slots(engine)
         self.post = create_motion_post(engine, self.guard_stats, 1.0 / self.fps)
         self._post_workers = ThreadPoolExecutor(POST_WORKERS, f"post-{engine.manifest.name}")
+        # Every session's music-feature state, stepped for all sessions with audio at once.
+        self.music = MusicFeatureBatch(self.fps)
 
     def open_session(self, options: dict[str, Any]) -> MotionState:
         check_options(self.name, options, {"style": str, "smoothing": (float, int), "mode": str})
@@ -116,12 +118,13 @@ class MotionPipeline(Pipeline[MotionState, np.ndarray]):
         if isinstance(item, AudioInput):
             if state.features is None or state.features.sample_rate != item.rate:
                 # A new rate restarts feature extraction; the dance itself (recurrent state) goes on.
-                state.features = MusicFeatureStream(item.rate, self.fps)
-            rows = state.features.push(item.samples)
+                state.features = self.music.open(item.rate)
+            # Rows filled by the next `run_batch` (self.music.run), for every session's audio at once;
+            # the steps hold views of them.
+            rows = state.features.feed(item.samples)
         else:
             assert isinstance(item, FeaturesInput)
-            rows = item.rows
-        rows = np.asarray(rows, dtype=np.float32)
+            rows = np.asarray(item.rows, dtype=np.float32)
         chunk = OFFLINE_MAX_STEPS if state.offline else 1
         return [Step(rows[i : i + chunk], item.seq, item.t_capture_ns) for i in range(0, len(rows), chunk)]
 
@@ -140,6 +143,7 @@ class MotionPipeline(Pipeline[MotionState, np.ndarray]):
         return len(step.payload)  # one engine call runs one time length
 
     def run_batch(self, states: Sequence[MotionState], steps: Sequence[Step[np.ndarray]]) -> BatchResult:
+        self.music.run()  # the features of all audio prepared since the last call (once per tick)
         slots = _slots(states)
         fresh = self.slot_pool.take_fresh()  # rows of new or restarted sessions start from zeros
         size = self.slot_pool.size

@@ -1,4 +1,5 @@
-"""Streaming AIST++/FACT music features: 35 values per output frame, computed causally in numpy.
+"""Streaming AIST++/FACT music features: 35 values per output frame, computed causally in numpy,
+for many streams at once.
 
 FACT (research/models-and-anchors.md §3.2) analyses audio with librosa at SR = fps·512 (30720 Hz at
 60 FPS) and hop 512, so one analysis frame is one output frame. Each row is
@@ -16,32 +17,62 @@ What differs from FACT's offline librosa pipeline, because a stream cannot see t
 - onset peaks are picked online from past envelope values plus the ones the window already
   covers (see Timing), with the running maximum instead of the song's range for normalisation;
 - beats come from an online tracker (autocorrelation tempo + comb phase over the last 6 s of the
-  onset envelope) instead of offline dynamic programming seeded with the known BPM.
+  onset envelope) instead of offline dynamic programming seeded with the known BPM. The tempo is
+  re-estimated every `tempo_every` frames (default TEMPO_EVERY = 15, 250 ms at 60 FPS), the beat
+  phase every frame: a beat is still emitted on the frame it falls on; only a tempo change reaches
+  the beat grid up to tempo_every - 1 frames later (on top of the 6 s window it is estimated over).
 
 Timing: row j describes the 2048-sample window centred on the frame's time j/fps (zeros before the
 stream start, like librosa's centred frames), so it is emitted once audio up to j/fps + 1024
-samples has arrived: 33.3 ms at 60 FPS, and no other delay. librosa's centred onset envelope at
-frame j is the flux between frames j-3 and j-2, whose windows end by j/fps; so the envelope for
-frames j+1 and j+2 is already known when row j is emitted, which gives the peak picker its one
-frame of look-ahead (librosa's post_max = 1) and the beat tracker one frame too, for free. Nothing
-depends on how the audio is chunked: one big chunk or many small ones give identical rows.
+samples has arrived: 33.3 ms at 60 FPS, plus the resampler's delay (below). librosa's centred onset
+envelope at frame j is the flux between frames j-3 and j-2, whose windows end by j/fps; so the
+envelope for frames j+1 and j+2 is already known when row j is emitted, which gives the peak picker
+its one frame of look-ahead (librosa's post_max = 1) and the beat tracker one frame too, for free.
+Nothing depends on how the audio is chunked: one big chunk or many small ones give identical rows.
 
-Input at any sample rate is resampled to fps·512 with a Kaiser-windowed-sinc polyphase filter
-(32 taps per output sample). Linear interpolation would be cheaper but folds everything above the
-new Nyquist back into the mel bands MFCC and onsets are built from; the filter costs ~16k
-multiply-adds per output frame, which is noise next to the FFT.
+Input at another rate than fps·512 is resampled by soxr, one stream per session (a multi-channel
+soxr stream would need every session's audio in lockstep), in its variable-rate mode at a fixed
+ratio: a polyphase filter, flat to 15 kHz with aliases below -120 dB, that gives every 1/60 s chunk
+of 48 kHz audio its one row. soxr's fixed-rate HQ (librosa's "soxr_hq", FACT's own resampling)
+computes in blocks of ~1.6 frames at 48 kHz, so a live stream would get 0, 1 or 2 rows per chunk and
+8 ms more delay on average. The resampler delays a row by up to one chunk more: 16.7 ms at 48 and
+44.1 kHz in 1/60 s chunks (as the hand-written 32-tap filter it replaces did), 28 ms at 16 kHz
+(docs/scheduling.md, "Music features"). Audio at fps·512 is not resampled.
+
+Many streams: `MusicFeatureBatch` holds the state of its streams as arrays with a row per stream.
+`MusicFeatureStream.feed(pcm)` resamples and buffers a chunk and returns the rows it completes,
+unfilled; `MusicFeatureBatch.run()` fills every row fed since the last run, all streams at once: in
+waves, wave k computing the k-th new frame of every stream that has one (STFT, mel, MFCC, chroma,
+onset, peak and beat for the whole wave in one numpy pass each), so each stream's frames still run
+one by one, in order. A stream alone is a batch of one (`push` = feed + run). A stream's rows do
+not depend on the streams it shares waves with, except for the rounding of the two BLAS products
+(chroma and DCT, ~1e-14 relative: BLAS kernels differ with the batch size); the mel bands are a
+sparse sum, exact whatever the batch.
 """
 
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 import numpy.typing as npt
+import soxr
 
-__all__ = ["FEATURE_DIM", "HOP", "N_FFT", "Meter", "MeterTracker", "MusicFeatureStream"]
+from bridge.runtime.state_slots import SlotLease, SlotPool
+
+__all__ = [
+    "FEATURE_DIM",
+    "HOP",
+    "N_FFT",
+    "TEMPO_EVERY",
+    "Meter",
+    "MeterTracker",
+    "MusicFeatureBatch",
+    "MusicFeatureStream",
+]
 
 HOP = 512
 N_FFT = 2048
@@ -51,6 +82,7 @@ N_CHROMA = 12
 FEATURE_DIM = 1 + N_MFCC + N_CHROMA + 1 + 1
 TOP_DB = 80.0
 AMIN = 1e-10
+TEMPO_EVERY = 15  # frames between tempo estimates
 
 _ENVELOPE = 0
 _MFCC = slice(1, 1 + N_MFCC)
@@ -58,6 +90,7 @@ _CHROMA = slice(_MFCC.stop, _MFCC.stop + N_CHROMA)
 _PEAK = _CHROMA.stop
 _BEAT = _PEAK + 1
 
+# The speech features' resampler (bridge.speech.features); the music features use soxr.
 _RESAMPLE_HALF_TAPS = 16
 _RESAMPLE_MAX_PHASES = 1024
 _RESAMPLE_BLOCK = 4096  # output samples per resampling pass
@@ -77,6 +110,11 @@ _BEAT_DOUBLE_MAX_BPM = 200.0
 # Downbeat / meter: accents (envelope at each beat) per position in a bar of 3 or 4, decayed per beat.
 _METER_DECAY = 0.97
 _BARS_PER_PHRASE = 4
+_NEVER = -(10**9)  # "frame" of a peak or beat that has not happened
+
+_F64 = npt.NDArray[np.float64]
+_I64 = npt.NDArray[np.int64]
+_Bool = npt.NDArray[np.bool_]
 
 
 def _hz_to_mel(f: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
@@ -127,6 +165,43 @@ def chroma_filterbank(sr: float, n_fft: int = N_FFT) -> npt.NDArray[np.float64]:
     return np.concatenate([np.zeros((N_CHROMA, 1)), w], axis=1)
 
 
+@dataclass(frozen=True)
+class _Tables:
+    """The constant tables of one analysis rate (read-only; shared by every batch of that rate)."""
+
+    window: _F64  # periodic Hann, as librosa's get_window
+    mel_bins: _I64  # the mel filterbank as a sparse sum: bins of filter i are
+    mel_weights: _F64  # mel_bins[mel_starts[i]:mel_starts[i+1]], with these weights
+    mel_starts: _I64
+    dct_t: _F64  # (N_MELS, N_MFCC)
+    chroma_t: _F64  # (bins, N_CHROMA)
+    cens_window: _F64  # one-sided Hann over the last _CENS_FRAMES frames, oldest first, sum 1
+
+
+@lru_cache(maxsize=4)
+def _analysis_tables(analysis_rate: int) -> _Tables:
+    """Built once per rate, not on the scheduler thread at every session's first audio."""
+    mel = mel_filterbank(analysis_rate)
+    # Each triangle is one contiguous run of bins; a sparse sum needs ~2 bins per band, not all 1025,
+    # and its rounding does not depend on how many frames are summed at once (BLAS's does).
+    spans = [np.flatnonzero(row) for row in mel]
+    if any(span.size == 0 or span[-1] - span[0] + 1 != span.size for span in spans):
+        raise ValueError(f"mel filters at {analysis_rate} Hz are not contiguous runs of bins")
+    hann = np.hanning(2 * _CENS_FRAMES + 1)[_CENS_FRAMES + 1 :][::-1]  # in time order: newest heaviest
+    tables = _Tables(
+        window=np.hanning(N_FFT + 1)[:-1],
+        mel_bins=np.concatenate(spans),
+        mel_weights=np.concatenate([row[span] for row, span in zip(mel, spans, strict=True)]),
+        mel_starts=np.cumsum([0] + [span.size for span in spans[:-1]]),
+        dct_t=np.ascontiguousarray(dct_matrix().T),
+        chroma_t=np.ascontiguousarray(chroma_filterbank(analysis_rate).T),
+        cens_window=hann / hann.sum(),
+    )
+    for table in vars(tables).values():
+        table.setflags(write=False)
+    return tables
+
+
 @lru_cache(maxsize=16)
 def _kaiser_sinc_bank(up: int, down: int, phases: int) -> npt.NDArray[np.float64]:
     """Polyphase windowed-sinc bank, (phases, 2·half) taps, for resampling by up/down (cached, read-only:
@@ -143,22 +218,9 @@ def _kaiser_sinc_bank(up: int, down: int, phases: int) -> npt.NDArray[np.float64
     return bank
 
 
-_Table = npt.NDArray[np.float64]
-
-
-@lru_cache(maxsize=4)
-def _analysis_tables(analysis_rate: int) -> tuple[_Table, _Table, _Table, _Table]:
-    """The constant tables of one analysis rate: STFT window, mel and chroma filterbanks, DCT (cached,
-    read-only: built once, not on the scheduler thread at every session's first audio)."""
-    window = np.hanning(N_FFT + 1)[:-1]  # periodic Hann, as librosa's get_window
-    tables = (window, mel_filterbank(analysis_rate), dct_matrix(), chroma_filterbank(analysis_rate))
-    for table in tables:
-        table.setflags(write=False)
-    return tables
-
-
 class _Resampler:
-    """Streaming rational resampler; output sample n sits at input position n·down/up."""
+    """Streaming rational resampler (Kaiser-windowed sinc, 32 taps per output sample) of the speech
+    features; output sample n sits at input position n·down/up."""
 
     def __init__(self, in_rate: int, out_rate: int) -> None:
         g = math.gcd(in_rate, out_rate)
@@ -240,185 +302,379 @@ class MeterTracker:
         self.beats_per_bar, self.beat_in_bar = meter, position
 
 
-class _BeatTracker:
-    """Online beat tracker over the onset envelope.
+def _grown(a: npt.NDArray[np.generic], rows: int) -> npt.NDArray[np.generic]:
+    """`a` with `rows` rows (first axis), its rows kept; the new ones are reset before use."""
+    out = np.zeros((rows, *a.shape[1:]), a.dtype)
+    out[: a.shape[0]] = a
+    return out
 
-    Tempo: autocorrelation of the last few seconds of the envelope, weighted by a log-normal prior
-    around 120 BPM, peak refined by parabolic interpolation, then the metrical-level check (a strong
-    peak at half the lag means the faster level is the beat). Phase: a comb at that period, summed
-    over the past, picks how many frames ago the latest beat was; a beat is emitted when that is
-    "now" and the previous beat is at least half a period back. Each beat's accent (the envelope
-    around it) feeds the meter tracker: downbeat, bar and phrase.
+
+class _BeatRows:
+    """The online beat tracker of every stream of a batch, a row each, stepped for many rows at once.
+
+    Tempo (every `tempo_every` frames): autocorrelation of the last few seconds of the envelope,
+    weighted by a log-normal prior around 120 BPM, peak refined by parabolic interpolation, then the
+    metrical-level check (a strong peak at half the lag means the faster level is the beat). Phase
+    (every frame): a comb at that period, summed over the past, picks how many frames ago the latest
+    beat was; a beat is emitted when that is "now" and the previous beat is at least half a period
+    back. Each beat's accent (the envelope around it) goes to its stream's meter tracker.
     """
 
-    def __init__(self, fps: float) -> None:
+    def __init__(self, fps: float, tempo_every: int) -> None:
         self.fps = fps
+        self.tempo_every = tempo_every
         self.size = round(_BEAT_HISTORY_S * fps)
-        self.env = np.zeros(self.size, np.float64)  # the last `size` envelope values, oldest first
-        self.count = 0
         self.min_lag = max(2, int(fps * 60.0 / _BEAT_MAX_BPM))
         self.max_lag = math.ceil(fps * 60.0 / _BEAT_MIN_BPM)
-        lags = np.arange(self.min_lag, self.max_lag + 1)
-        bpm = 60.0 * fps / lags
-        self.lags = lags
+        self.lags = np.arange(self.min_lag, self.max_lag + 1)
+        bpm = 60.0 * fps / self.lags
         self.prior = np.exp(-0.5 * (np.log2(bpm / _BEAT_PRIOR_BPM) / _BEAT_PRIOR_OCTAVES) ** 2)
         self.n_fft = 1 << (2 * self.size - 1).bit_length()
-        self.last_beat = -(10**9)
-        self.period = fps * 60.0 / _BEAT_PRIOR_BPM
-        self.meter = MeterTracker()
+        # Per row: the last `size` envelope values (oldest first; zeros before the stream's first),
+        # values seen, when the next tempo estimate is due (in values seen), the latest beat's frame,
+        # the beat period in frames and whether it has been estimated yet.
+        self.env = np.zeros((0, self.size))
+        self.count = np.zeros(0, np.int64)
+        self.tempo_due = np.zeros(0, np.int64)
+        self.last_beat = np.zeros(0, np.int64)
+        self.period = np.zeros(0)
+        self.has_tempo = np.zeros(0, np.bool_)
 
-    def step(self, value: float, frame: int) -> bool:
-        """Add the envelope of ``frame + 1`` (one frame of look-ahead); is ``frame`` a beat?"""
-        self.env[:-1] = self.env[1:]
-        self.env[-1] = value
-        self.count += 1
-        if self.count < 2 * self.max_lag:
-            return False
-        e = self.env[-min(self.count, self.size) :]
-        e = e - e.mean()
-        spec = np.fft.rfft(e, self.n_fft)
-        ac = np.fft.irfft(spec * np.conj(spec), self.n_fft)[: self.max_lag + 2]
-        if ac[0] <= 0.0:
-            return False
-        score = ac[self.lags] * self.prior
-        i = int(np.argmax(score))
-        lag = float(self.lags[i])
-        if 0 < i < score.size - 1:
-            a, b, c = score[i - 1], score[i], score[i + 1]
-            denom = a - 2.0 * b + c
-            if denom < 0.0:
-                lag += 0.5 * (a - c) / denom
+    def grow(self, rows: int) -> None:
+        for name in ("env", "count", "tempo_due", "last_beat", "period", "has_tempo"):
+            setattr(self, name, _grown(getattr(self, name), rows))
+
+    def reset(self, rows: _I64) -> None:
+        self.env[rows] = 0.0
+        self.count[rows] = 0
+        self.tempo_due[rows] = 2 * self.max_lag  # the first estimate once two longest periods are in
+        self.last_beat[rows] = _NEVER
+        self.period[rows] = self.fps * 60.0 / _BEAT_PRIOR_BPM
+        self.has_tempo[rows] = False
+
+    def step(self, rows: _I64, value: _F64, frame: _I64) -> tuple[_Bool, _F64]:
+        """Add the envelope of each row's ``frame + 1`` (one frame of look-ahead); which rows have a
+        beat at ``frame``, and its accent."""
+        env = self.env[rows]
+        env[:, :-1] = env[:, 1:]
+        env[:, -1] = value
+        count = self.count[rows] + 1
+        self.env[rows], self.count[rows] = env, count
+        beat = np.zeros(rows.size, np.bool_)
+        accent = np.zeros(rows.size)
+        ready = np.flatnonzero(count >= 2 * self.max_lag)
+        if not ready.size:
+            return beat, accent
+        r, count = rows[ready], count[ready]
+        n = np.minimum(count, self.size)  # envelope values in the window; older entries are zeros
+        inside = np.arange(self.size)[None, :] >= (self.size - n)[:, None]
+        e = np.where(inside, env[ready] - (env[ready].sum(axis=1) / n)[:, None], 0.0)
+        due = count >= self.tempo_due[r]
+        if due.any():
+            self._tempo(r[due], e[due], count[due])
+        # A beat needs a tempo and a window that is not flat (silence).
+        live = np.flatnonzero(self.has_tempo[r] & (e != 0.0).any(axis=1))
+        if live.size:
+            r, e, n = r[live], e[live], n[live]
+            is_beat = (self._phase(e, n, self.period[r]) == 0) & (
+                frame[ready[live]] - self.last_beat[r] >= 0.5 * self.period[r]
+            )
+            hit = ready[live[is_beat]]
+            self.last_beat[r[is_beat]] = frame[hit]
+            beat[hit] = True
+            # Accent: the strongest envelope within a frame of the beat (e[:, -2] is this frame).
+            accent[hit] = e[is_beat, -4:].max(axis=1)
+        return beat, accent
+
+    def _tempo(self, rows: _I64, e: _F64, count: _I64) -> None:
+        spec = np.fft.rfft(e, self.n_fft, axis=1)
+        ac = np.fft.irfft(spec * np.conj(spec), self.n_fft, axis=1)[:, : self.max_lag + 2]
+        at = np.arange(rows.size)
+        score = ac[:, self.lags] * self.prior
+        i = np.argmax(score, axis=1)
+        lag = self.lags[i].astype(np.float64)
+        k = np.clip(i, 1, score.shape[1] - 2)
+        a, b, c = score[at, k - 1], score[at, k], score[at, k + 1]
+        denom = a - 2.0 * b + c
+        vertex = (i == k) & (denom < 0.0)
+        lag += np.where(vertex, 0.5 * (a - c) / np.where(vertex, denom, -1.0), 0.0)
         half = lag / 2.0
-        if 60.0 * self.fps / half <= _BEAT_DOUBLE_MAX_BPM:
-            lo = math.floor(half) - 1
-            if float(ac[lo : lo + 4].max()) >= _BEAT_HALF_LAG_RATIO * float(ac[round(lag)]):
-                lag = half
-        self.period = lag
-        # Comb: for each candidate offset d (frames before the decided frame, -1 = look-ahead), sum
-        # the envelope at d, d+P, d+2P, ... with recent beats weighted more.
-        n = e.size
-        m = np.arange(int((n - 2) // lag))
-        d = np.arange(-1, math.ceil(lag) - 1)
-        pos = (n - 2) - d[:, None] - np.round(m[None, :] * lag).astype(np.int64)
-        valid = pos >= 0
-        weights = np.where(valid, 0.9 ** m[None, :], 0.0)
-        comb = (e[np.maximum(pos, 0)] * weights).sum(axis=1)
-        best = int(d[int(np.argmax(comb))])
-        if best != 0 or frame - self.last_beat < 0.5 * lag:
-            return False
-        self.last_beat = frame
-        # Accent: the strongest envelope within a frame of the beat (e[-2] is this frame).
-        self.meter.beat(float(e[-4:].max()))
-        return True
+        lo = np.floor(half).astype(np.int64) - 1
+        near = ac[at[:, None], lo[:, None] + np.arange(4)].max(axis=1)
+        faster = (60.0 * self.fps / half <= _BEAT_DOUBLE_MAX_BPM) & (
+            near >= _BEAT_HALF_LAG_RATIO * ac[at, np.rint(lag).astype(np.int64)]
+        )
+        lag = np.where(faster, half, lag)
+        ok = ac[:, 0] > 0.0  # a flat window has no tempo: keep the last one, try again next frame
+        self.period[rows[ok]] = lag[ok]
+        self.has_tempo[rows[ok]] = True
+        self.tempo_due[rows] = count + np.where(ok, self.tempo_every, 1)
+
+    @staticmethod
+    def _phase(e: _F64, n: _I64, lag: _F64) -> _I64:
+        """For each row, the comb's best offset d (frames before the decided frame, -1 = look-ahead):
+        the envelope summed at d, d+P, d+2P, ... with recent beats weighted more."""
+        size = e.shape[1]
+        periods = np.floor_divide(n - 2, lag).astype(np.int64)  # whole periods back within the window
+        m = np.arange(int(periods.max()))
+        offsets = np.ceil(lag).astype(np.int64)  # d = -1 .. ceil(P) - 2
+        d = np.arange(-1, int(offsets.max()) - 1)
+        back = np.round(m[None, :] * lag[:, None]).astype(np.int64)
+        pos = (size - 2) - d[None, :, None] - back[:, None, :]
+        valid = (pos >= (size - n)[:, None, None]) & (m[None, None, :] < periods[:, None, None])
+        weights = np.where(valid, 0.9 ** m[None, None, :], 0.0)
+        comb = (e[np.arange(e.shape[0])[:, None, None], np.maximum(pos, 0)] * weights).sum(axis=2)
+        comb[d[None, :] > (offsets - 2)[:, None]] = -np.inf
+        best: _I64 = d[np.argmax(comb, axis=1)]
+        return best
 
 
-class MusicFeatureStream:
-    """Per-session streaming music features. ``push(pcm)`` → ``(k, 35)`` float32 rows (k may be 0)."""
+class MusicFeatureBatch:
+    """The feature state of many streams at one fps, as arrays with a row per stream (module doc).
 
-    def __init__(self, sample_rate: int, fps: float = 60.0) -> None:
-        if sample_rate <= 0 or fps <= 0:
-            raise ValueError("sample_rate and fps must be positive")
-        self.sample_rate = int(sample_rate)
+    Streams join with `open(sample_rate)`; `run()` computes every row fed since the last run.
+    Feeding (from any thread) and running hold one lock, so a run never sees a half-fed chunk.
+    """
+
+    def __init__(self, fps: float = 60.0, tempo_every: int = TEMPO_EVERY) -> None:
+        if fps <= 0:
+            raise ValueError("fps must be positive")
+        if tempo_every < 1:
+            raise ValueError("tempo_every must be at least 1")
         self.fps = float(fps)
-        self.analysis_rate = round(fps * HOP)
-        self.latency_samples = N_FFT // 2  # at analysis_rate, after the row's own time
-        self.latency_ms = 1000.0 * self.latency_samples / self.analysis_rate
-        self._resampler = _Resampler(self.sample_rate, self.analysis_rate)
-        self._window, self._mel, self._dct, self._chroma = _analysis_tables(self.analysis_rate)
-        hann = np.hanning(2 * _CENS_FRAMES + 1)[_CENS_FRAMES + 1 :][::-1]  # one-sided, newest heaviest
-        self._cens_window = hann / hann.sum()
-        self._cens_hist = np.zeros((_CENS_FRAMES, N_CHROMA), np.float64)
-        # Analysis buffer: _buf[i] is resampled sample _buf_start + i; starts with half a window of
-        # zeros so frame 0 is centred on sample 0, like librosa's centred frames.
-        self._buf = np.zeros(N_FFT // 2, np.float64)
-        self._buf_start = -(N_FFT // 2)
-        self._next_frame = 0
-        self._prev_mel_db: npt.NDArray[np.float64] | None = None
-        self._db_max = -np.inf
+        self.tempo_every = int(tempo_every)
+        self.analysis_rate = round(self.fps * HOP)
+        self._tables = _analysis_tables(self.analysis_rate)
+        self._lock = threading.Lock()
+        self._pool = SlotPool()
+        self._pending: list[tuple[MusicFeatureStream, npt.NDArray[np.float32]]] = []
         # Peak picking as librosa.onset.onset_detect (pre_max 30 ms, post_max 1 frame, pre_avg
         # 100 ms, wait 30 ms, delta 0.07 of the normalised envelope).
         self._pre_avg = max(1, int(0.10 * self.fps))
         self._wait = max(1, int(0.03 * self.fps))
-        # Envelope of frames ..., j-1, j, j+1, j+2 while row j is being finished (newest last).
-        self._env = np.zeros(self._pre_avg + 4, np.float64)
-        self._env_max = 1e-6
-        self._last_peak = -(10**9)
-        self._beats = _BeatTracker(self.fps)
+        # Per row: the previous frame's dB mels (and whether there is one), the loudest dB so far,
+        # the envelope of frames ..., j-1, j, j+1, j+2 while row j is being finished (newest last),
+        # its running maximum, the latest peak's frame, and the CENS history (oldest first).
+        self._prev_db = np.zeros((0, N_MELS))
+        self._has_prev = np.zeros(0, np.bool_)
+        self._db_max = np.zeros(0)
+        self._env = np.zeros((0, self._pre_avg + 4))
+        self._env_max = np.zeros(0)
+        self._last_peak = np.zeros(0, np.int64)
+        self._cens = np.zeros((0, _CENS_FRAMES, N_CHROMA))
+        self._beats = _BeatRows(self.fps, self.tempo_every)
+
+    def open(self, sample_rate: int) -> MusicFeatureStream:
+        """A new stream of this batch, for audio at `sample_rate`."""
+        return MusicFeatureStream(sample_rate, self.fps, tempo_every=self.tempo_every, batch=self)
+
+    def run(self) -> None:
+        """Fill every row fed since the last run (all streams, in waves)."""
+        with self._lock:
+            pending, self._pending = self._pending, []
+            if not pending:
+                return
+            try:
+                self._run(pending)
+            except BaseException:
+                # Rows that could not be computed read as NaN (the motion guard's bad output), and
+                # every stream skips to its fed audio, so the next rows stay in step with it.
+                for stream, rows in pending:
+                    rows.fill(np.nan)
+                    stream._skip_to_fed()
+                raise
+
+    def _acquire(self) -> SlotLease:
+        return self._pool.acquire()
+
+    def _queue(self, stream: MusicFeatureStream, rows: npt.NDArray[np.float32]) -> None:
+        self._pending.append((stream, rows))
+
+    def _run(self, pending: list[tuple[MusicFeatureStream, npt.NDArray[np.float32]]]) -> None:
+        self._grow(self._pool.size)
+        fresh = self._pool.take_fresh()
+        if fresh.size:
+            self._reset(fresh)
+        # Each stream's rows to fill, in order; streams with the most first, so that wave k is a prefix.
+        dests: dict[int, tuple[MusicFeatureStream, list[npt.NDArray[np.float32]]]] = {}
+        for stream, fed in pending:
+            dests.setdefault(id(stream), (stream, []))[1].extend(fed)
+        queue = sorted(dests.values(), key=lambda sd: -len(sd[1]))
+        streams = [s for s, _ in queue]
+        counts = np.array([len(d) for _, d in queue])
+        windows = np.empty((len(streams), N_FFT))
+        for k in range(int(counts[0])):
+            wave = streams[: int(np.count_nonzero(counts > k))]
+            for i, s in enumerate(wave):
+                start = s._frame * HOP - N_FFT // 2 - s._buf_start
+                windows[i] = s._buf[start : start + N_FFT]
+            rows = np.fromiter((s._row.index for s in wave), np.int64, len(wave))
+            frames = np.fromiter((s._frame for s in wave), np.int64, len(wave))
+            out, beat, accent = self._wave(rows, windows[: len(wave)], frames)
+            for i, s in enumerate(wave):
+                queue[i][1][k][...] = out[i]
+                s._frame += 1
+            for b in np.flatnonzero(beat):
+                wave[b]._meter.beat(float(accent[b]))
+        for s in streams:
+            s._trim()
+
+    def _grow(self, rows: int) -> None:
+        if rows <= self._has_prev.size:
+            return
+        rows = max(rows, 2 * self._has_prev.size)
+        for name in ("_prev_db", "_has_prev", "_db_max", "_env", "_env_max", "_last_peak", "_cens"):
+            setattr(self, name, _grown(getattr(self, name), rows))
+        self._beats.grow(rows)
+
+    def _reset(self, rows: _I64) -> None:
+        self._prev_db[rows] = 0.0
+        self._has_prev[rows] = False
+        self._db_max[rows] = -np.inf
+        self._env[rows] = 0.0
+        self._env_max[rows] = 1e-6
+        self._last_peak[rows] = _NEVER
+        self._cens[rows] = 0.0
+        self._beats.reset(rows)
+
+    def _wave(self, rows: _I64, windows: _F64, frames: _I64) -> tuple[npt.NDArray[np.float32], _Bool, _F64]:
+        """One frame of each of `rows` (their analysis windows, frame numbers): feature rows, beats and
+        beat accents."""
+        t = self._tables
+        power = np.abs(np.fft.rfft(windows * t.window, axis=1)) ** 2
+        # Bins as rows: the sparse sum runs along contiguous rows of all frames at once.
+        by_bin = np.ascontiguousarray(power.T)
+        mel = np.add.reduceat(by_bin[t.mel_bins] * t.mel_weights[:, None], t.mel_starts, axis=0).T
+        mel_db = 10.0 * np.log10(np.maximum(mel, AMIN))
+        # librosa floors at the whole song's maximum - 80 dB; the loudest frame so far is the causal stand-in.
+        db_max = np.maximum(self._db_max[rows], mel_db.max(axis=1))
+        self._db_max[rows] = db_max
+        np.maximum(mel_db, (db_max - TOP_DB)[:, None], out=mel_db)
+        # This window gives the envelope of frame j+2: mean positive dB flux from frame j-1 to j.
+        flux = np.maximum(0.0, mel_db - self._prev_db[rows]).mean(axis=1)
+        flux[~self._has_prev[rows]] = 0.0
+        self._prev_db[rows], self._has_prev[rows] = mel_db, True
+        env = self._env[rows]
+        env[:, :-1] = env[:, 1:]
+        env[:, -1] = flux
+        self._env[rows] = env
+
+        out = np.empty((rows.size, FEATURE_DIM), np.float32)
+        out[:, _ENVELOPE] = env[:, -3]
+        out[:, _MFCC] = mel_db @ t.dct_t
+        out[:, _CHROMA] = self._chroma_cens(rows, power @ t.chroma_t)
+        out[:, _PEAK] = self._peaks(rows, env, frames)
+        beat, accent = self._beats.step(rows, env[:, -2], frames)
+        out[:, _BEAT] = beat
+        return out, beat, accent
+
+    def _chroma_cens(self, rows: _I64, chroma: _F64) -> _F64:
+        total = chroma.sum(axis=1, keepdims=True)
+        c = np.divide(chroma, total, out=np.zeros_like(chroma), where=total > 1e-12)
+        # CENS quantisation (librosa.feature.chroma_cens: thresholds 0.4, 0.2, 0.1, 0.05 → 1..4),
+        # then a causal smoothing and L2 normalisation.
+        hist = self._cens[rows]
+        hist[:, :-1] = hist[:, 1:]
+        hist[:, -1] = (c > 0.4).astype(np.float64) + (c > 0.2) + (c > 0.1) + (c > 0.05)
+        self._cens[rows] = hist
+        smooth = (hist * self._tables.cens_window[None, :, None]).sum(axis=1)
+        norm = np.sqrt((smooth * smooth).sum(axis=1, keepdims=True))
+        unit: _F64 = np.divide(smooth, norm, out=smooth.copy(), where=norm > 1e-12)
+        return unit
+
+    def _peaks(self, rows: _I64, env: _F64, frames: _I64) -> _Bool:
+        # Normalised by a slowly decaying running maximum (the offline version uses the song's range).
+        env_max = np.maximum(self._env_max[rows] * 0.999, env[:, -3])
+        self._env_max[rows] = env_max
+        h = env / env_max[:, None]
+        centre = h[:, -3]
+        peak = (
+            (centre >= h[:, -4])
+            & (centre >= h[:, -2])
+            & (centre >= h[:, -3 - self._pre_avg : -2].mean(axis=1) + 0.07)
+            & (frames - self._last_peak[rows] > self._wait)
+        )
+        self._last_peak[rows[peak]] = frames[peak]
+        is_peak: _Bool = peak
+        return is_peak
+
+
+class MusicFeatureStream:
+    """One session's streaming music features, a row of a `MusicFeatureBatch` (its own batch of one
+    unless given one). ``push(pcm)`` → ``(k, 35)`` float32 rows (k may be 0)."""
+
+    def __init__(
+        self,
+        sample_rate: int,
+        fps: float = 60.0,
+        *,
+        tempo_every: int = TEMPO_EVERY,
+        batch: MusicFeatureBatch | None = None,
+    ) -> None:
+        if sample_rate <= 0 or fps <= 0:
+            raise ValueError("sample_rate and fps must be positive")
+        if batch is None:
+            batch = MusicFeatureBatch(fps, tempo_every)
+        elif (batch.fps, batch.tempo_every) != (float(fps), tempo_every):
+            raise ValueError("a stream of a batch has the batch's fps and tempo_every")
+        self.batch = batch
+        self.sample_rate = int(sample_rate)
+        self.fps = batch.fps
+        self.analysis_rate = batch.analysis_rate
+        self.latency_samples = N_FFT // 2  # at analysis_rate, after the row's own time (+ the resampler's)
+        self.latency_ms = 1000.0 * self.latency_samples / self.analysis_rate
+        self._resampler = (
+            None
+            if self.sample_rate == self.analysis_rate
+            else soxr.ResampleStream(self.sample_rate, self.analysis_rate, 1, dtype="float64", vr=True)
+        )
+        self._row = batch._acquire()  # this stream's row of the batch's arrays, freed with the stream
+        self._meter = MeterTracker()
+        # Analysis buffer: _buf[i] is resampled sample _buf_start + i; starts with half a window of
+        # zeros so frame 0 is centred on sample 0, like librosa's centred frames.
+        self._buf = np.zeros(N_FFT // 2, np.float64)
+        self._buf_start = -(N_FFT // 2)
+        self._fed = 0  # frames handed out by `feed` (complete in the buffer)
+        self._frame = 0  # frames computed by the batch
 
     @property
     def meter(self) -> Meter:
-        m = self._beats.meter
-        tempo = 60.0 * self.fps / self._beats.period
+        m, beats = self._meter, self.batch._beats
+        tempo = 60.0 * self.fps / float(beats.period[self._row.index]) if self._frame else _BEAT_PRIOR_BPM
         return Meter(tempo, m.beats_per_bar, m.beat_in_bar, m.bar, m.bar // _BARS_PER_PHRASE)
 
-    def push(self, pcm: npt.ArrayLike) -> npt.NDArray[np.float32]:
-        """Feed mono PCM (int16, or float in [-1, 1]); returns the rows this chunk completed."""
+    def feed(self, pcm: npt.ArrayLike) -> npt.NDArray[np.float32]:
+        """Take mono PCM (int16, or float in [-1, 1]); returns the rows this chunk completes, filled by
+        the batch's next `run()`."""
         x = np.asarray(pcm)
         if x.ndim != 1:
             raise ValueError(f"expected mono PCM (1-D), got shape {x.shape}")
         samples = x.astype(np.float64) / 32768.0 if x.dtype == np.int16 else x.astype(np.float64)
-        self._buf = np.concatenate([self._buf, self._resampler.push(samples)])
-        rows = []
-        # Frames are analysed one at a time (not batched) so that the arithmetic, and so the rows,
-        # cannot depend on how the audio was chunked.
-        while True:
-            start = self._next_frame * HOP - N_FFT // 2 - self._buf_start
-            if start + N_FFT > self._buf.size:
-                break
-            rows.append(self._frame(self._buf[start : start + N_FFT]))
-            self._next_frame += 1
-        drop = self._next_frame * HOP - N_FFT // 2 - self._buf_start
+        if self._resampler is not None:
+            samples = self._resampler.resample_chunk(samples)
+        with self.batch._lock:
+            self._buf = np.concatenate([self._buf, samples])
+            end = self._buf_start + self._buf.size  # resampled samples [.., end) are here
+            complete = (end - N_FFT // 2) // HOP + 1  # frame j's window ends at j·HOP + N_FFT/2
+            rows = np.empty((max(0, complete - self._fed), FEATURE_DIM), np.float32)
+            if rows.size:
+                self._fed += rows.shape[0]
+                self.batch._queue(self, rows)
+        return rows
+
+    def push(self, pcm: npt.ArrayLike) -> npt.NDArray[np.float32]:
+        """Feed mono PCM and run the batch: the rows this chunk completed."""
+        rows = self.feed(pcm)
+        self.batch.run()
+        return rows
+
+    def _trim(self) -> None:
+        """Drop the audio no frame still to compute needs."""
+        drop = self._frame * HOP - N_FFT // 2 - self._buf_start
         if drop > 0:
             self._buf = self._buf[drop:]
             self._buf_start += drop
-        if not rows:
-            return np.zeros((0, FEATURE_DIM), np.float32)
-        return np.stack(rows)
 
-    def _frame(self, window: npt.NDArray[np.float64]) -> npt.NDArray[np.float32]:
-        """The row of the frame whose window this is."""
-        j = self._next_frame
-        power = np.abs(np.fft.rfft(window * self._window)) ** 2
-        mel_db = 10.0 * np.log10(np.maximum(self._mel @ power, AMIN))
-        # librosa floors at the whole song's maximum - 80 dB; the loudest frame so far is the causal stand-in.
-        self._db_max = max(self._db_max, float(mel_db.max()))
-        np.maximum(mel_db, self._db_max - TOP_DB, out=mel_db)
-        # This window gives the envelope of frame j+2: mean positive dB flux from frame j-1 to j.
-        flux = 0.0 if self._prev_mel_db is None else float(np.maximum(0.0, mel_db - self._prev_mel_db).mean())
-        self._prev_mel_db = mel_db
-        self._env[:-1] = self._env[1:]
-        self._env[-1] = flux
-
-        row = np.empty(FEATURE_DIM, np.float32)
-        row[_ENVELOPE] = self._env[-3]
-        row[_MFCC] = self._dct @ mel_db
-        row[_CHROMA] = self._cens(self._chroma @ power)
-        row[_PEAK] = 1.0 if self._is_peak(j) else 0.0
-        row[_BEAT] = 1.0 if self._beats.step(float(self._env[-2]), j) else 0.0
-        return row
-
-    def _cens(self, chroma: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-        total = chroma.sum()
-        c = chroma / total if total > 1e-12 else np.zeros(N_CHROMA)
-        # CENS quantisation (librosa.feature.chroma_cens: thresholds 0.4, 0.2, 0.1, 0.05 → 1..4),
-        # then a causal smoothing and L2 normalisation.
-        self._cens_hist[:-1] = self._cens_hist[1:]
-        self._cens_hist[-1] = (c > 0.4).astype(np.float64) + (c > 0.2) + (c > 0.1) + (c > 0.05)
-        smooth: npt.NDArray[np.float64] = self._cens_window @ self._cens_hist
-        norm = float(np.linalg.norm(smooth))
-        return smooth / norm if norm > 1e-12 else smooth
-
-    def _is_peak(self, j: int) -> bool:
-        # Normalised by a slowly decaying running maximum (the offline version uses the song's range).
-        self._env_max = max(self._env_max * 0.999, float(self._env[-3]))
-        h = self._env / self._env_max
-        centre = h[-3]
-        if (
-            centre >= h[-4]
-            and centre >= h[-2]
-            and centre >= h[-3 - self._pre_avg : -2].mean() + 0.07
-            and j - self._last_peak > self._wait
-        ):
-            self._last_peak = j
-            return True
-        return False
+    def _skip_to_fed(self) -> None:
+        self._frame = self._fed
+        self._trim()
