@@ -12,6 +12,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <mutex>
 #include <numeric>
 #include <random>
@@ -931,6 +932,67 @@ TEST(Live, AvatarLinkFaceTrackingSubjectFromSentImages) {
     EXPECT_NEAR(last.rotations[0].dot(last.rotations[0]), 1.0f, 1e-3f);
     EXPECT_EQ(feed->stats().inputErrors, 0u) << feed->stats().lastError;
     EXPECT_EQ(feed->stats().decodeErrors, 0u) << feed->stats().lastError;
+}
+
+TEST(Live, AvatarLinkCrowdReadsEveryMotionSessionFromTheBatchTopic) {
+    AvatarLink::Config config;
+    config.requestPort = gBridge->requestPort();
+    config.motionCrowd = true;
+    config.heartbeat = 300ms;
+    AvatarLink link(config);
+    ASSERT_TRUE(waitUntil([&] { return link.state() == AvatarLink::State::Connected; }, 15s)) << link.statusText();
+    std::this_thread::sleep_for(100ms);  // the batch subscription reaches the bridge
+
+    // Another client (a harness, a crowd simulation) drives a crowd of dancers: 5 frames each.
+    constexpr int kDancers = 6;
+    constexpr int kRows = 5;
+    Connection driver;
+    std::vector<std::string> sessions;
+    std::map<std::string, std::int64_t> captured;
+    for (int i = 0; i < kDancers; ++i) {
+        sessions.push_back(driver.open("motion").session);
+    }
+    for (int i = 0; i < kDancers; ++i) {
+        const auto rows = randomFeatures(kRows, 10 + static_cast<unsigned>(i));
+        const auto h = driver.input(sessions[i], 7);
+        captured[sessions[i]] = h.tCaptureNs;
+        driver.client.send(RequestEncoder::features(h, kRows, 35, rows.data(), rows.size() * sizeof(float)));
+    }
+    // Each session's newest row is its last frame (latest wins), whichever batches carried the rows.
+    const auto allLast = [&] {
+        MotionCrowd::Row row;
+        return std::all_of(sessions.begin(), sessions.end(), [&](const std::string& s) {
+            return link.crowd().latest(s, row) && row.seq == kRows - 1;
+        });
+    };
+    ASSERT_TRUE(waitUntil(allLast, 20s)) << "batches: " << link.crowd().stats().batches
+                                         << ", sessions: " << link.crowd().stats().sessions;
+    std::vector<MotionCrowd::Row> crowd;
+    link.crowd().snapshot(crowd);
+    ASSERT_EQ(crowd.size(), static_cast<std::size_t>(kDancers));
+    for (const MotionCrowd::Row& row : crowd) {
+        const std::string id(row.sessionId());
+        ASSERT_EQ(captured.count(id), 1u) << id;
+        EXPECT_EQ(row.inputSeq, 7u);
+        EXPECT_EQ(row.tCaptureNs, captured[id]);
+        EXPECT_GE(row.tPublishNs, row.tCaptureNs);
+        EXPECT_GE(row.arrivalNs + 5'000'000, row.tPublishNs);
+        expectUnitQuats(std::vector<float>(row.joints.begin(), row.joints.end()));
+        EXPECT_TRUE(allFinite(std::vector<float>(row.root.begin(), row.root.end())));
+    }
+    const auto stats = link.crowd().stats();
+    EXPECT_GE(stats.batches, 1u);
+    EXPECT_GE(stats.rows, static_cast<std::uint64_t>(kDancers));
+    EXPECT_LE(stats.rows, static_cast<std::uint64_t>(kDancers * kRows));
+    EXPECT_EQ(stats.malformedBatches, 0u);
+    EXPECT_EQ(stats.staleRows, 0u);
+
+    // Closed sessions leave the crowd.
+    for (const auto& s : sessions) {
+        driver.call([&](std::uint64_t id) { return RequestEncoder::close(id, s); });
+    }
+    EXPECT_TRUE(waitUntil([&] { return link.crowd().stats().sessions == 0; }, 10s))
+        << link.crowd().stats().sessions << " sessions left";
 }
 
 TEST(Live, CurveBridgeAdmitsOnlyTheListedClientKey) {
