@@ -6,7 +6,8 @@ simple formulas the C# tests recompute (FrameDecoderTests, ReplyTests):
   blendshapes[i] = i / 51, joints[j] = (0, 0, 0, 1) except joint 1 = (0.6, 0, 0, 0.8),
   root = (0.1, 0.9, -0.2); speech frames: visemes[i] = (i + 1) / 120, vowels = (0.1, 0.2, 0.3, 0.4, 0.5),
   voice = true. speech_utterance holds a held-out eSpeak NG voice saying a held-out sentence
-  ({"rate": int, "pcm": bin s16le}), for the live speech session.
+  ({"rate": int, "pcm": bin s16le}), for the live speech session; speech_calibration the same voice
+  saying the five calibration vowels.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from bridge.protocol.motion_frames import encode_motion_frames
 from bridge.protocol.replies import error_reply, reply
 from bridge.rig import smpl
 from bridge.rig.arkit import ARKIT_NAMES
-from bridge.speech.corpus import Voice, sentences, speak
+from bridge.speech.corpus import Voice, calibration_clip, sentences, speak
 
 SESSION = "0123456789abcdef"
 COORDINATES = {"handedness": "right", "up": "+y", "forward": "+z", "units": "m"}
@@ -87,6 +88,8 @@ def main(out: Path) -> None:
     utterance = speak(Voice("en-us", "m6"), sentences("en-us", held_out=True)[0])
     write(out, "speech_utterance", pack({"rate": utterance.rate,
                                          "pcm": utterance.audio.astype("<i2").tobytes()}))
+    vowels, rate = calibration_clip(Voice("en-us", "m6"))
+    write(out, "speech_calibration", pack({"rate": rate, "pcm": vowels.astype("<i2").tobytes()}))
     write(out, "close_reply", reply("close", 5, session=SESSION, frames_published=600))
     write(out, "pong_reply", reply("pong", 6, t_ns=1_700_000_000_123_456_789))
     write(out, "ack_reply", reply("ack", 9, session=SESSION, seq=12))

@@ -165,6 +165,37 @@ namespace AvatarBridge.Core.Client
 
         public ModelInfo[] ListModels() => ModelInfo.FromReply(Request((w, id) => RequestEncoder.List(w, id)));
 
+        /// <summary>
+        /// A face tracker session's neutral calibration (section 5.1): the next frame with a face becomes
+        /// its neutral. Blocks for the reply; BridgeErrorException BAD_VALUE for a model without one.
+        /// </summary>
+        public void Calibrate(BridgeSession session)
+        {
+            string id = OpenId(session);
+            Request((w, rid) => RequestEncoder.Calibrate(w, rid, id));
+        }
+
+        /// <summary>
+        /// A speech session's voice calibration (section 5.2): mono samples of the user saying A, I, U, E,
+        /// O once, in that order, each followed by a short pause (at most 8 s). Blocks for the reply (the
+        /// bridge measures for ~12 ms per second of audio) and returns the vowels' level in dB re full
+        /// scale; BridgeErrorException BAD_VALUE when the clip does not hold five voiced stretches.
+        /// The calibration lasts as long as the session: a session reopened after a reconnect needs it again.
+        /// </summary>
+        public double CalibrateVoice(BridgeSession session, int sampleRate, ReadOnlySpan<float> samples)
+        {
+            string id = OpenId(session);
+            var copy = samples.ToArray(); // the encoder runs in a callback, which cannot hold a span
+            return Request((w, rid) => RequestEncoder.CalibrateVoice(w, rid, id, sampleRate, copy)).GetDouble("level_db");
+        }
+
+        static string OpenId(BridgeSession session)
+        {
+            var info = session.Info;
+            if (info == null) throw new InvalidOperationException("the session is not open");
+            return info.Session;
+        }
+
         /// <summary>Queues an rgb8 image (rows top to bottom) for a face session. False when the session is not open or another thread is queuing an image for it.</summary>
         public bool SendImage(BridgeSession session, int width, int height, ReadOnlySpan<byte> rgb, long captureNs) =>
             SendImage(session, width, height, rgb, ImageSource.Rgb8, captureNs);

@@ -94,6 +94,27 @@ namespace AvatarBridge.Core.Protocol
         public static void Audio(MsgPackWriter w, ulong id, string session, ulong seq, long captureNs, int rate, ReadOnlySpan<float> samples, bool ack) =>
             Audio(w, id, session, seq, captureNs, rate, "f32le", MemoryMarshal.AsBytes(samples), ack);
 
+        /// <summary>A face tracker session's neutral calibration (section 5.1): the next frame with a face becomes the neutral.</summary>
+        public static void Calibrate(MsgPackWriter w, ulong id, string session)
+        {
+            Header(w, "calibrate", id, 1);
+            Pair(w, "session", session);
+        }
+
+        /// <summary>
+        /// A speech session's voice calibration (section 5.2): mono samples of the user saying A, I, U,
+        /// E, O once, in that order, each followed by a short pause (at most 8 s), sent as f32le.
+        /// </summary>
+        public static void CalibrateVoice(MsgPackWriter w, ulong id, string session, int rate, ReadOnlySpan<float> samples)
+        {
+            Header(w, "calibrate", id, 4);
+            Pair(w, "session", session);
+            Pair(w, "rate", rate);
+            Pair(w, "format", "f32le");
+            w.Write("data");
+            w.WriteBinary(MemoryMarshal.AsBytes(samples));
+        }
+
         static void InputHeader(MsgPackWriter w, ulong id, string session, string kind, ulong seq, long captureNs, bool ack, int extraKeys)
         {
             Header(w, "input", id, 4 + (ack ? 1 : 0) + extraKeys);

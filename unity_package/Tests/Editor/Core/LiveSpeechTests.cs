@@ -90,10 +90,40 @@ namespace AvatarBridge.Tests.Core
             }
         }
 
-        /// <summary>The utterance as mono floats in [-1, 1).</summary>
-        static float[] Utterance(out int rate)
+        [Test]
+        public void TheVoiceIsCalibratedWithFiveVowelsAndBadClipsGetTheirCode()
         {
-            var payload = TestEnvironment.Fixture("speech_utterance");
+            int rate;
+            var vowels = Pcm("speech_calibration", out rate);
+            using (var client = Live.Client())
+            {
+                var speech = client.AddSession(new SessionRequest(Pipeline.Speech));
+                var motion = client.AddSession(new SessionRequest(Pipeline.Motion));
+                Live.WaitOpen(speech);
+                Live.WaitOpen(motion);
+                double level = client.CalibrateVoice(speech, rate, vowels);
+                Assert.IsTrue(level < 0 && level > -60, "the vowels' level, dB re full scale: " + level);
+
+                var silence = Assert.Throws<BridgeErrorException>(() => client.CalibrateVoice(speech, rate, new float[rate]));
+                Assert.AreEqual(ErrorCode.BadValue, silence.ErrorCode, "no five voiced stretches");
+                var tooSlow = Assert.Throws<BridgeErrorException>(() => client.CalibrateVoice(speech, 4000, new float[4000]));
+                Assert.AreEqual(ErrorCode.BadValue, tooSlow.ErrorCode, "rate out of range");
+                var empty = Assert.Throws<BridgeErrorException>(() => client.CalibrateVoice(speech, rate, new float[0]));
+                Assert.AreEqual(ErrorCode.BadSize, empty.ErrorCode, "empty clip");
+                var withoutAudio = Assert.Throws<BridgeErrorException>(() => client.Calibrate(speech));
+                Assert.AreEqual(ErrorCode.BadValue, withoutAudio.ErrorCode, "a speech session calibrates on a voice");
+                var dancer = Assert.Throws<BridgeErrorException>(() => client.Calibrate(motion));
+                Assert.AreEqual(ErrorCode.BadValue, dancer.ErrorCode, "a motion session has no calibration");
+                Assert.AreEqual(level, client.CalibrateVoice(speech, rate, vowels), 0.01, "calibrating again replaces it, same clip same level");
+            }
+        }
+
+        /// <summary>The utterance as mono floats in [-1, 1).</summary>
+        static float[] Utterance(out int rate) => Pcm("speech_utterance", out rate);
+
+        static float[] Pcm(string fixture, out int rate)
+        {
+            var payload = TestEnvironment.Fixture(fixture);
             var map = (Dictionary<string, object>)new MsgPackReader(payload).ReadObject();
             rate = (int)(long)map["rate"];
             var pcm = (byte[])map["pcm"];
