@@ -109,20 +109,29 @@ def attack_huge_audio(ports: dict[str, int], victim: str, seconds: float) -> dic
 
 
 def attack_images(ports: dict[str, int], victim: str, seconds: float) -> dict[str, Any]:
+    """Two clients, 8 face sessions each, flood the largest legal images (2048x1024, 7 work units) on
+    every session as fast as they go out, plus one over the pixel bound per round (refused at the edge)."""
     socks = [_dealer(ports["request_port"]) for _ in range(2)]
-    sids = [_ask(s, {"op": "open", "pipeline": "face"})["session"] for s in socks]
+    for s in socks:
+        s.setsockopt(zmq.SNDHWM, 8)  # the attacker's own queue: a few images, not gigabytes
+    sids = [[_ask(s, {"op": "open", "pipeline": "face"})["session"] for _ in range(8)] for s in socks]
     seen: dict[str, int] = {}
-    too_big = np.zeros((682, 4096, 3), np.uint8).tobytes()
+    largest = np.zeros((1024, 2048, 3), np.uint8).tobytes()
+    too_many = np.zeros((682, 4096, 3), np.uint8).tobytes()
     end, n = time.monotonic() + seconds, 0
-    while time.monotonic() < end:  # max-size images from two clients, as fast as they go out
-        for s, sid in zip(socks, sids, strict=True):
-            try:
-                s.send(pack(_input(sid, n, kind="image", width=4096, height=682, data=too_big)), zmq.NOBLOCK)
-                n += 1
-            except zmq.Again:
-                pass
+    while time.monotonic() < end:
+        for s, mine in zip(socks, sids, strict=True):
+            sends = [_input(sid, n, kind="image", width=2048, height=1024, data=largest) for sid in mine]
+            sends.append(_input(mine[0], n, kind="image", width=4096, height=682, data=too_many))
+            for message in sends:
+                try:
+                    s.send(pack(message), zmq.NOBLOCK)
+                    n += 1
+                except zmq.Again:
+                    pass
             _codes(s, seen)
         time.sleep(0.01)
+    time.sleep(0.3)
     for s in socks:
         _codes(s, seen)
     return {"sent": n, "replies": seen}

@@ -8,6 +8,7 @@ bounds. A live flood of max-size images from two clients leaves a bystander clea
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import time
 from collections.abc import Iterator, Sequence
@@ -18,6 +19,8 @@ import numpy as np
 import pytest
 import zmq
 
+from bridge.cli.serve import add_arguments, config_from_args
+from bridge.cli.serve_config import ConfigError, load_serve_table
 from bridge.pipelines.base import BatchResult, Pipeline, Step
 from bridge.pipelines.face import FacePipeline
 from bridge.pipelines.motion import MotionPipeline
@@ -215,3 +218,23 @@ def test_image_floods_from_two_clients_leave_the_bystander_clean(bridge: Bridge)
             sock.close(0)
     assert report.clean, report
     assert set(codes) == {ErrorCode.OVERLOADED}, codes  # the flooders were held to their shares
+
+
+def test_the_scheduler_options_are_typed_config_keys_and_flags(tmp_path: Path) -> None:
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    path = tmp_path / "bridge.toml"
+    path.write_text(
+        '[serve]\nscheduler = "tick"\ntick_hz = 30.0\ngather_window_us = 500\nclient_fair_work = 32\n'
+    )
+    config = config_from_args(parser.parse_args(["--config", str(path), "--gather-window-us", "800"]))
+    assert (config.scheduler, config.tick_hz, config.gather_window_us, config.client_fair_work) == (
+        "tick",
+        30.0,
+        800,  # the flag wins
+        32,
+    )
+    for bad in ('scheduler = "fast"', "gather_window_us = -1", 'tick_hz = "60"'):
+        path.write_text(f"[serve]\n{bad}\n")
+        with pytest.raises(ConfigError, match=bad.split()[0]):
+            load_serve_table(path)

@@ -232,7 +232,7 @@ _ITEM_DECODER = msgspec.msgpack.Decoder(_InputItem)
 _OPS = ("calibrate", "close", "hello", "input", "inputs", "list", "open", "ping")
 
 
-def decode_request(payload: bytes, max_bytes: int | None = None) -> Request:
+def decode_request(payload: bytes | memoryview, max_bytes: int | None = None) -> Request:
     if max_bytes is not None and len(payload) > max_bytes:
         raise ProtocolError(ErrorCode.TOO_LARGE, f"message of {len(payload)} bytes exceeds {max_bytes}")
     try:
@@ -277,7 +277,7 @@ def _item(raw: msgspec.Raw) -> Input | ItemError:
     return ItemError(error, *request_echo(raw))
 
 
-def request_echo(payload: bytes | msgspec.Raw) -> tuple[int, str | None]:
+def request_echo(payload: bytes | memoryview | msgspec.Raw) -> tuple[int, str | None]:
     """Best effort: the `id` and `session` an error reply echoes even when the request failed
     validation; 0 and None where absent, of the wrong type or out of range."""
     try:
@@ -302,7 +302,7 @@ def _unsupported(version: int) -> ProtocolError:
     )
 
 
-def _validation_error(payload: bytes, text: str) -> ProtocolError:
+def _validation_error(payload: bytes | memoryview, text: str) -> ProtocolError:
     """Map a msgspec validation failure to its code: the version first (another version may have
     another layout), then what the decoder found."""
     try:
