@@ -69,6 +69,8 @@ namespace AvatarBridge
             kind == BridgeSessionKind.Face ? FaceSession : kind == BridgeSessionKind.Motion ? MotionSession : SpeechSession;
         public ConnectionState State => _client == null ? ConnectionState.Idle : _client.State;
 
+        /// <summary>Open a speech session (read when the component is enabled).</summary>
+        public bool OpenSpeech { get => _openSpeech; set => _openSpeech = value; }
         public string Host { get => _host; set => _host = value; }
         public int RequestPort { get => _requestPort; set => _requestPort = value; }
 

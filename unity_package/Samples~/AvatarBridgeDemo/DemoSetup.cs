@@ -6,7 +6,7 @@ namespace AvatarBridgeSamples
     /// <summary>
     /// Builds the demo at play time, so it needs no asset and no scene file: a BridgeClient, a
     /// procedural 120 BPM beat (or the microphone) feeding the motion session, the webcam feeding the
-    /// face session, and a humanoid generated in code (ProceduralAvatar: bones, a Mecanim Avatar, a face
+    /// face session (or, with Lip Sync, the microphone feeding a speech session that drives the face), and a humanoid generated in code (ProceduralAvatar: bones, a Mecanim Avatar, a face
     /// with the 52 ARKit shapes) driven by the package's own HumanoidDriver and BlendshapeDriver, the
     /// same components a real avatar uses. Add it to an empty GameObject in an empty scene and press Play.
     /// </summary>
@@ -16,6 +16,8 @@ namespace AvatarBridgeSamples
         bool _useWebcam = true;
         [SerializeField, Tooltip("Dance to the microphone instead of the built-in beat.")]
         bool _useMicrophone;
+        [SerializeField, Tooltip("Lip sync: the microphone feeds a speech session, which drives the face (then the dance follows the built-in beat).")]
+        bool _lipSync;
         [SerializeField, Tooltip("Drive the body through Mecanim muscles (limits respected) instead of bone rotations.")]
         HumanoidDriveMode _mode = HumanoidDriveMode.Direct;
 
@@ -23,6 +25,7 @@ namespace AvatarBridgeSamples
         {
             gameObject.SetActive(false); // configure everything before the components' OnEnable runs
             var bridge = gameObject.AddComponent<BridgeClient>();
+            bridge.OpenSpeech = _lipSync;
 
             SkinnedMeshRenderer face;
             var avatar = ProceduralAvatar.Build("Procedural Avatar", out face);
@@ -33,13 +36,20 @@ namespace AvatarBridgeSamples
             var blendshapes = avatar.AddComponent<BlendshapeDriver>();
             blendshapes.Client = bridge;
             blendshapes.Renderers = new[] { face };
+            if (_lipSync) blendshapes.Session = BridgeSessionKind.Speech; // the speech frames' ARKit mouth shapes
             // Select the avatar in play mode to record the dance and the face into an AnimationClip.
             var recorder = avatar.AddComponent<AnimationRecorder>();
             recorder.Humanoid = avatar.GetComponent<Animator>();
             recorder.Faces = new[] { face };
 
             AudioSource music = null;
-            if (_useMicrophone)
+            if (_lipSync)
+            {
+                var voice = gameObject.AddComponent<MicrophoneMotionInput>();
+                voice.Client = bridge;
+                voice.Session = BridgeSessionKind.Speech;
+            }
+            if (_useMicrophone && !_lipSync)
             {
                 gameObject.AddComponent<MicrophoneMotionInput>().Client = bridge;
             }
