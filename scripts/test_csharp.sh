@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Builds the Unity package's engine-independent C# core with Mono's mcs and runs its NUnit 2.6 tests:
-# msgpack, frame/reply decoding (against payloads from the bridge's Python encoder), axis conversion,
-# ZMTP against a real libzmq peer, and live sessions against a real `avatar-bridge serve`, which this
-# script starts on free ports and stops at the end. Also compile-checks the Unity-facing code (components,
+# msgpack, frame/reply decoding (against payloads from the bridge's Python encoder; speech frames;
+# batched motion messages built by hand), axis conversion, ZMTP against a real libzmq peer, and live
+# sessions against a real `avatar-bridge serve` (a speech session fed a held-out eSpeak NG voice
+# included), which this script starts on free ports and stops at the end. Also compile-checks the Unity-facing code (components,
 # editor, sample, play-mode tests, the optional VRM driver, the Android and WebGL branches) against stubs
 # of the UnityEngine/UnityEditor/UniVRM members it uses (a type check only; nothing Unity-side runs here),
 # and checks those stubs against Tests/UnityStub~/api-surface.txt, the list of every member with its
 # signature as Unity 2021.3 declares it (Tests/Tools~/ApiSurface.cs, Mono.Cecil).
-# Needs: mono-devel, nunit-console, libnunit-cil-dev (Debian) and the avatar-bridge Python package.
-# Takes about 20 s; exits non-zero if anything fails to compile, a test fails, or a test is ignored.
+# Needs: mono-devel, nunit-console, libnunit-cil-dev, espeak-ng (Debian) and the avatar-bridge Python package.
+# Takes about 20 s (40 s on a busy 2-core machine); exits non-zero if anything fails to compile, a test fails, or a test is ignored.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
