@@ -5,7 +5,7 @@ namespace AvatarBridge.Core.Protocol
     {
         Face,
         Motion,
-        /// <summary>A voice drives the face (section 5.2): audio in, face frames out, with visemes, vowels and voice activity.</summary>
+        /// <summary>A voice drives the face (section 5.2): audio in, face frames out (their Pipeline is Face) with visemes, vowels and voice activity.</summary>
         Speech,
     }
 }
