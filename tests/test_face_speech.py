@@ -263,3 +263,20 @@ def test_vmc_and_live_link_face_carry_the_mixed_channels(voiced: FaceSpeechPipel
     values = np.frombuffer(llf.packet(frame, info)[-4 * len(CURVES) :], ">f4")
     assert values[JAW] == pytest.approx(float(frame.blendshapes[JAW]), abs=1e-6)
     llf.close()
+
+
+def test_a_dark_image_hands_the_mouth_to_the_voice(voiced: FaceSpeechPipeline) -> None:
+    """Silent and seen, the camera's mouth shows; too dark to trust, the (silent) voice's closed mouth
+    takes over, while the eyes and head stay the camera's."""
+    upper = ARKIT_INDEX["MouthUpperUpRight"]  # the astronaut's largest mouth channel (~0.5)
+    photo = skimage_data.astronaut()
+    dark = (photo * 0.3).astype(np.uint8)  # mean luma ~34 < 40: too_dark, the face still found
+    for image, seen in ((photo, True), (dark, False)):
+        state = voiced.open_session({"speech": True, "smoothing": False})
+        frames: list[FaceFrame] = []
+        for k in range(4):  # the crossfade settles within ~3 frames
+            frames += feed(voiced, state, [ImageInput(0, "s", k, k * 33_000_000, False, image)])
+        last = frames[-1]
+        assert last.face_found and last.voice is False and ("too_dark" in last.warnings) is not seen
+        assert bool(last.blendshapes[upper] > 0.3) is seen, last.blendshapes[upper]
+        assert last.gaze.shape == (4,) and -1.0 < last.head_position[2] < -0.2
