@@ -44,10 +44,10 @@ Many streams: `MusicFeatureBatch` holds the state of its streams as arrays with 
 unfilled; `MusicFeatureBatch.run()` fills every row fed since the last run, all streams at once: in
 waves, wave k computing the k-th new frame of every stream that has one (STFT, mel, MFCC, chroma,
 onset, peak and beat for the whole wave in one numpy pass each), so each stream's frames still run
-one by one, in order. A stream alone is a batch of one (`push` = feed + run). A stream's rows do
-not depend on the streams it shares waves with, except for the rounding of the two BLAS products
-(chroma and DCT, ~1e-14 relative: BLAS kernels differ with the batch size); the mel bands are a
-sparse sum, exact whatever the batch.
+one by one, in order. A stream alone is a batch of one (`push` = feed + run). A stream's rows are
+bit for bit the same whatever streams share its waves: no product goes through BLAS, whose rounding
+changes with the batch size (and which spreads over threads that a 2-core host does not have to
+spare); the mel bands are a sparse sum, chroma and DCT einsum's own loops.
 """
 
 from __future__ import annotations
@@ -173,8 +173,8 @@ class _Tables:
     mel_bins: _I64  # the mel filterbank as a sparse sum: bins of filter i are
     mel_weights: _F64  # mel_bins[mel_starts[i]:mel_starts[i+1]], with these weights
     mel_starts: _I64
-    dct_t: _F64  # (N_MELS, N_MFCC)
-    chroma_t: _F64  # (bins, N_CHROMA)
+    dct: _F64  # (N_MFCC, N_MELS)
+    chroma: _F64  # (N_CHROMA, bins)
     cens_window: _F64  # one-sided Hann over the last _CENS_FRAMES frames, oldest first, sum 1
 
 
@@ -183,7 +183,7 @@ def _analysis_tables(analysis_rate: int) -> _Tables:
     """Built once per rate, not on the scheduler thread at every session's first audio."""
     mel = mel_filterbank(analysis_rate)
     # Each triangle is one contiguous run of bins; a sparse sum needs ~2 bins per band, not all 1025,
-    # and its rounding does not depend on how many frames are summed at once (BLAS's does).
+    # and its rounding does not depend on how many frames are summed at once.
     spans = [np.flatnonzero(row) for row in mel]
     if any(span.size == 0 or span[-1] - span[0] + 1 != span.size for span in spans):
         raise ValueError(f"mel filters at {analysis_rate} Hz are not contiguous runs of bins")
@@ -193,8 +193,8 @@ def _analysis_tables(analysis_rate: int) -> _Tables:
         mel_bins=np.concatenate(spans),
         mel_weights=np.concatenate([row[span] for row, span in zip(mel, spans, strict=True)]),
         mel_starts=np.cumsum([0] + [span.size for span in spans[:-1]]),
-        dct_t=np.ascontiguousarray(dct_matrix().T),
-        chroma_t=np.ascontiguousarray(chroma_filterbank(analysis_rate).T),
+        dct=dct_matrix(),
+        chroma=chroma_filterbank(analysis_rate),
         cens_window=hann / hann.sum(),
     )
     for table in vars(tables).values():
@@ -544,7 +544,8 @@ class MusicFeatureBatch:
         power = np.abs(np.fft.rfft(windows * t.window, axis=1)) ** 2
         # Bins as rows: the sparse sum runs along contiguous rows of all frames at once.
         by_bin = np.ascontiguousarray(power.T)
-        mel = np.add.reduceat(by_bin[t.mel_bins] * t.mel_weights[:, None], t.mel_starts, axis=0).T
+        by_band = np.add.reduceat(by_bin[t.mel_bins] * t.mel_weights[:, None], t.mel_starts, axis=0)
+        mel = np.ascontiguousarray(by_band.T)  # C order for any batch size: same reductions, same rounding
         mel_db = 10.0 * np.log10(np.maximum(mel, AMIN))
         # librosa floors at the whole song's maximum - 80 dB; the loudest frame so far is the causal stand-in.
         db_max = np.maximum(self._db_max[rows], mel_db.max(axis=1))
@@ -561,8 +562,8 @@ class MusicFeatureBatch:
 
         out = np.empty((rows.size, FEATURE_DIM), np.float32)
         out[:, _ENVELOPE] = env[:, -3]
-        out[:, _MFCC] = mel_db @ t.dct_t
-        out[:, _CHROMA] = self._chroma_cens(rows, power @ t.chroma_t)
+        out[:, _MFCC] = np.einsum("fm,km->fk", mel_db, t.dct)
+        out[:, _CHROMA] = self._chroma_cens(rows, np.einsum("fb,cb->fc", power, t.chroma))
         out[:, _PEAK] = self._peaks(rows, env, frames)
         beat, accent = self._beats.step(rows, env[:, -2], frames)
         out[:, _BEAT] = beat
