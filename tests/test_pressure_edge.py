@@ -15,7 +15,7 @@ import zmq
 from bridge.harness.client import BridgeClient, BridgeError
 from bridge.pipelines import motion as motion_module
 from bridge.protocol import ErrorCode, decode_frame, pack, unpack_map
-from bridge.protocol.motion_frames import encode_motion_frames
+from bridge.protocol.batch_frames import MotionColumns, decode_batch, motion_columns
 from bridge.protocol.requests import MAX_AUDIO_INPUT_S, FeaturesInput, decode_request
 from bridge.serving.server import Bridge
 from bridge.transport.zmq_sockets import TransportConfig
@@ -245,15 +245,15 @@ def test_one_client_cannot_take_every_session(bridge: Bridge) -> None:
 
 
 def test_a_failing_row_costs_only_its_own_session(bridge: Bridge, monkeypatch: pytest.MonkeyPatch) -> None:
-    real = encode_motion_frames
+    real = motion_columns
     poisoned: set[str] = set()
 
-    def encode(sessions: Any, *args: Any, **kwargs: Any) -> list[bytes]:
+    def encode(sessions: Any, *args: Any, **kwargs: Any) -> MotionColumns:
         if poisoned & set(sessions):
             raise ValueError("injected encoding fault")
         return real(sessions, *args, **kwargs)
 
-    monkeypatch.setattr(motion_module, "encode_motion_frames", encode)
+    monkeypatch.setattr(motion_module, "motion_columns", encode)
 
     def attack(bystander: Bystander) -> None:
         raw = Raw(bridge)
@@ -295,6 +295,8 @@ def test_no_frame_follows_the_closed_event(bridge: Bridge) -> None:
             event = unpack_map(payload)
             if event["event"] == "closed":
                 ended.add(event["session"])
+        elif topic.startswith(b"batch/"):  # its rows too (docs/protocol.md 5.3)
+            assert not set(decode_batch(payload).sessions()) & ended
         else:
             assert decode_frame(payload).header.session not in ended
     assert ended == set(sids)

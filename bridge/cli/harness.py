@@ -27,6 +27,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--style", help="motion style (see `list`)")
     parser.add_argument("--json", type=Path, help="write the report here")
     parser.add_argument(
+        "--batch-topic",
+        action="store_true",
+        help="motion: read frames from the batch topic batch/motion (docs/protocol.md 5.3), not frame/",
+    )
+    parser.add_argument(
         "--multiplex",
         action="store_true",
         help="send each tick's inputs of all sessions in `inputs` messages (docs/protocol.md 4.7)",
@@ -53,6 +58,7 @@ def run(args: argparse.Namespace) -> int:
             fps=args.fps,
             input_path=args.input,
             options=options,
+            batch_topic=args.batch_topic,
             multiplex=args.multiplex,
         )
     except (TimeoutError, BridgeError, ValueError, OSError) as exc:

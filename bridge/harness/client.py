@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import zmq
 
+from bridge.protocol.batch_frames import BATCH_TOPIC_PREFIX, decode_batch
 from bridge.protocol.codec import ProtocolError, pack, unpack_map
 from bridge.protocol.errors import ErrorCode
 from bridge.protocol.frames import Frame, decode_frame
@@ -61,6 +62,7 @@ class BridgeClient:
         self.errors: list[dict[str, Any]] = []  # error replies to fire-and-forget inputs
         self.events: list[dict[str, Any]] = []
         self.invalid_frames: list[str] = []  # frames that broke the contract, with the reason
+        self.batches_received = 0  # batch/ messages decoded into frames (docs/protocol.md 5.3)
         self.hello_reply: dict[str, Any] = {}
         self.opened: dict[str, tuple[str, dict[str, Any]]] = {}  # open sessions: id -> (pipeline, options)
         self._subscriptions: list[bytes] = []
@@ -238,7 +240,9 @@ class BridgeClient:
             self._keep(unpack_map(self.dealer.recv()))
 
     def recv_frames(self, timeout_ms: int = 0, limit: int = 10000) -> list[ReceivedFrame]:
-        """Every frame that has arrived (waiting up to timeout_ms for the first); events go to `events`."""
+        """Every frame that has arrived (waiting up to timeout_ms for the first); events go to `events`.
+        A batch message counts as its rows, each the frame it means; a malformed one is dropped whole
+        (`invalid_frames`)."""
         out: list[ReceivedFrame] = []
         wait = timeout_ms
         while len(out) < limit and self.sub.poll(wait):
@@ -248,6 +252,9 @@ class BridgeClient:
             try:
                 if topic.startswith(EVENT_TOPIC_PREFIX):
                     self.events.append(unpack_map(payload))
+                elif topic.startswith(BATCH_TOPIC_PREFIX):
+                    out.extend(ReceivedFrame(f, now) for f in decode_batch(payload).frames())
+                    self.batches_received += 1
                 else:
                     out.append(ReceivedFrame(decode_frame(payload), now))
             except ProtocolError as exc:

@@ -17,7 +17,9 @@ import numpy.typing as npt
 
 from bridge.harness.client import BridgeClient, ReceivedFrame
 from bridge.harness.sources import audio_chunks, face_frames
+from bridge.protocol.batch_frames import BATCH_TOPIC_PREFIX
 from bridge.protocol.frames import FaceFrame, MotionFrame
+from bridge.protocol.versions import FRAME_TOPIC_PREFIX
 
 DRAIN_S = 2.0  # after the last input, wait this long at most for the remaining frames
 
@@ -124,6 +126,7 @@ def run_harness(
     keep_frames: bool = False,
     on_tick: Callable[[int, int], None] | None = None,
     feature_rows: np.ndarray | None = None,
+    batch_topic: bool = False,
     multiplex: bool = False,
 ) -> HarnessReport:
     """Stream `seconds` of input at `fps` into `sessions` new sessions and account for every frame.
@@ -131,10 +134,12 @@ def run_harness(
     Motion sessions get generated music (or `input_path`'s WAV) as audio, or, when `feature_rows`
     (N x 35) is given, one precomputed feature row per tick. With `multiplex`, each tick's inputs of
     all sessions go out in `inputs` messages (docs/protocol.md section 4.7), not one `input` each.
+    With `batch_topic`, frames are read from the pipeline's batch messages (`batch/<pipeline>`,
+    docs/protocol.md 5.3), not from `frame/` topics.
     """
     if not client.hello_reply:
         client.hello()
-    client.subscribe()
+    client.subscribe(BATCH_TOPIC_PREFIX + pipeline.encode() if batch_topic else FRAME_TOPIC_PREFIX)
     time.sleep(0.05)  # let the subscription reach the bridge before the first frame is published
     tracks: dict[str, SessionTrack] = {}
     for _ in range(sessions):

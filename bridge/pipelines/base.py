@@ -141,7 +141,9 @@ class Pipeline(ABC, Generic[StateT, StepT]):
         seqs: Sequence[int],
         steps: Sequence[Step[StepT]],
         result: BatchResult,
-    ) -> list[list[bytes]]:
+    ) -> Sequence[Sequence[bytes]]:
         """Post-process every row of a batch (guard, filters, mapping) and encode its frames: for each
         session, its frames in order, numbered from its next frame number `seqs[i]`; a `FailedRow`
-        for a session whose row failed."""
+        for a session whose row failed. Frames may be `ColumnFrames` (rows of shared columns,
+        bridge.protocol.batch_frames): then they are encoded only where published, and also go out as
+        one batch message."""

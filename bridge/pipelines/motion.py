@@ -29,10 +29,10 @@ from bridge.pipelines.motion_post import create_motion_post
 from bridge.pipelines.music_features import MusicFeatureBatch, MusicFeatureStream
 from bridge.pipelines.options import check_options
 from bridge.pipelines.output_guard import RESTART_AFTER
+from bridge.protocol.batch_frames import ColumnFrames, motion_columns
 from bridge.protocol.codec import ProtocolError
 from bridge.protocol.errors import ErrorCode
 from bridge.protocol.events import BodyRig
-from bridge.protocol.motion_frames import encode_motion_frames
 from bridge.protocol.requests import AudioInput, FeaturesInput, Input
 from bridge.rig import smpl
 from bridge.runtime.engine import Engine
@@ -166,7 +166,9 @@ class MotionPipeline(Pipeline[MotionState, np.ndarray]):
         seqs: Sequence[int],
         steps: Sequence[Step[np.ndarray]],
         result: BatchResult,
-    ) -> list[list[bytes]]:
+    ) -> list[Sequence[bytes]]:
+        """Each session's frames as rows of the call's columns, encoded only where published
+        (bridge.serving.publisher)."""
         pose: np.ndarray = result.rows
         n, length = pose.shape[:2]
         slots = _slots(states)
@@ -175,7 +177,7 @@ class MotionPipeline(Pipeline[MotionState, np.ndarray]):
         input_seqs = np.fromiter((s.input_seq for s in steps), np.uint64, n)
         capture_ns = np.fromiter((s.t_capture_ns for s in steps), np.int64, n)
 
-        def finish_rows(rows: slice) -> list[list[bytes]]:
+        def finish_rows(rows: slice) -> list[Sequence[bytes]]:
             m = len(range(*rows.indices(n)))
             joints = np.empty((m, length, smpl.NUM_JOINTS, 4), np.float32)
             root = np.empty((m, length, 3), np.float32)
@@ -183,9 +185,9 @@ class MotionPipeline(Pipeline[MotionState, np.ndarray]):
                 joints[:, t], root[:, t], _ = self.post.step(slots[rows], pose[rows, t], alpha[rows])
             ids, first = sessions[rows], np.asarray(seqs[rows], np.uint64)
 
-            def encode(i: slice) -> list[bytes]:
+            def encode(i: slice) -> list[Sequence[bytes]]:
                 k = len(ids[i])
-                return encode_motion_frames(
+                columns = motion_columns(
                     [sid for sid in ids[i] for _ in range(length)],
                     (first[i, None] + np.arange(length, dtype=np.uint64)).ravel(),
                     np.repeat(input_seqs[rows][i], length),
@@ -195,15 +197,15 @@ class MotionPipeline(Pipeline[MotionState, np.ndarray]):
                     engine_us=result.engine_us,
                     batch=n,
                 )
+                return [ColumnFrames(columns, r * length, (r + 1) * length) for r in range(k)]
 
             try:
-                flat = encode(slice(0, m))
-                return [flat[i * length : (i + 1) * length] for i in range(m)]
+                return encode(slice(0, m))
             except Exception:  # one row that cannot be encoded costs only its own session
                 log.exception("motion frame encoding failed; encoding row by row")
                 return [_isolated(encode, slice(i, i + 1)) for i in range(m)]
 
-        def finish_chunk(rows: slice) -> list[list[bytes]]:
+        def finish_chunk(rows: slice) -> list[Sequence[bytes]]:
             try:
                 return finish_rows(rows)
             except Exception as exc:  # a chunk that fails costs only its own rows' frames
@@ -226,9 +228,9 @@ class MotionPipeline(Pipeline[MotionState, np.ndarray]):
         log.warning("hot restart of a motion session after %d consecutive bad outputs", RESTART_AFTER)
 
 
-def _isolated(encode: Callable[[slice], list[bytes]], row: slice) -> list[bytes]:
+def _isolated(encode: Callable[[slice], list[Sequence[bytes]]], row: slice) -> Sequence[bytes]:
     try:
-        return encode(row)
+        return encode(row)[0]
     except Exception as exc:
         return FailedRow(f"frame encoding failed: {exc}")
 

@@ -71,7 +71,7 @@ for _name, _value in _CONSTANTS.items():
 
 
 def encode_motion_frames(
-    sessions: Sequence[str],
+    sessions: Sequence[str] | np.ndarray,
     seqs: npt.ArrayLike,
     input_seqs: npt.ArrayLike,
     t_capture_ns: npt.ArrayLike,
@@ -81,13 +81,18 @@ def encode_motion_frames(
     engine_us: float,
     batch: int,
 ) -> list[bytes]:
-    """One frame payload per row: `joints` (N, 24, 4) xyzw, `root` (N, 3), the rest per row or scalar."""
+    """One frame payload per row: `joints` (N, 24, 4) xyzw, `root` (N, 3), the rest per row or scalar;
+    `sessions` as str ids or an array of them as bytes (dtype S16, bridge.protocol.batch_frames)."""
     n = len(sessions)
-    ids = "".join(sessions).encode()
-    if len(ids) != n * SESSION_ID_LENGTH:
-        raise ValueError(f"session ids must be {SESSION_ID_LENGTH} characters")
+    if isinstance(sessions, np.ndarray) and sessions.dtype == _DTYPE["session"]:
+        ids = sessions
+    else:
+        blob = "".join(sessions).encode()
+        if len(blob) != n * SESSION_ID_LENGTH:
+            raise ValueError(f"session ids must be {SESSION_ID_LENGTH} characters")
+        ids = np.frombuffer(blob, dtype=f"S{SESSION_ID_LENGTH}")
     frames = np.repeat(_TEMPLATE, n)
-    frames["session"] = np.frombuffer(ids, dtype=f"S{SESSION_ID_LENGTH}")
+    frames["session"] = ids
     frames["seq"] = seqs
     frames["input_seq"] = input_seqs
     frames["t_capture_ns"] = t_capture_ns

@@ -40,6 +40,10 @@ has one, so N sessions cost one call per tick instead of N (docs/scheduling.md).
   every frame; one that stops reading holds an outbox at most OUTBOX_PATIENCE_S, then the outbox goes
   out lossy (that subscriber misses it, counted as a stall) so a dead subscriber cannot stop offline
   work.
+- Publishing: a realtime call's frames go to the scheduler's publisher thread (a bounded queue; a
+  call that finds it full is dropped and counted, the scheduler never waits), which sends one batch
+  message per call and per-session frames only where someone subscribes (bridge.serving.publisher).
+  Bulk calls publish on this thread: their pacing (`hold`, above) depends on the outcome.
 - Supervision: an exception anywhere in a round fails the sessions of that round with INTERNAL (their
   queued work is dropped) and the loop goes on. If the thread dies anyway (a BaseException), `healthy`
   turns false (/healthz, /readyz) and `supervise()`, called by the I/O thread, starts a new one after
@@ -60,21 +64,29 @@ from collections import Counter, OrderedDict, deque
 from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from typing import Any, Protocol
+from typing import Any
 
 from bridge.pipelines.base import FailedRow, Pipeline
+from bridge.protocol.batch_frames import batch_topic
 from bridge.protocol.errors import ErrorCode
 from bridge.protocol.requests import Input
+from bridge.serving.publisher import (
+    Call,
+    CallableOutlet,
+    HeldBatch,
+    Outlet,
+    Publish,
+    PublishQueue,
+    batch_encoder,
+    publish_call,
+)
 from bridge.serving.sessions import Session
 from bridge.serving.stats import BridgeStats
 from bridge.transport.zmq_sockets import Delivery
 
+__all__ = ["Publish", "Scheduler"]
+
 log = logging.getLogger(__name__)
-
-
-class Publish(Protocol):
-    def __call__(self, topic: bytes, payload: bytes, *, hold: bool = False) -> Delivery: ...
-
 
 ReportError = Callable[[Session, ErrorCode, str], None]
 
@@ -99,12 +111,21 @@ class Scheduler:
         max_queue_delay_us: int = 0,
         max_batch: int | None = None,
         prepare_workers: int = 1,
+        outlet: Outlet | None = None,
         tick_hz: float = 0.0,
         gather_window_us: int = 0,
         fair_work: int = 0,
     ) -> None:
         self.pipeline = pipeline
-        self._publish = publish
+        # The bridge gives an outlet (subscriptions, the frame gate, batch messages); a bare publish
+        # function gets every per-session frame and no batch topic.
+        self._outlet: Outlet = outlet or CallableOutlet(publish)
+        self._batch_topic = batch_topic(pipeline.name)
+        self._held_batches: list[HeldBatch] = []  # bulk batch messages waiting for room
+        # Sessions whose bulk step was cut into pieces: a one-frame piece runs in a realtime call, but
+        # its frames are still published the bulk way (held for room, in order with the others).
+        self._sliced: set[str] = set()
+        self._publisher = PublishQueue(pipeline.model_name, self._publish_now)
         self._report_error = report_error
         self._stats = stats
         self.max_pending = max_pending
@@ -140,6 +161,7 @@ class Scheduler:
 
     def start(self) -> None:
         self._running = True
+        self._publisher.start()
         self._thread.start()
 
     @property
@@ -178,6 +200,7 @@ class Scheduler:
             self._running = False
             self._wake.notify()
         self._thread.join(timeout=5)
+        self._publisher.stop()
         if self._workers is not None:
             self._workers.shutdown(wait=False)
 
@@ -373,6 +396,7 @@ class Scheduler:
         step = s.steps[0]
         if self.pipeline.step_frames(step) <= frames:
             return
+        self._sliced.add(s.id)
         s.steps.popleft()
         pieces = [
             replace(step, payload=step.payload[i : i + frames]) for i in range(0, len(step.payload), frames)
@@ -381,8 +405,19 @@ class Scheduler:
 
     def _flush_outboxes(self) -> None:
         now = time.perf_counter()
-        stalls = 0
+        stalls = batches = 0
         dropped: Counter[str] = Counter()
+        waiting: set[str] = set()  # sessions of a batch message still held
+        for held in list(self._held_batches):
+            patient = now - held.since < OUTBOX_PATIENCE_S
+            encode = batch_encoder(self.pipeline.name, held.columns)
+            delivery, _ = self._outlet.publish_batch(self._batch_topic, held.row_topics, encode, hold=patient)
+            if delivery is Delivery.HELD:
+                waiting |= held.sessions
+                continue
+            self._held_batches.remove(held)
+            stalls += delivery is Delivery.STALLED
+            batches += delivery is not Delivery.CLOSED
         for sid, (since, payloads) in list(self._outbox.items()):
             session = self._active.get(sid)
             if session is None or session.closed:
@@ -390,7 +425,7 @@ class Scheduler:
                 continue
             patient = now - since < OUTBOX_PATIENCE_S
             while payloads:
-                delivery = self._publish(session.topic, payloads[0], hold=patient)
+                delivery = self._outlet.publish(session.topic, payloads[0], hold=patient)
                 if delivery is Delivery.HELD:
                     break
                 if delivery is Delivery.CLOSED:
@@ -399,10 +434,10 @@ class Scheduler:
                     break
                 stalls += delivery is Delivery.STALLED
                 payloads.popleft()
-            if not payloads:
+            if not payloads and sid not in waiting:
                 del self._outbox[sid]
-        if stalls or dropped:
-            self._stats.count_frames(0, dropped, stalls)
+        if stalls or dropped or batches:
+            self._stats.count_frames(0, dropped, stalls, batches=batches)
 
     def _await_tick(self) -> None:
         """Tick clock (lock held): wait for the next tick, then at most the gather window for the
@@ -489,9 +524,8 @@ class Scheduler:
             for s in batch:
                 self._report_error(s, ErrorCode.INTERNAL, f"post-processing failed: {exc}")
             return
-        t1 = time.perf_counter()
-        self._stats.observe("post", t1 - t0)
-        published = stalls = 0
+        self._stats.observe("post", time.perf_counter() - t0)
+        rows: list[tuple[Session, Sequence[bytes]]] = []
         dropped: Counter[str] = Counter()
         for s, step, payloads in zip(batch, steps, frames, strict=True):
             if isinstance(payloads, FailedRow):  # only this row failed: the others keep their frames
@@ -504,24 +538,33 @@ class Scheduler:
             if s.closed:  # closed while its step ran: its frames go nowhere, the others' are untouched
                 dropped["session_closed"] += len(payloads)
                 continue
-            for i, payload in enumerate(payloads):
-                # Counted before the send: a subscriber must never hold a frame that a racing `close`
-                # reply or `closed` event leaves out of frames_published.
-                s.frames_published += 1
-                delivery = self._publish(s.topic, payload, hold=bulk)
-                if delivery is Delivery.HELD:  # the rest waits in the outbox (bulk only)
-                    self._outbox[s.id] = (time.perf_counter(), deque(payloads[i:]))
-                    published += len(payloads) - i
-                    s.frames_published += len(payloads) - i - 1
-                    break
-                if delivery is Delivery.CLOSED:
-                    s.frames_published -= 1
-                    s.frames_dropped += 1
-                    dropped["session_closed"] += 1
-                    continue
-                published += 1
-                stalls += delivery is Delivery.STALLED
-        t2 = time.perf_counter()
-        self._stats.observe("publish", t2 - t1)
-        self._stats.observe("end_to_end", t2 - oldest)  # queued -> published, the batch's oldest step
-        self._stats.count_frames(published, dropped, stalls)  # one lock round per batch
+            rows.append((s, payloads))
+        held = rows if bulk else [r for r in rows if r[0].id in self._sliced]
+        if held:
+            self._publisher.drain()  # after every queued frame: a session's frames stay in order
+            self._publish_now(Call(held, oldest), hold=True)
+            rows = [] if bulk else [r for r in rows if r[0].id not in self._sliced]
+            self._sliced.difference_update(s.id for s, _ in held if not s.steps)
+        if rows and not self._publisher.put(Call(rows, oldest)):  # that far behind: never wait
+            for s, payloads in rows:
+                s.frames_dropped += len(payloads)
+                dropped["publish_queue_full"] += len(payloads)
+        if dropped:
+            self._stats.count_frames(0, dropped)
+
+    def _publish_now(self, call: Call, hold: bool = False) -> None:
+        """Publish one call (the publisher thread; bulk calls on the scheduler thread, with `hold`)."""
+        t0 = time.perf_counter()
+        out = publish_call(self._outlet, self.pipeline.name, self._batch_topic, call.rows, hold=hold)
+        for s, rest in out.held:  # only with hold, so only on the scheduler thread
+            self._outbox[s.id] = (time.perf_counter(), deque(rest))
+        if out.held_batch is not None:
+            self._held_batches.append(out.held_batch)
+            for sid in out.held_batch.sessions:  # they step again once it is out
+                self._outbox.setdefault(sid, (out.held_batch.since, deque()))
+        t1 = time.perf_counter()
+        self._stats.observe("publish", t1 - t0)
+        self._stats.observe("end_to_end", t1 - call.oldest)  # queued -> published, the call's oldest step
+        self._stats.count_frames(
+            out.published, out.dropped, out.stalls, encoded=out.encoded, batches=out.batches
+        )

@@ -57,6 +57,7 @@ from bridge.protocol.requests import (
 from bridge.runtime.backend import BackendUnavailable
 from bridge.runtime.engine import Engine
 from bridge.runtime.manifest import ManifestError, find_manifests
+from bridge.serving.publisher import GatedOutlet
 from bridge.serving.scheduler import Scheduler
 from bridge.serving.sessions import Session, SessionTable
 from bridge.serving.stats import BridgeStats
@@ -147,6 +148,7 @@ class Bridge:
         # its `closed` event; `_live` holds the frame topics of open sessions.
         self._end_lock = threading.Lock()
         self._live: set[bytes] = set()
+        self._outlet = GatedOutlet(self.sockets, self._end_lock, self._live)
         # With a ZAP handler (CURVE with an allow-list) a client is its public key, read per message.
         self._keyed = config.transport.curve_client_keys is not None
         self.schedulers: dict[Pipeline[Any, Any], Scheduler] = {
@@ -155,6 +157,7 @@ class Bridge:
                 self._publish_frame,
                 self._report_error,
                 self.stats.child(p.model_name),
+                outlet=self._outlet,
                 max_pending=config.max_pending,
                 max_queue_delay_us=config.max_queue_delay_us,
                 prepare_workers=config.prepare_workers,
@@ -514,10 +517,7 @@ class Bridge:
     def _publish_frame(self, topic: bytes, payload: bytes, *, hold: bool = False) -> Delivery:
         """The schedulers' publish: a frame of a session that has ended goes nowhere (its `closed`
         event was the last message of its id): CLOSED, counted by the scheduler."""
-        with self._end_lock:
-            if topic not in self._live:
-                return Delivery.CLOSED
-            return self.sockets.publish(topic, payload, hold=hold)
+        return self._outlet.publish(topic, payload, hold=hold)
 
     def _model_list(self) -> list[dict[str, Any]]:
         return [

@@ -19,8 +19,9 @@ LATENCY_BUCKETS_S = (
 )  # fmt: skip
 BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 # Why a frame computed for a session went to no subscriber: its session ended while the step ran
-# (`session_closed`), or its row failed after the engine call (`failed`, the session got INTERNAL).
-FRAME_DROP_REASONS = ("session_closed", "failed")
+# (`session_closed`), its row failed after the engine call (`failed`, the session got INTERNAL), or
+# the publisher thread was that far behind (`publish_queue_full`, bridge.serving.publisher).
+FRAME_DROP_REASONS = ("session_closed", "failed", "publish_queue_full")
 # Why a reply was not sent: the client does not read (`peer_full`), it disconnected (`peer_gone`), or
 # scheduler error replies outran the I/O thread's bounded queue (`error_queue_full`).
 REPLY_DROP_REASONS = ("peer_full", "peer_gone", "error_queue_full")
@@ -68,6 +69,8 @@ class BridgeStats:
     # Frames a subscriber with a full queue missed; counted once per stall (libzmq skips it silently
     # after the first, until it reads again: bridge.transport.zmq_sockets).
     subscriber_stalls: int = 0
+    frames_encoded: int = 0  # per-session frame payloads encoded (only those someone subscribes to)
+    batches_published: int = 0  # batch/<pipeline> messages sent (docs/protocol.md 5.3)
     inputs_dropped: int = 0
     sessions_opened: int = 0
     sessions_reaped: int = 0
@@ -103,10 +106,20 @@ class BridgeStats:
         with self._lock:
             self.batch_sizes.observe(rows)
 
-    def count_frames(self, published: int, dropped: Counter[str] | None = None, stalls: int = 0) -> None:
+    def count_frames(
+        self,
+        published: int,
+        dropped: Counter[str] | None = None,
+        stalls: int = 0,
+        *,
+        encoded: int = 0,
+        batches: int = 0,
+    ) -> None:
         with self._lock:
             self.frames_published += published
             self.subscriber_stalls += stalls
+            self.frames_encoded += encoded
+            self.batches_published += batches
             if dropped:
                 self.frame_drops.update(dropped)
                 self.frames_dropped += sum(dropped.values())
@@ -149,6 +162,8 @@ class BridgeStats:
             "frames_published": sum(s.frames_published for s in every),
             "frames_dropped": sum(s.frames_dropped for s in every),
             "subscriber_stalls": sum(s.subscriber_stalls for s in every),
+            "frames_encoded": sum(s.frames_encoded for s in every),
+            "batches_published": sum(s.batches_published for s in every),
             "scheduler_restarts": sum(s.scheduler_restarts for s in every),
             "inputs_dropped": sum(s.inputs_dropped for s in every),
             "sessions_opened": self.sessions_opened,

@@ -17,7 +17,11 @@ What libzmq does, and what we add (docs/architecture.md, "Frame delivery"):
 - Subscriptions: libzmq keeps every topic in a trie (about 40 bytes per topic byte); the frames
   socket takes messages of at most MAX_SUBSCRIPTION_BYTES (longer ones close that connection) and
   reads at most `subscription_hwm` of them per connection at a time. The I/O thread applies them
-  (`pump_subscriptions`, outside the GIL) so scheduler threads rarely meet them.
+  (`pump_subscriptions`) so publishing threads rarely meet them.
+- The frames socket is an XPUB: libzmq hands us each topic's first subscription and its last
+  unsubscription (a subscriber's disconnect included), so `Subscriptions` knows which prefixes have
+  subscribers and publishing can skip per-session frames nobody subscribes to (`matching`). Only
+  prefixes that can match a topic we publish are kept (libzmq's trie holds them all anyway).
 - ROUTER_MANDATORY: a reply to a full or vanished peer fails loudly, so it is counted by reason.
 
 Security: loopback only, unless the operator passes `insecure_remote` or gives the bridge a CURVE
@@ -31,12 +35,20 @@ import enum
 import errno
 import ipaddress
 import threading
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import zmq
 from zmq.utils.monitor import recv_monitor_message
 
-from bridge.protocol.versions import DEFAULT_FRAMES_PORT, DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_REQUEST_PORT
+from bridge.protocol.batch_frames import BATCH_TOPIC_PREFIX
+from bridge.protocol.versions import (
+    DEFAULT_FRAMES_PORT,
+    DEFAULT_MAX_MESSAGE_BYTES,
+    DEFAULT_REQUEST_PORT,
+    FRAME_TOPIC_PREFIX,
+)
 from bridge.transport.curve import start_authenticator
 
 # The PUB socket receives only subscriptions: 1 byte + a topic prefix (the longest topic is 22 bytes,
@@ -79,6 +91,47 @@ class TransportConfig:
     curve_client_keys: frozenset[bytes] | None = None  # Z85 public keys admitted; None: any keyed client
 
 
+# Topics whose subscriptions publishing asks about; longer prefixes can match none of them.
+PUBLISHED_PREFIXES = (FRAME_TOPIC_PREFIX, BATCH_TOPIC_PREFIX)
+MAX_TOPIC_BYTES = len(FRAME_TOPIC_PREFIX) + 16  # frame/<16-character id>; batch topics are shorter
+
+
+class Subscriptions:
+    """Subscribed prefixes of the frames socket, with a count each (XPUB reports a prefix's first
+    subscription and its last unsubscription, so a count is 1 while anyone holds it)."""
+
+    def __init__(self) -> None:
+        self.prefixes: Counter[bytes] = Counter()
+        self._lengths: Counter[int] = Counter()  # prefixes held per prefix length
+
+    def apply(self, message: bytes) -> None:
+        """One XPUB message: b"\x01" + prefix (subscribe) or b"\x00" + prefix (unsubscribe)."""
+        if not message or message[0] > 1:
+            return
+        prefix = message[1:]
+        if len(prefix) > MAX_TOPIC_BYTES or not any(
+            prefix.startswith(p) or p.startswith(prefix) for p in PUBLISHED_PREFIXES
+        ):
+            return  # matches no topic we ask about
+        if message[0]:
+            if not self.prefixes[prefix]:
+                self._lengths[len(prefix)] += 1
+            self.prefixes[prefix] += 1
+        elif self.prefixes.get(prefix, 0) > 0:
+            self.prefixes[prefix] -= 1
+            if not self.prefixes[prefix]:
+                del self.prefixes[prefix]
+                self._lengths[len(prefix)] -= 1
+                if not self._lengths[len(prefix)]:
+                    del self._lengths[len(prefix)]
+
+    def matching(self, topics: Sequence[bytes]) -> list[bool]:
+        """For each topic: does any subscribed prefix match it? One set lookup per topic and prefix
+        length in use (usually one or two)."""
+        subs, lengths = self.prefixes, sorted(self._lengths)
+        return [any(t[:k] in subs for k in lengths) for t in topics]
+
+
 def is_loopback(host: str) -> bool:
     if host in ("localhost", "lo"):
         return True
@@ -118,7 +171,7 @@ class BridgeSockets:
         self.router.setsockopt(zmq.MAXMSGSIZE, 2 * config.max_message_bytes)
         # A reply to a full or vanished peer raises (Again, EHOSTUNREACH), so `reply` can count it.
         self.router.setsockopt(zmq.ROUTER_MANDATORY, 1)
-        self.pub = self.context.socket(zmq.PUB)
+        self.pub = self.context.socket(zmq.XPUB)  # a PUB that reports subscriptions
         self.pub.setsockopt(zmq.LINGER, 0)
         self.pub.setsockopt(zmq.SNDHWM, config.frames_hwm)
         if config.frames_sndbuf:
@@ -132,6 +185,7 @@ class BridgeSockets:
                 sock.setsockopt(zmq.CURVE_SERVER, 1)
                 sock.setsockopt(zmq.CURVE_SECRETKEY, config.curve_secret_key)
         self._pub_lock = threading.Lock()
+        self.subscriptions = Subscriptions()
         mask = sum(HANDSHAKE_FAILURES)
         self._monitors = (
             [sock.get_monitor_socket(mask) for sock in (self.router, self.pub)]
@@ -164,10 +218,24 @@ class BridgeSockets:
         return Delivery.STALLED
 
     def pump_subscriptions(self) -> None:
-        """Apply the subscriptions that arrived (I/O thread): zmq_poll processes the socket's pending
-        commands in C with the GIL released."""
+        """Apply the subscriptions that arrived (the I/O thread each turn, publishing before a call)."""
         with self._pub_lock:
-            self.pub.poll(0, zmq.POLLOUT)
+            self._read_subscriptions()
+
+    def matching(self, topics: Sequence[bytes]) -> list[bool]:
+        """For each topic, whether a subscriber would receive it now (subscriptions read first)."""
+        with self._pub_lock:
+            self._read_subscriptions()
+            return self.subscriptions.matching(topics)
+
+    def _read_subscriptions(self) -> None:
+        # A non-blocking recv processes libzmq's pending commands (new subscribers' pipes) first.
+        while True:
+            try:
+                message = self.pub.recv(zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            self.subscriptions.apply(message)
 
     def reply(self, envelope: tuple[bytes, ...], payload: bytes) -> str | None:
         """Send a reply (I/O thread); None once queued, else why it was dropped: `peer_full` (the

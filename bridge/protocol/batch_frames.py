@@ -1,0 +1,262 @@
+"""Batched motion frames: every row of one engine call in one message (docs/protocol.md section 5.3).
+
+The bridge keeps a call's motion frames as columns (`MotionColumns`, one row per frame). Publishing
+turns the columns into one `batch/<pipeline>` message (`encode_batch`: each column one msgpack `bin`,
+no per-row work) and, only for sessions someone subscribes to, into per-session `frame/<session>`
+payloads (`MotionColumns.frames`, the fixed-layout encoder of bridge.protocol.motion_frames).
+`ColumnFrames` is one session's rows of such columns, encoded on demand, so a pipeline can hand its
+frames over without encoding any. `decode_batch` reads a batch message into typed views of its bins.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, overload
+
+import numpy as np
+import numpy.typing as npt
+
+from bridge.protocol.codec import ProtocolError, pack, require, unpack_map
+from bridge.protocol.errors import ErrorCode
+from bridge.protocol.frames import SMPL_JOINTS, FrameHeader, MotionFrame
+from bridge.protocol.motion_frames import encode_motion_frames
+from bridge.protocol.versions import PROTOCOL_VERSION, SESSION_ID_LENGTH
+
+__all__ = [
+    "BATCH_MINOR",
+    "BATCH_TOPIC_PREFIX",
+    "ColumnFrames",
+    "MotionBatch",
+    "MotionColumns",
+    "batch_topic",
+    "decode_batch",
+    "encode_batch",
+    "motion_columns",
+]
+
+BATCH_TOPIC_PREFIX = b"batch/"
+BATCH_MINOR = 1  # protocol minor version that added batched frames
+_SESSION = np.dtype(f"S{SESSION_ID_LENGTH}")
+# Bytes per row of each column, in the order the encoder writes them.
+_ROW_BYTES = {
+    "session": SESSION_ID_LENGTH,
+    "seq": 8,
+    "input_seq": 8,
+    "t_capture_ns": 8,
+    "joints": SMPL_JOINTS * 4 * 4,
+    "root": 3 * 4,
+}
+
+
+def batch_topic(pipeline: str) -> bytes:
+    return BATCH_TOPIC_PREFIX + pipeline.encode()
+
+
+@dataclass(frozen=True)
+class MotionColumns:
+    """Motion frames of one engine call as columns: row r is frame `seq[r]` of session `session[r]`."""
+
+    session: np.ndarray  # (n,) S16, ASCII ids
+    seq: np.ndarray  # (n,) uint64
+    input_seq: np.ndarray  # (n,) uint64
+    t_capture_ns: np.ndarray  # (n,) int64
+    joints: np.ndarray  # (n, 24, 4) float32, xyzw
+    root: np.ndarray  # (n, 3) float32, metres
+    engine_us: float
+    batch: int  # sessions (or padded tier) of the engine call
+
+    def __len__(self) -> int:
+        return len(self.session)
+
+    def take(self, rows: npt.NDArray[np.bool_] | npt.NDArray[np.intp] | slice) -> MotionColumns:
+        """The selected rows (a mask, indices or a slice), in order."""
+        return MotionColumns(
+            self.session[rows],
+            self.seq[rows],
+            self.input_seq[rows],
+            self.t_capture_ns[rows],
+            self.joints[rows],
+            self.root[rows],
+            self.engine_us,
+            self.batch,
+        )
+
+    @staticmethod
+    def concat(parts: Sequence[MotionColumns]) -> MotionColumns:
+        """Rows of several calls' columns in one (engine_us and batch of the first)."""
+        if len(parts) == 1:
+            return parts[0]
+        column = {name: np.concatenate([getattr(p, name) for p in parts]) for name in _ROW_BYTES}
+        return MotionColumns(**column, engine_us=parts[0].engine_us, batch=parts[0].batch)
+
+    def frames(self) -> list[bytes]:
+        """One `frame/<session>` payload per row, in row order."""
+        if not len(self):
+            return []
+        return encode_motion_frames(
+            self.session,
+            self.seq,
+            self.input_seq,
+            self.t_capture_ns,
+            joints=self.joints,
+            root=self.root,
+            engine_us=self.engine_us,
+            batch=self.batch,
+        )
+
+
+def motion_columns(
+    sessions: Sequence[str],
+    seqs: npt.ArrayLike,
+    input_seqs: npt.ArrayLike,
+    t_capture_ns: npt.ArrayLike,
+    *,
+    joints: np.ndarray,
+    root: np.ndarray,
+    engine_us: float,
+    batch: int,
+) -> MotionColumns:
+    """Columns of one row per frame (the arguments of `encode_motion_frames`), checked and typed."""
+    n = len(sessions)
+    ids = "".join(sessions).encode()
+    if len(ids) != n * SESSION_ID_LENGTH or not ids.isascii():
+        raise ValueError(f"session ids must be {SESSION_ID_LENGTH} ASCII characters")
+    return MotionColumns(
+        np.frombuffer(ids, _SESSION),
+        np.asarray(seqs, np.uint64).reshape(n),
+        np.asarray(input_seqs, np.uint64).reshape(n),
+        np.asarray(t_capture_ns, np.int64).reshape(n),
+        np.asarray(joints, np.float32).reshape(n, SMPL_JOINTS, 4),
+        np.asarray(root, np.float32).reshape(n, 3),
+        float(engine_us),
+        int(batch),
+    )
+
+
+class ColumnFrames(Sequence[bytes]):
+    """One session's frames: rows [start, stop) of a call's shared columns, encoded only when read.
+
+    Publishing reads `columns` directly (one batch message for all sessions, per-session payloads
+    only for the sessions someone subscribes to); indexing encodes (the tests' and tools' view)."""
+
+    def __init__(self, columns: MotionColumns, start: int, stop: int) -> None:
+        self.columns, self.start, self.stop = columns, start, stop
+
+    def __len__(self) -> int:
+        return self.stop - self.start
+
+    @overload
+    def __getitem__(self, index: int) -> bytes: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[bytes]: ...
+    def __getitem__(self, index: int | slice) -> bytes | list[bytes]:
+        rows = range(self.start, self.stop)[index]
+        if isinstance(rows, int):
+            return self.columns.take(slice(rows, rows + 1)).frames()[0]
+        return self.columns.take(slice(rows.start, rows.stop, rows.step)).frames()
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(self.columns.take(slice(self.start, self.stop)).frames())
+
+
+def encode_batch(pipeline: str, columns: MotionColumns, t_publish_ns: int) -> bytes:
+    """One batch message payload: the keys of section 5.3 in their order, every column one bin."""
+    return pack(
+        {
+            "op": "frames",
+            "v": PROTOCOL_VERSION,
+            "minor": BATCH_MINOR,
+            "pipeline": pipeline,
+            "rows": len(columns),
+            "t_publish_ns": t_publish_ns,
+            "engine_us": float(columns.engine_us),
+            "batch": columns.batch,
+            "session": columns.session.tobytes(),
+            "seq": columns.seq.astype("<u8", copy=False).tobytes(),
+            "input_seq": columns.input_seq.astype("<u8", copy=False).tobytes(),
+            "t_capture_ns": columns.t_capture_ns.astype("<i8", copy=False).tobytes(),
+            "joints": columns.joints.astype("<f4", copy=False).tobytes(),
+            "root": columns.root.astype("<f4", copy=False).tobytes(),
+        }
+    )
+
+
+@dataclass(frozen=True)
+class MotionBatch:
+    """A decoded batch message: read-only views of its bins, one row per frame."""
+
+    pipeline: str
+    minor: int
+    t_publish_ns: int
+    engine_us: float
+    batch: int
+    session: np.ndarray  # (n,) S16
+    seq: np.ndarray  # (n,) <u8
+    input_seq: np.ndarray  # (n,) <u8
+    t_capture_ns: np.ndarray  # (n,) <i8
+    joints: np.ndarray  # (n, 24, 4) <f4
+    root: np.ndarray  # (n, 3) <f4
+
+    def __len__(self) -> int:
+        return len(self.session)
+
+    def sessions(self) -> list[str]:
+        return [s.decode() for s in self.session.tolist()]
+
+    def frames(self) -> list[MotionFrame]:
+        """Each row as the `frame/<session>` motion frame it means (views into the message)."""
+        return [
+            MotionFrame(
+                FrameHeader(sid, seq, input_seq, capture, self.t_publish_ns, self.engine_us, self.batch),
+                self.joints[r],
+                self.root[r],
+            )
+            for r, (sid, seq, input_seq, capture) in enumerate(
+                zip(
+                    self.sessions(),
+                    self.seq.tolist(),
+                    self.input_seq.tolist(),
+                    self.t_capture_ns.tolist(),
+                    strict=True,
+                )
+            )
+        ]
+
+
+def decode_batch(payload: bytes) -> MotionBatch:
+    """Decode and check one batch message (the second part of a `batch/` message); ProtocolError if it
+    is malformed (a bin of the wrong length drops the whole message). Unknown keys are ignored."""
+    m = unpack_map(payload)
+    what = "batch"
+    if require(m, "op", str, what) != "frames":
+        raise ProtocolError(ErrorCode.BAD_VALUE, "batch: op must be 'frames'")
+    if require(m, "v", int, what) != PROTOCOL_VERSION:
+        raise ProtocolError(ErrorCode.UNSUPPORTED_VERSION, f"batch: version {m['v']} not supported")
+    pipeline = require(m, "pipeline", str, what)
+    if pipeline != "motion":
+        raise ProtocolError(ErrorCode.BAD_VALUE, f"batch: unknown pipeline '{pipeline}'")
+    rows = require(m, "rows", int, what)
+    if rows < 1:
+        raise ProtocolError(ErrorCode.BAD_VALUE, f"batch: rows must be at least 1, got {rows}")
+    bins: dict[str, Any] = {}
+    for key, size in _ROW_BYTES.items():
+        blob = require(m, key, bytes, what)
+        if len(blob) != rows * size:
+            raise ProtocolError(
+                ErrorCode.MALFORMED, f"batch: '{key}' has {len(blob)} bytes, {rows} rows need {rows * size}"
+            )
+        bins[key] = blob
+    return MotionBatch(
+        pipeline=pipeline,
+        minor=require(m, "minor", int, what),
+        t_publish_ns=require(m, "t_publish_ns", int, what),
+        engine_us=float(require(m, "engine_us", (float, int), what)),
+        batch=require(m, "batch", int, what),
+        session=np.frombuffer(bins["session"], _SESSION),
+        seq=np.frombuffer(bins["seq"], "<u8"),
+        input_seq=np.frombuffer(bins["input_seq"], "<u8"),
+        t_capture_ns=np.frombuffer(bins["t_capture_ns"], "<i8"),
+        joints=np.frombuffer(bins["joints"], "<f4").reshape(rows, SMPL_JOINTS, 4),
+        root=np.frombuffer(bins["root"], "<f4").reshape(rows, 3),
+    )

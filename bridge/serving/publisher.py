@@ -1,0 +1,323 @@
+"""Publishing one engine call's frames: one batch message, and per-session frames only where wanted.
+
+A call's frames leave the bridge as (docs/protocol.md sections 5 and 5.3):
+- one `batch/<pipeline>` message with every row of the call, when the pipeline's frames are columns
+  (`ColumnFrames`, motion) and someone subscribes to the batch topic;
+- a `frame/<session>` message per frame, encoded and sent only for the sessions someone subscribes
+  to (the frames socket reports subscriptions); other pipelines' frames (already encoded) always go.
+
+The frame gate (`Outlet`): a session that has ended publishes nothing more, in no topic: the bridge
+checks the rows against its open sessions and sends the batch under the lock that ending a session
+takes, so no row follows a `closed` event. A row counts as published once whatever the number of
+topics it went out on; it counts as dropped (`session_closed`) when it went out on none because its
+session ended.
+
+`PublishQueue` runs this on a thread of its own for realtime calls, so the scheduler starts its next
+call while the previous one is sent: a bounded queue, and a call that finds it full is dropped and
+counted (`publish_queue_full`), never waited for. Bulk (offline) calls publish on the scheduler
+thread, since their pacing depends on the outcome (`hold`, bridge.serving.scheduler), after the
+queued calls (`drain`): an offline session's one-frame pieces go the realtime way, and its frames
+stay in order.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from bridge.protocol.batch_frames import ColumnFrames, MotionColumns, encode_batch
+from bridge.protocol.versions import FRAME_TOPIC_PREFIX
+from bridge.serving.sessions import Session
+from bridge.transport.zmq_sockets import BridgeSockets, Delivery
+
+log = logging.getLogger(__name__)
+
+PUBLISH_QUEUE_CALLS = 8  # realtime calls waiting for the publisher thread (8 ticks, 133 ms at 60 Hz)
+
+EncodeBatch = Callable[[npt.NDArray[np.bool_]], bytes]
+
+
+class Publish(Protocol):
+    """Send one message; the session's frame gate applies (CLOSED: its session has ended)."""
+
+    def __call__(self, topic: bytes, payload: bytes, *, hold: bool = False) -> Delivery: ...
+
+
+class Outlet(Protocol):
+    """Where a scheduler's frames go: the frames socket behind the frame gate."""
+
+    def publish(self, topic: bytes, payload: bytes, *, hold: bool = False) -> Delivery: ...
+
+    def live(self, topics: Sequence[bytes]) -> list[bool]:
+        """Per topic: its session has not ended."""
+
+    def subscribed(self, topics: Sequence[bytes]) -> list[bool]:
+        """Per topic: a subscriber would receive it."""
+
+    def publish_batch(
+        self, topic: bytes, row_topics: Sequence[bytes], encode: EncodeBatch, *, hold: bool = False
+    ) -> tuple[Delivery, npt.NDArray[np.bool_]]:
+        """Send `encode(live rows)` atomically with the gate; CLOSED, sending nothing, when no row's
+        session is open. Returns the delivery and which rows were live."""
+
+
+@dataclass(frozen=True)
+class CallableOutlet:
+    """An outlet around a bare publish function (tests, the GPU benchmark): every per-session frame
+    is sent, no batch topic is subscribed, and the function applies the gate."""
+
+    send: Publish
+
+    def publish(self, topic: bytes, payload: bytes, *, hold: bool = False) -> Delivery:
+        return self.send(topic, payload, hold=hold)
+
+    def live(self, topics: Sequence[bytes]) -> list[bool]:
+        return [True] * len(topics)
+
+    def subscribed(self, topics: Sequence[bytes]) -> list[bool]:
+        return [t.startswith(FRAME_TOPIC_PREFIX) for t in topics]
+
+    def publish_batch(
+        self, topic: bytes, row_topics: Sequence[bytes], encode: EncodeBatch, *, hold: bool = False
+    ) -> tuple[Delivery, npt.NDArray[np.bool_]]:
+        live = np.ones(len(row_topics), bool)
+        return self.send(topic, encode(live), hold=hold), live
+
+
+@dataclass(frozen=True)
+class GatedOutlet:
+    """The bridge's outlet: its sockets, and the open sessions' topics with the lock that ending a
+    session holds while it publishes the `closed` event (bridge.serving.server)."""
+
+    sockets: BridgeSockets
+    lock: threading.Lock
+    open_topics: set[bytes]
+
+    def publish(self, topic: bytes, payload: bytes, *, hold: bool = False) -> Delivery:
+        with self.lock:
+            if topic not in self.open_topics:
+                return Delivery.CLOSED
+            return self.sockets.publish(topic, payload, hold=hold)
+
+    def live(self, topics: Sequence[bytes]) -> list[bool]:
+        with self.lock:
+            return [t in self.open_topics for t in topics]
+
+    def subscribed(self, topics: Sequence[bytes]) -> list[bool]:
+        return self.sockets.matching(topics)
+
+    def publish_batch(
+        self, topic: bytes, row_topics: Sequence[bytes], encode: EncodeBatch, *, hold: bool = False
+    ) -> tuple[Delivery, npt.NDArray[np.bool_]]:
+        with self.lock:
+            live = np.fromiter((t in self.open_topics for t in row_topics), bool, len(row_topics))
+            if not live.any():
+                return Delivery.CLOSED, live
+            return self.sockets.publish(topic, encode(live), hold=hold), live
+
+
+@dataclass
+class HeldBatch:
+    """A bulk batch message a subscriber had no room for: its rows, retried until sent."""
+
+    since: float
+    columns: MotionColumns
+    row_topics: list[bytes]
+    sessions: frozenset[str]
+
+
+@dataclass
+class Outcome:
+    """What publishing one call did, for the stats and the scheduler's outboxes."""
+
+    published: int = 0
+    stalls: int = 0
+    encoded: int = 0
+    batches: int = 0
+    dropped: Counter[str] = field(default_factory=Counter)
+    held: list[tuple[Session, list[bytes]]] = field(default_factory=list)  # per-session rest (hold)
+    held_batch: HeldBatch | None = None
+
+
+def batch_encoder(pipeline: str, columns: MotionColumns) -> EncodeBatch:
+    return lambda live: encode_batch(pipeline, columns.take(live), time.time_ns())
+
+
+def publish_call(
+    outlet: Outlet,
+    pipeline: str,
+    batch_topic: bytes,
+    rows: Sequence[tuple[Session, Sequence[bytes]]],
+    *,
+    hold: bool = False,
+) -> Outcome:
+    """Publish one call's frames (each session's frames in order; see the module doc)."""
+    out = Outcome()
+    if not rows:
+        return out
+    topics = [s.topic for s, _ in rows]
+    for s, frames in rows:
+        s.frames_published += len(frames)  # before any send: a racing close must not leave one out
+    columnar = [p for _, p in rows if isinstance(p, ColumnFrames)]
+    in_batch = False
+    if len(columnar) == len(rows):
+        columns, owners = _gather(columnar)
+        row_topics = [topics[i] for i in owners]
+        if outlet.subscribed([batch_topic])[0]:
+            delivery, live_rows = outlet.publish_batch(
+                batch_topic, row_topics, batch_encoder(pipeline, columns), hold=hold
+            )
+            in_batch = delivery is not Delivery.CLOSED
+            if delivery is Delivery.HELD:
+                keep = columns.take(live_rows)
+                out.held_batch = HeldBatch(
+                    time.perf_counter(),
+                    keep,
+                    [t for t, ok in zip(row_topics, live_rows.tolist(), strict=True) if ok],
+                    frozenset(s.id for s, _ in rows),
+                )
+            elif in_batch:
+                out.batches += 1
+                out.stalls += delivery is Delivery.STALLED
+            live = [False] * len(rows)
+            for i, ok in zip(owners.tolist(), live_rows.tolist(), strict=True):
+                live[i] = live[i] or ok
+        else:
+            live = outlet.live(topics)
+        wanted = [w and ok for w, ok in zip(outlet.subscribed(topics), live, strict=True)]
+        encoded = _encode_wanted(columns, owners, wanted)
+        out.encoded += sum(len(p) for p in encoded.values())
+        payload_rows: list[Sequence[bytes] | None] = [encoded.get(i) for i in range(len(rows))]
+    else:  # already encoded (face, speech)
+        live = [True] * len(rows)  # the publish function's gate decides per message
+        payload_rows = [p for _, p in rows]
+    for (s, frames), ok, payloads in zip(rows, live, payload_rows, strict=True):
+        if not ok:  # ended: in no topic
+            _drop(s, len(frames), out)
+            continue
+        if payloads is None:  # nobody subscribes to its topic: the batch (or no one) had it
+            out.published += len(frames)
+            continue
+        for i, payload in enumerate(payloads):
+            delivery = outlet.publish(s.topic, payload, hold=hold)
+            if delivery is Delivery.HELD:  # the rest waits in the scheduler's outbox (bulk only)
+                out.held.append((s, list(payloads[i:])))
+                out.published += len(payloads) - i
+                break
+            if delivery is Delivery.CLOSED and not in_batch:
+                _drop(s, 1, out)
+                continue
+            out.published += 1
+            out.stalls += delivery is Delivery.STALLED
+    return out
+
+
+def _drop(s: Session, frames: int, out: Outcome) -> None:
+    s.frames_published -= frames
+    s.frames_dropped += frames
+    out.dropped["session_closed"] += frames
+
+
+def _gather(columnar: Sequence[ColumnFrames]) -> tuple[MotionColumns, npt.NDArray[np.intp]]:
+    """The call's rows as one set of columns (its chunks concatenated) and the owner (index into
+    `columnar`) of each row; rows of no listed session (failed or closed) are left out."""
+    parts: dict[int, tuple[MotionColumns, npt.NDArray[np.intp]]] = {}
+    for i, cf in enumerate(columnar):
+        part = parts.get(id(cf.columns))
+        if part is None:
+            part = parts[id(cf.columns)] = (cf.columns, np.full(len(cf.columns), -1, np.intp))
+        part[1][cf.start : cf.stop] = i
+    kept = [(c, owner >= 0, owner) for c, owner in parts.values()]
+    columns = MotionColumns.concat([c.take(mask) for c, mask, _ in kept])
+    return columns, np.concatenate([owner[mask] for _, mask, owner in kept])
+
+
+def _encode_wanted(
+    columns: MotionColumns, owners: npt.NDArray[np.intp], wanted: list[bool]
+) -> dict[int, list[bytes]]:
+    """Per-session payloads (in row order) of the wanted sessions only, encoded in one pass."""
+    if not any(wanted):
+        return {}
+    rows = np.asarray(wanted, bool)[owners]
+    out: dict[int, list[bytes]] = {}
+    for owner, payload in zip(owners[rows].tolist(), columns.take(rows).frames(), strict=True):
+        out.setdefault(owner, []).append(payload)
+    return out
+
+
+@dataclass
+class Call:
+    """One realtime call's frames, handed from the scheduler to its publisher thread."""
+
+    rows: list[tuple[Session, Sequence[bytes]]]
+    oldest: float  # perf_counter when its oldest step was queued (the end_to_end metric)
+
+
+class PublishQueue:
+    """A thread that publishes calls in order; `put` never blocks (False when the queue is full)."""
+
+    def __init__(self, name: str, publish: Callable[[Call], None], depth: int = PUBLISH_QUEUE_CALLS) -> None:
+        self._publish = publish
+        self._queue: queue.Queue[Call | None] = queue.Queue(depth)
+        self._thread = threading.Thread(target=self._loop, name=f"publish-{name}", daemon=True)
+        self._started = False
+        self._unfinished = 0  # calls put and not yet published
+        self._done = threading.Condition()
+
+    def start(self) -> None:
+        if not self._started:
+            self._started = True
+            self._thread.start()
+
+    def put(self, call: Call) -> bool:
+        with self._done:
+            try:
+                self._queue.put_nowait(call)
+            except queue.Full:
+                return False
+            self._unfinished += 1
+        return True
+
+    def drain(self, timeout_s: float = 1.0) -> None:
+        """Wait (at most `timeout_s`) until every call put so far is published: what the caller
+        publishes itself next then follows them (one session's frames stay in order)."""
+        deadline = time.monotonic() + timeout_s
+        with self._done:
+            while self._unfinished and (remaining := deadline - time.monotonic()) > 0:
+                self._done.wait(remaining)
+
+    def stop(self, timeout_s: float = 5.0) -> None:
+        if self._started:
+            try:
+                self._queue.put(None, timeout=timeout_s)  # after what is queued
+            except queue.Full:
+                return
+            self._thread.join(timeout_s)
+
+    def _loop(self) -> None:
+        while self._publish_next():
+            pass
+
+    def _publish_next(self) -> bool:
+        """One call, in its own frame: no reference to its sessions outlives it (a closed session's
+        slot is freed when the last one goes)."""
+        call = self._queue.get()
+        if call is None:
+            return False
+        try:
+            self._publish(call)
+        except Exception:  # one call's failure must not stop publishing the next ones
+            log.exception("publishing a call failed")
+        with self._done:
+            self._unfinished -= 1
+            self._done.notify_all()
+        return True
