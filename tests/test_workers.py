@@ -14,6 +14,7 @@ import signal
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import numpy as np
 import pytest
@@ -21,6 +22,7 @@ import pytest
 from bridge.harness.client import BridgeClient, BridgeError
 from bridge.harness.process import BridgeProcess
 from bridge.harness.run import run_harness
+from bridge.protocol.codec import pack, unpack_map
 from bridge.protocol.errors import ErrorCode
 from tests.bystander import Bystander
 
@@ -116,6 +118,48 @@ def test_ownership_and_quotas_hold_across_workers(bridge: BridgeProcess) -> None
     finally:
         owner.close()
         other.close()
+
+
+def test_inputs_message_over_both_workers_answers_each_item_by_its_index(bridge: BridgeProcess) -> None:
+    client = BridgeClient(request_port=bridge.request_port)
+    try:
+        client.hello()
+        client.subscribe()
+        sessions = [client.open("motion")["session"] for _ in range(2)]
+        assert set(session_workers(bridge, sessions).values()) == {"0", "1"}
+        time.sleep(0.1)
+        row = {"kind": "features", "seq": 7, "t_capture_ns": time.time_ns(), "rows": 1, "cols": 35}
+        items = [
+            {**row, "session": sessions[0], "data": ROWS[0].tobytes()},
+            {**row, "session": "0" * 16, "data": ROWS[1].tobytes(), "id": 5},
+            {**row, "session": sessions[1], "data": ROWS[2].tobytes(), "ack": True, "id": 6},
+        ]
+        client.dealer.send(pack({"op": "inputs", "v": 1, "items": items}))
+        frames: list[str] = []
+        replies: list[dict[str, Any]] = []
+
+        def both_frames() -> bool:
+            frames.extend(r.frame.header.session for r in client.recv_frames(20))
+            return len(frames) == 2
+
+        def both_replies() -> bool:
+            while client.dealer.poll(0):
+                replies.append(unpack_map(client.dealer.recv()))
+            return len(replies) == 2
+
+        assert until(both_frames, 5.0), frames
+        assert sorted(frames) == sorted(sessions)
+        assert until(both_replies, 5.0), replies
+        by_op = {r["op"]: r for r in replies}
+        assert by_op["error"]["code"] == ErrorCode.UNKNOWN_SESSION and by_op["error"]["item"] == 1
+        assert by_op["error"]["id"] == 5
+        assert (
+            by_op["ack"]["item"] == 2 and by_op["ack"]["session"] == sessions[1] and by_op["ack"]["id"] == 6
+        )
+        for sid in sessions:
+            client.close_session(sid)
+    finally:
+        client.close()
 
 
 def test_killed_worker_is_restarted_and_the_other_workers_session_loses_nothing() -> None:

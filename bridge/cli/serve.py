@@ -74,6 +74,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--max-queue-delay-us", type=int, help="wait this long to grow a batch (0)")
     parser.add_argument(
+        "--prepare-workers", type=int, help="pre-processing threads per model (1; face: detection, crop)"
+    )
+    parser.add_argument(
         "--scheduler",
         choices=("adaptive", "tick"),
         help="adaptive (default): rounds start on arrival; tick: on each model's clock (docs/scheduling.md)",
@@ -157,6 +160,7 @@ def config_from_args(args: argparse.Namespace, table: ServeTable | None = None) 
         "max_sessions": pick("max_sessions"),
         "max_sessions_per_client": pick("max_sessions_per_client"),
         "max_queue_delay_us": pick("max_queue_delay_us"),
+        "prepare_workers": pick("prepare_workers"),
         "scheduler": pick("scheduler"),
         "tick_hz": pick("tick_hz"),
         "gather_window_us": pick("gather_window_us"),

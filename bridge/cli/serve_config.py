@@ -41,6 +41,7 @@ class ServeTable(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True)
     max_sessions: int | None = None
     max_sessions_per_client: int | None = None
     max_queue_delay_us: int | None = None
+    prepare_workers: int | None = None
     scheduler: Literal["adaptive", "tick"] | None = None
     tick_hz: Annotated[float, msgspec.Meta(ge=0)] | None = None
     gather_window_us: Annotated[int, msgspec.Meta(ge=0, le=1_000_000)] | None = None

@@ -47,9 +47,11 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 import zmq
 
+from bridge.protocol.codec import pack, unpack_map
 from bridge.protocol.errors import ErrorCode
 from bridge.protocol.events import encode_closed_event, event_topic
 from bridge.protocol.replies import error_reply
+from bridge.protocol.requests import MAX_INPUT_ITEMS
 from bridge.protocol.versions import EVENT_TOPIC_PREFIX
 from bridge.serving.server import ServeConfig, _user_id
 from bridge.serving.workers import WorkerProcess, WorkerSpecFactory
@@ -82,9 +84,24 @@ class _Route(msgspec.Struct):
     id: Any = None
     session: Any = None
     event: Any = None
+    item: Any = None  # a reply's index of the item of an `inputs` message it answers
+
+
+class _Inputs(msgspec.Struct):
+    """A multiplexed `inputs` message, its items left encoded."""
+
+    v: Any = None
+    id: Any = None
+    items: list[msgspec.Raw] = []
+
+
+class _Item(msgspec.Struct):
+    session: Any = None
 
 
 _decode_route = msgspec.msgpack.Decoder(_Route).decode
+_decode_inputs = msgspec.msgpack.Decoder(_Inputs).decode
+_decode_item = msgspec.msgpack.Decoder(_Item).decode
 
 
 def _route(payload: memoryview | bytes) -> _Route | None:
@@ -94,7 +111,7 @@ def _route(payload: memoryview | bytes) -> _Route | None:
         return None
 
 
-def _request_id(route: _Route | None) -> int:
+def _request_id(route: _Route | _Inputs | None) -> int:
     """The id an error reply echoes: the request's when it is a uint64, else 0 (docs/protocol.md 4)."""
     rid = route.id if route is not None else None
     return rid if type(rid) is int and 0 <= rid < 2**64 else 0
@@ -170,6 +187,8 @@ class FrontEnd:
         self._poller = zmq.Poller()
         self._poller.register(self.router, zmq.POLLIN)
         self._links: dict[zmq.Socket[bytes], tuple[_Client, int]] = {}  # DEALER -> (client, worker)
+        # DEALER -> original index of each item of the latest split `inputs` part sent on it
+        self._item_maps: dict[zmq.Socket[bytes], list[int]] = {}
         self._events: dict[zmq.Socket[bytes], int] = {}  # a worker's event SUB -> worker index
         self._sessions: dict[str, tuple[int, _Client]] = {}  # session -> (worker, owner)
         self._clients: dict[bytes, _Client] = {}  # owner key -> client
@@ -300,6 +319,13 @@ class FrontEnd:
         route = _route(body[-1].buffer) if framed else None
         op = route.op if route is not None else None
         session = route.session if route is not None and type(route.session) is str else None
+        if op == "inputs" and framed:
+            parts = self._split_inputs(body[-1].buffer)
+            if parts is not None:
+                envelope = [b""] if len(body) == 2 else []  # a REQ-style client's delimiter
+                for part_worker, (payload, indices) in parts.items():
+                    self._send_inputs(client, part_worker, [*envelope, payload], indices, route)
+                return
         if op == "open":
             worker = self._place_open(client, route)
         elif session is not None and session in self._sessions:
@@ -317,9 +343,54 @@ class FrontEnd:
             busy = "the bridge worker is busy; message dropped"
             self._error(client, ErrorCode.OVERLOADED, busy, route, session)
             return
+        if op == "inputs":
+            self._item_maps.pop(dealer, None)  # sent whole: its replies' item indices are right
         if op == "open":
             client.pending.append((worker, _request_id(route), time.monotonic() + OPEN_TIMEOUT_S))
             self._load[worker] += 1
+
+    def _split_inputs(self, payload: memoryview) -> dict[int, tuple[bytes, list[int]]] | None:
+        """An `inputs` message whose items live on several workers, as one `inputs` message per worker
+        (items in their order) with each item's index in the original; None when it goes whole to
+        one worker (its items all live there, or it is malformed: that worker answers as a bridge does)."""
+        try:
+            message = _decode_inputs(payload)
+        except msgspec.MsgspecError:
+            return None
+        if message.v not in (None, 1) or type(message.v) not in (type(None), int):
+            return None
+        if not 1 <= len(message.items) <= MAX_INPUT_ITEMS:
+            return None
+        groups: dict[int, list[int]] = {}
+        for i, raw in enumerate(message.items):
+            try:
+                sid = _decode_item(raw).session
+            except msgspec.MsgspecError:
+                sid = None
+            entry = self._sessions.get(sid) if type(sid) is str else None
+            # An item no worker knows joins the first part: that worker answers it (UNKNOWN_SESSION...).
+            groups.setdefault(entry[0] if entry is not None else -1, []).append(i)
+        unplaced = groups.pop(-1, [])
+        if len(groups) <= 1:
+            return None
+        first = next(iter(groups))
+        groups[first] = sorted(groups[first] + unplaced)
+        head = {"op": "inputs", "id": _request_id(message)} | ({} if message.v is None else {"v": 1})
+        return {
+            w: (msgspec.msgpack.encode({**head, "items": [message.items[i] for i in indices]}), indices)
+            for w, indices in groups.items()
+        }
+
+    def _send_inputs(
+        self, client: _Client, worker: int, frames: list[bytes], indices: list[int], route: _Route | None
+    ) -> None:
+        dealer = client.dealers.get(worker) or self._link(client, worker)
+        try:
+            dealer.send_multipart(frames, zmq.NOBLOCK, copy=False)
+        except zmq.Again:
+            self._error(client, ErrorCode.OVERLOADED, "the bridge worker is busy; message dropped", route)
+            return
+        self._item_maps[dealer] = indices
 
     def _place_open(self, client: _Client, route: _Route | None) -> int | None:
         """The least-loaded ready worker for a new session, or None (after an error reply)."""
@@ -379,7 +450,18 @@ class FrontEnd:
             route = _route(frames[-1].buffer)
             if route is not None and route.op in ("open", "error"):
                 self._settle_open(client, worker, route)
+            if route is not None and type(route.item) is int and dealer in self._item_maps:
+                frames = [*frames[:-1], self._renumber(frames[-1].bytes, route.item, self._item_maps[dealer])]
             self._reply(client, frames)
+
+    @staticmethod
+    def _renumber(payload: bytes, item: int, indices: list[int]) -> zmq.Frame:
+        """A reply naming an item of a split `inputs` message names it by its index in the client's
+        message. The latest split sent on that link is the map: exact while a client keeps the layout
+        of its messages (the same sessions in the same order), best effort when it changes in flight."""
+        if not 0 <= item < len(indices):
+            return zmq.Frame(payload)
+        return zmq.Frame(pack({**unpack_map(payload), "item": indices[item]}))
 
     def _settle_open(self, client: _Client, worker: int, route: _Route) -> None:
         rid = _request_id(route)
@@ -499,6 +581,7 @@ class FrontEnd:
 
     def _unlink(self, dealer: zmq.Socket[bytes]) -> None:
         client, worker = self._links.pop(dealer)
+        self._item_maps.pop(dealer, None)
         del client.dealers[worker]
         self._poller.unregister(dealer)
         dealer.close(0)
