@@ -156,6 +156,15 @@ def test_inputs_message_over_both_workers_answers_each_item_by_its_index(bridge:
         assert (
             by_op["ack"]["item"] == 2 and by_op["ack"]["session"] == sessions[1] and by_op["ack"]["id"] == 6
         )
+        frames.clear()
+        # All on the worker that is not the least loaded: the message goes whole, to that worker.
+        client.dealer.send(
+            pack({"op": "inputs", "items": [{**row, "session": sessions[1], "data": ROWS[3].tobytes()}]})
+        )
+        assert until(lambda: both_frames() or frames == [sessions[1]], 5.0), frames
+        time.sleep(0.2)
+        both_replies()
+        assert [r for r in replies[2:] if r["op"] == "error"] == []
         for sid in sessions:
             client.close_session(sid)
     finally:

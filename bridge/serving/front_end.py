@@ -319,15 +319,18 @@ class FrontEnd:
         route = _route(body[-1].buffer) if framed else None
         op = route.op if route is not None else None
         session = route.session if route is not None and type(route.session) is str else None
+        home: int | None = None  # the one worker all items of an `inputs` message live on
         if op == "inputs" and framed:
-            parts = self._split_inputs(body[-1].buffer)
-            if parts is not None:
+            home, parts = self._split_inputs(body[-1].buffer)
+            if parts:
                 envelope = [b""] if len(body) == 2 else []  # a REQ-style client's delimiter
                 for part_worker, (payload, indices) in parts.items():
                     self._send_inputs(client, part_worker, [*envelope, payload], indices, route)
                 return
         if op == "open":
             worker = self._place_open(client, route)
+        elif home is not None:
+            worker = home
         elif session is not None and session in self._sessions:
             worker = self._sessions[session][0]
         else:
@@ -349,18 +352,21 @@ class FrontEnd:
             client.pending.append((worker, _request_id(route), time.monotonic() + OPEN_TIMEOUT_S))
             self._load[worker] += 1
 
-    def _split_inputs(self, payload: memoryview) -> dict[int, tuple[bytes, list[int]]] | None:
-        """An `inputs` message whose items live on several workers, as one `inputs` message per worker
-        (items in their order) with each item's index in the original; None when it goes whole to
-        one worker (its items all live there, or it is malformed: that worker answers as a bridge does)."""
+    def _split_inputs(
+        self, payload: memoryview
+    ) -> tuple[int | None, dict[int, tuple[bytes, list[int]]] | None]:
+        """(home, parts) for an `inputs` message. Items on several workers: one `inputs` message per
+        worker (items in their order) with each item's index in the client's message. Else it goes
+        whole: to `home` when its known sessions all live there, else (malformed, or no known session)
+        to any worker, which answers it as a single bridge does."""
         try:
             message = _decode_inputs(payload)
         except msgspec.MsgspecError:
-            return None
+            return None, None
         if message.v not in (None, 1) or type(message.v) not in (type(None), int):
-            return None
+            return None, None
         if not 1 <= len(message.items) <= MAX_INPUT_ITEMS:
-            return None
+            return None, None
         groups: dict[int, list[int]] = {}
         for i, raw in enumerate(message.items):
             try:
@@ -372,11 +378,11 @@ class FrontEnd:
             groups.setdefault(entry[0] if entry is not None else -1, []).append(i)
         unplaced = groups.pop(-1, [])
         if len(groups) <= 1:
-            return None
+            return next(iter(groups), None), None
         first = next(iter(groups))
         groups[first] = sorted(groups[first] + unplaced)
         head = {"op": "inputs", "id": _request_id(message)} | ({} if message.v is None else {"v": 1})
-        return {
+        return None, {
             w: (msgspec.msgpack.encode({**head, "items": [message.items[i] for i in indices]}), indices)
             for w, indices in groups.items()
         }
