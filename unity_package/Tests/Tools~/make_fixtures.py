@@ -4,7 +4,8 @@ Usage: python make_fixtures.py OUTDIR. Each file holds one msgpack payload. The 
 simple formulas the C# tests recompute (FrameDecoderTests, ReplyTests):
   expression[i] = i / 100, eyelids = (0.25, 0.75), jaw = (0, 0, 0, 1), head = (0, 0.6, 0, 0.8),
   blendshapes[i] = i / 51, joints[j] = (0, 0, 0, 1) except joint 1 = (0.6, 0, 0, 0.8),
-  root = (0.1, 0.9, -0.2); speech frames: visemes[i] = (i + 1) / 120, vowels = (0.1, 0.2, 0.3, 0.4, 0.5),
+  root = (0.1, 0.9, -0.2) (motion_batch has its own, beside it); speech frames:
+  visemes[i] = (i + 1) / 120, vowels = (0.1, 0.2, 0.3, 0.4, 0.5),
   voice = true. speech_utterance holds a held-out eSpeak NG voice saying a held-out sentence
   ({"rate": int, "pcm": bin s16le}), for the live speech session; speech_calibration the same voice
   saying the five calibration vowels.
@@ -19,6 +20,7 @@ import msgpack
 import numpy as np
 
 from bridge.protocol import encode_face_frame
+from bridge.protocol.batch_frames import encode_batch, motion_columns
 from bridge.protocol.errors import ErrorCode
 from bridge.protocol.motion_frames import encode_motion_frames
 from bridge.protocol.replies import error_reply, reply
@@ -56,6 +58,17 @@ def main(out: Path) -> None:
                                      joints=joints[None], root=np.array([[0.1, 0.9, -0.2]], np.float32),
                                      engine_us=42.0, batch=1)
     write(out, "motion_frame", motion)
+    # Batch rows r = 0, 1, 2: session f"{r:016x}", seq 2**40 + r, input_seq r, t_capture_ns 1.7e18 + r,
+    # joints[r, j] = (r, j, 0.5, 1) / |(r, j, 0.5, 1)|, root[r] = (0.1 r, 0.9, -0.2).
+    rows = np.arange(3)
+    quats = np.stack([np.broadcast_to(rows[:, None], (3, 24)), np.broadcast_to(np.arange(24), (3, 24)),
+                      np.full((3, 24), 0.5), np.ones((3, 24))], axis=-1).astype(np.float32)
+    quats /= np.linalg.norm(quats, axis=-1, keepdims=True)
+    columns = motion_columns([f"{r:016x}" for r in rows], 2**40 + rows, rows,
+                             1_700_000_000_000_000_000 + rows, joints=quats,
+                             root=np.stack([0.1 * rows, np.full(3, 0.9), np.full(3, -0.2)], 1),
+                             engine_us=77.5, batch=4)
+    write(out, "motion_batch", encode_batch("motion", columns, 1_700_000_000_000_000_123))
 
     face_rig = {"kind": "face", "coordinates": COORDINATES, "quaternion_order": "xyzw",
                 "expression": [f"Exp{i:02d}" for i in range(50)], "eyelids": ["EyelidLeft", "EyelidRight"],

@@ -5,7 +5,7 @@ using NUnit.Framework;
 
 namespace AvatarBridge.Tests.Core
 {
-    /// <summary>Batched motion messages (section 5.3) built by hand to the layout (BatchPayload).</summary>
+    /// <summary>Batched motion messages (section 5.3): the bridge's encoder's, and built by hand to the layout (BatchPayload).</summary>
     public class BatchDecoderTests
     {
         const string A = "0123456789abcdef", B = "fedcba9876543210", C = "00000000deadbeef";
@@ -40,6 +40,42 @@ namespace AvatarBridge.Tests.Core
                 Assert.AreEqual(0, frame.Blendshapes.Length);
             }
             Assert.Throws<ArgumentOutOfRangeException>(() => decoder.CopyRow(3, frame, A));
+        }
+
+        [Test]
+        public void DecodesABatchEncodedByTheBridge()
+        {
+            // make_fixtures.py: rows r = 0..2, the bridge's encode_batch.
+            var payload = TestEnvironment.Fixture("motion_batch");
+            var decoder = new BatchDecoder();
+            decoder.Decode(payload, 0, payload.Length);
+            Assert.AreEqual(3, decoder.Rows);
+            Assert.AreEqual(1, decoder.Minor);
+            Assert.AreEqual(4, decoder.Batch);
+            Assert.AreEqual(77.5, decoder.EngineMicroseconds);
+            Assert.AreEqual(1700000000000000123L, decoder.PublishNs);
+            var frame = new Frame();
+            for (int r = 0; r < 3; r++)
+            {
+                string id = r.ToString("x16");
+                Assert.AreEqual(id, System.Text.Encoding.ASCII.GetString(decoder.SessionId(r).ToArray()));
+                decoder.CopyRow(r, frame, id);
+                Assert.AreEqual((1UL << 40) + (ulong)r, frame.Seq);
+                Assert.AreEqual((ulong)r, frame.InputSeq);
+                Assert.AreEqual(1700000000000000000L + r, frame.CaptureNs);
+                Assert.AreEqual(1700000000000000123L, frame.PublishNs);
+                for (int j = 0; j < 24; j++)
+                {
+                    double n = Math.Sqrt(r * r + j * j + 0.25 + 1);
+                    Assert.AreEqual(r / n, frame.Joints[j * 4], 1e-6, "row " + r + " joint " + j + " x");
+                    Assert.AreEqual(j / n, frame.Joints[j * 4 + 1], 1e-6);
+                    Assert.AreEqual(0.5 / n, frame.Joints[j * 4 + 2], 1e-6);
+                    Assert.AreEqual(1 / n, frame.Joints[j * 4 + 3], 1e-6);
+                }
+                Assert.AreEqual(0.1 * r, frame.Root[0], 1e-6);
+                Assert.AreEqual(0.9, frame.Root[1], 1e-6);
+                Assert.AreEqual(-0.2, frame.Root[2], 1e-6);
+            }
         }
 
         [Test]
