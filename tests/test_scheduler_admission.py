@@ -2,8 +2,9 @@
 
 Tick clock: 16 sessions whose inputs arrive within a tick make one engine call per tick (calls are
 counted, not timed). Fair admission: while several clients have work queued, each may hold its share
-(images weighed by size) and a bystander is always admitted; alone, a client has only the per-session
-bounds. A live flood of max-size images from two clients leaves a bystander clean.
+(images weighed by size, never less than its sessions' own bounds) and a bystander is always
+admitted; alone, a client has only the per-session bounds. A live flood of max-size images from two
+clients leaves a bystander clean.
 """
 
 from __future__ import annotations
@@ -155,17 +156,20 @@ def test_flooding_clients_get_their_share_and_a_bystander_is_always_admitted(fac
     assert alone.submit_many([image(s, LARGEST) for s in c]) == [True] * 8
 
 
-def test_motion_flooder_is_held_to_its_share(motion: Engine) -> None:
+def test_motion_clients_that_fall_behind_together_keep_their_own_bounds(motion: Engine) -> None:
     pipeline, out = MotionPipeline(motion), Published()
-    scheduler = Scheduler(pipeline, out, out.report, BridgeStats(), max_pending=2048)  # not started
-    (by,) = sessions(pipeline, b"by", 1)
-    flood = sessions(pipeline, b"f", 3)
-    big = np.zeros((1024, 35), np.float32)
-    burst = [(by, FeaturesInput(0, by.id, 0, 0, False, ROW))]
-    burst += [(s, FeaturesInput(0, s.id, 0, 0, False, big)) for s in flood]
-    burst += [(by, FeaturesInput(0, by.id, 1, 0, False, ROW))]
-    # The flooder's first input crosses its share (half the pool), the rest wait; the bystander goes on.
-    assert scheduler.submit_many(burst) == [True, True, False, False, True]
+    scheduler = Scheduler(pipeline, out, out.report, BridgeStats(), max_pending=16)  # not started: a stall
+    clients = [sessions(pipeline, bytes([65 + c]), 1)[0] for c in range(9)]
+    # Nine one-session clients, 16 frames each behind: far over a ninth of the pool (64 // 9), never
+    # refused for it; each session's own bound (16) refuses the 17th.
+    burst = [(s, FeaturesInput(0, s.id, k, 0, False, ROW)) for k in range(17) for s in clients]
+    assert scheduler.submit_many(burst) == [True] * (16 * 9) + [False] * 9
+    # A client with a second session may hold both sessions' bounds, no more.
+    (extra,) = sessions(pipeline, b"A2", 1)
+    extra.owner = clients[0].owner
+    assert scheduler.submit_many([(extra, FeaturesInput(0, extra.id, 0, 0, False, ROW))] * 17) == (
+        [True] * 16 + [False]
+    )
 
 
 @pytest.fixture(scope="module")

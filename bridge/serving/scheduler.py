@@ -14,9 +14,10 @@ has one, so N sessions cost one call per tick instead of N (docs/scheduling.md).
   tick) run at once, off the clock. The first input after an idle spell starts the clock one gather
   window later.
 - Fair admission: while more than one client has work queued here, a client whose queued work has
-  reached its share (`fair_work` units over the clients with work, at least one unit per session it
-  has queued) gets its next input refused (the caller answers OVERLOADED); alone, only the
-  per-session bounds apply. Work is `Pipeline.work`: frames, and an image by its size.
+  reached its share (`fair_work` units over the clients with work, and never less than its sessions'
+  own bounds: `max_pending` frames each for motion, one unit each for images) gets its next input
+  refused (the caller answers OVERLOADED); alone, only the per-session bounds apply. Work is
+  `Pipeline.work`: frames, and an image by its size.
 - Tiers: a batch holds at most the engine's largest batch tier; a backend with fixed shapes (CUDA
   graphs) pads it up to the next tier itself. Steps of different shape (`Pipeline.batch_key`, e.g.
   offline chunks of another length) go to separate calls.
@@ -248,7 +249,8 @@ class Scheduler:
             return None
         work: dict[bytes, tuple[int, int]] = {}
         for s in self._active.values():
-            units = self._inbox_work(s) + sum(self.pipeline.step_frames(step) for step in s.steps)
+            # A tuple first: the scheduler thread pops steps without the lock (copying is one C call).
+            units = self._inbox_work(s) + sum(self.pipeline.step_frames(step) for step in tuple(s.steps))
             if units:
                 held, sessions = work.get(s.owner, (0, 0))
                 work[s.owner] = (held + units, sessions + 1)
@@ -265,17 +267,22 @@ class Scheduler:
         if self.pipeline.droppable:
             held -= queued  # latest wins: the queued input goes if this one is taken
         clients = sum(1 for owner, (units, _) in work.items() if units and owner != session.owner) + 1
-        if clients >= 2 and held > 0 and held >= max(self.fair_work // clients, sessions):
+        # Never below what its sessions' own bounds allow (motion: max_pending frames each), so clients
+        # that all fall behind together (a stall) are never refused for it: the share bites where an
+        # input's cost is its pre-processing (images), not its frames.
+        sessions += not (queued or session.steps)  # this one, if it is new to the queue
+        floor = sessions * (1 if self.pipeline.droppable else self.max_pending)
+        if clients >= 2 and held > 0 and held >= max(self.fair_work // clients, floor):
             return False
-        had_work = queued or session.steps
-        work[session.owner] = (held + self.pipeline.work(session.state, item), sessions + (not had_work))
+        work[session.owner] = (held + self.pipeline.work(session.state, item), sessions)
         return True
 
     def _pending(self, session: Session) -> int:
         """Frames queued or about to be (the unit of the pending bound): inputs not pre-processed yet
         count as the frames they make."""
         queued = sum(self.pipeline.steps_for(session.state, item) for _, item in session.inbox)
-        return sum(self.pipeline.step_frames(step) for step in session.steps) + queued
+        steps = tuple(session.steps)  # the scheduler thread pops steps without the lock
+        return sum(self.pipeline.step_frames(step) for step in steps) + queued
 
     # ------------------------------------------------------------------------------- loop
     def _loop(self) -> None:
