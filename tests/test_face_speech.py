@@ -128,9 +128,9 @@ def test_voice_moves_a_hidden_mouth_and_a_bystander_face_is_unchanged(client: Br
         return seen and any(f.header.input_seq == k for f in bystander)
 
     steps = range(0, len(pcm) - chunk + 1, chunk)
-    for k, start in enumerate(steps):  # paced: the camera image of a moment, then its 1/30 s of voice
-        client.send_image(sid, k, masked)
+    for k, start in enumerate(steps):  # paced: 1/30 s of voice, then the camera image that ends it
         client.send_audio(sid, k, pcm[start : start + chunk], rate)
+        client.send_image(sid, k, masked)
         client.send_image(pid, k, photo)
         deadline = time.monotonic() + 10
         while not camera_frame(k) and time.monotonic() < deadline:
@@ -139,12 +139,13 @@ def test_voice_moves_a_hidden_mouth_and_a_bystander_face_is_unchanged(client: Br
                     (frames if r.frame.header.session == sid else bystander).append(r.frame)
     n = len(steps)
     assert [f.header.seq for f in frames] == list(range(len(frames)))  # one stream, one counter
-    # The camera's frames (a pause over 200 ms on this loaded machine may add a voice-only one).
+    # The camera's frames (the first audio, before any image, makes a voice-only frame, and so may a
+    # pause over 200 ms on a loaded machine).
     voiced = [f for f in frames if f.face_found]
     assert [f.header.input_seq for f in voiced] == list(range(n))
     assert all(f.gaze.shape == (4,) and -1.0 < f.head_position[2] < -0.2 for f in voiced)
     jaw = np.array([f.blendshapes[JAW] for f in voiced])
-    expected = np.concatenate([[0.0], reference_jaw(pcm, rate, chunk)[:-1]])  # image k: voice before it
+    expected = reference_jaw(pcm, rate, chunk)  # image k mixes speech frame k
     assert jaw.max() > 0.2 and np.corrcoef(jaw, expected)[0, 1] > 0.9, (jaw.round(2), expected.round(2))
     assert any(f.voice for f in voiced) and all(f.visemes.shape == (15,) for f in voiced)
     assert not any(f.voice for f in voiced[-5:]) and jaw[-5:].max() < 0.05  # silence: the camera's mouth
