@@ -2,7 +2,8 @@
 
 Each test runs a real `avatar-bridge serve --workers 2` (bridge.harness.process) with the bundled ONNX
 engines: the harness loses nothing with sessions on both workers; ownership and quotas hold across
-workers; a killed worker is restarted, its session closed with reason `worker_lost`, and a bystander
+workers (by connection, and by CURVE key); an `inputs` message over both workers is answered item by
+item; a killed worker is restarted, its session closed with reason `worker_lost`, and a bystander
 session on the other worker loses nothing.
 """
 
@@ -14,6 +15,7 @@ import signal
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -24,6 +26,7 @@ from bridge.harness.process import BridgeProcess
 from bridge.harness.run import run_harness
 from bridge.protocol.codec import pack, unpack_map
 from bridge.protocol.errors import ErrorCode
+from bridge.transport.curve import generate_key_pair, load_secret_key
 from tests.bystander import Bystander
 
 ROWS = np.random.default_rng(3).standard_normal((60, 35)).astype(np.float32)
@@ -171,19 +174,41 @@ def test_inputs_message_over_both_workers_answers_each_item_by_its_index(bridge:
         client.close()
 
 
-def test_killed_worker_is_restarted_and_the_other_workers_session_loses_nothing() -> None:
-    with BridgeProcess(*SERVE) as bridge:
-        bystander = Bystander(bridge.request_port)
+def test_killed_worker_is_restarted_and_the_other_workers_session_loses_nothing(tmp_path: Path) -> None:
+    """Over CURVE with an allow-list: sessions belong to the key, across connections and workers."""
+    generate_key_pair(tmp_path, "server")
+    alice, bob = (load_secret_key(generate_key_pair(tmp_path / "clients", n)[1]) for n in ("alice", "bob"))
+    server_key = load_secret_key(tmp_path / "server.key_secret")[0]
+    curve = (
+        "--curve-secret-key",
+        str(tmp_path / "server.key_secret"),
+        "--curve-client-keys",
+        str(tmp_path / "clients"),
+    )
+
+    with BridgeProcess(*SERVE, *curve) as bridge:
+
+        def keyed(keys: tuple[bytes, bytes]) -> BridgeClient:
+            return BridgeClient(request_port=bridge.request_port, server_key=server_key, client_keys=keys)
+
+        bystander = Bystander(bridge.request_port, server_key=server_key, client_keys=alice)
         bystander.start()  # the first session: worker 0 (least loaded, lowest index)
-        victim = BridgeClient(request_port=bridge.request_port)
+        victim, again, other = keyed(alice), keyed(alice), keyed(bob)
         try:
-            victim.hello()
+            for c in (victim, again, other):
+                c.hello()
             victim.subscribe(b"event/")
             time.sleep(0.1)
             doomed = victim.open("motion")["session"]
             assert bystander.session is not None
             workers = session_workers(bridge, [doomed, bystander.session])
             assert workers[doomed] != workers[bystander.session]
+            assert (
+                again.request("ping", session=doomed)["op"] == "pong"
+            )  # the key owns it, not the connection
+            with pytest.raises(BridgeError) as refused:
+                other.request("ping", session=doomed)
+            assert refused.value.code == ErrorCode.NOT_OWNER
             _, body = metrics_get(bridge, "/readyz")
             pid = json.loads(body)["workers"][workers[doomed]]["pid"]
             time.sleep(0.3)
@@ -203,7 +228,8 @@ def test_killed_worker_is_restarted_and_the_other_workers_session_loses_nothing(
             _, text = metrics_get(bridge, "/metrics")
             assert f'avatar_bridge_worker_restarts_total{{worker="{workers[doomed]}"}} 1.0' in text
         finally:
-            victim.close()
+            for c in (victim, again, other):
+                c.close()
             report = bystander.stop()
         assert report.clean, report
         assert report.received > 30

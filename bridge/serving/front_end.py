@@ -75,6 +75,7 @@ INTERNAL_HWM = 10000  # messages queued on one client's link to one worker befor
 OPEN_TIMEOUT_S = 30.0  # an open whose reply never came stops counting against the limits
 RESTART_BACKOFF_S = (1.0, 30.0)  # first and longest wait between restarts of a failing worker
 CLOSED_REASON = "worker_lost"
+MAX_REMEMBERED = 4096  # request ids remembered per keyed client for reply routing (oldest forgotten)
 
 
 class _Route(msgspec.Struct):
@@ -122,7 +123,12 @@ class _Client:
     """One client as the workers know it: `link_id` is its DEALERs' routing id."""
 
     link_id: bytes
-    routing_id: bytes  # its latest public connection: where replies go
+    routing_id: bytes  # the connection of its latest message
+    # A client keyed by CURVE key may hold several connections (all one owner, one link per worker):
+    # a reply goes to the connection that sent the request (by request id), or else to the last one
+    # that named (or opened) its session, else to the latest.
+    reply_to: dict[int, bytes] = field(default_factory=dict)
+    session_to: dict[str, bytes] = field(default_factory=dict)
     dealers: dict[int, zmq.Socket[bytes]] = field(default_factory=dict)  # worker index -> DEALER
     sessions: int = 0
     pending: list[tuple[int, int, float]] = field(default_factory=list)  # opens: (worker, id, deadline)
@@ -327,6 +333,8 @@ class FrontEnd:
                 for part_worker, (payload, indices) in parts.items():
                     self._send_inputs(client, part_worker, [*envelope, payload], indices, route)
                 return
+        if self._keyed and route is not None:
+            self._remember_connection(client, route, op, session, routing_id)
         if op == "open":
             worker = self._place_open(client, route)
         elif home is not None:
@@ -351,6 +359,30 @@ class FrontEnd:
         if op == "open":
             client.pending.append((worker, _request_id(route), time.monotonic() + OPEN_TIMEOUT_S))
             self._load[worker] += 1
+
+    @staticmethod
+    def _remember_connection(
+        client: _Client, route: _Route, op: Any, session: str | None, routing_id: bytes
+    ) -> None:
+        rid = _request_id(route)
+        if rid and op not in ("input", "inputs"):  # requests with one reply, matched by their id
+            client.reply_to.pop(rid, None)
+            client.reply_to[rid] = routing_id
+            if len(client.reply_to) > MAX_REMEMBERED:
+                del client.reply_to[next(iter(client.reply_to))]
+        if session is not None:
+            client.session_to[session] = routing_id
+
+    @staticmethod
+    def _reply_target(client: _Client, route: _Route | None) -> bytes:
+        if route is None or len(client.reply_to) + len(client.session_to) == 0:
+            return client.routing_id
+        rid = _request_id(route)
+        if rid and route.item is None and rid in client.reply_to:
+            return client.reply_to.pop(rid)
+        if type(route.session) is str and route.session in client.session_to:
+            return client.session_to[route.session]
+        return client.routing_id
 
     def _split_inputs(
         self, payload: memoryview
@@ -458,7 +490,10 @@ class FrontEnd:
                 self._settle_open(client, worker, route)
             if route is not None and type(route.item) is int and dealer in self._item_maps:
                 frames = [*frames[:-1], self._renumber(frames[-1].bytes, route.item, self._item_maps[dealer])]
-            self._reply(client, frames)
+            target = self._reply_target(client, route)
+            if self._keyed and route is not None and route.op == "open" and type(route.session) is str:
+                client.session_to[route.session] = target  # its opener gets its asynchronous errors
+            self._reply(client, frames, target)
 
     @staticmethod
     def _renumber(payload: bytes, item: int, indices: list[int]) -> zmq.Frame:
@@ -498,12 +533,15 @@ class FrontEnd:
         entry = self._sessions.get(session)
         if entry is not None and entry[0] == worker:
             del self._sessions[session]
+            entry[1].session_to.pop(session, None)
             entry[1].sessions -= 1
             self._load[worker] -= 1
 
-    def _reply(self, client: _Client, frames: list[zmq.Frame] | list[bytes]) -> None:
+    def _reply(
+        self, client: _Client, frames: list[zmq.Frame] | list[bytes], target: bytes | None = None
+    ) -> None:
         try:
-            self.router.send_multipart([client.routing_id, *frames], zmq.NOBLOCK, copy=False)
+            self.router.send_multipart([target or client.routing_id, *frames], zmq.NOBLOCK, copy=False)
         except zmq.Again:
             self.stats.replies_dropped["peer_full"] += 1
         except zmq.ZMQError as exc:
