@@ -115,6 +115,7 @@ _NEVER = -(10**9)  # "frame" of a peak or beat that has not happened
 _F64 = npt.NDArray[np.float64]
 _I64 = npt.NDArray[np.int64]
 _Bool = npt.NDArray[np.bool_]
+_Index = slice | _I64  # rows of the state arrays: a slice when they are consecutive (views, no copies)
 
 
 def _hz_to_mel(f: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
@@ -170,9 +171,9 @@ class _Tables:
     """The constant tables of one analysis rate (read-only; shared by every batch of that rate)."""
 
     window: _F64  # periodic Hann, as librosa's get_window
-    mel_bins: _I64  # the mel filterbank as a sparse sum: bins of filter i are
-    mel_weights: _F64  # mel_bins[mel_starts[i]:mel_starts[i+1]], with these weights
-    mel_starts: _I64
+    # The mel filterbank as sparse sums, in groups of consecutive bands of similar width: a group's
+    # (bands, K) bins (padded by repeating the first, at weight 0) and weights.
+    mel_groups: tuple[tuple[_I64, _F64], ...]
     dct: _F64  # (N_MFCC, N_MELS)
     chroma: _F64  # (N_CHROMA, bins)
     cens_window: _F64  # one-sided Hann over the last _CENS_FRAMES frames, oldest first, sum 1
@@ -182,24 +183,47 @@ class _Tables:
 def _analysis_tables(analysis_rate: int) -> _Tables:
     """Built once per rate, not on the scheduler thread at every session's first audio."""
     mel = mel_filterbank(analysis_rate)
-    # Each triangle is one contiguous run of bins; a sparse sum needs ~2 bins per band, not all 1025,
-    # and its rounding does not depend on how many frames are summed at once.
+    # A triangle covers a few bins (3 to 58 of 1025): sparse sums do ~2 multiply-adds per bin, not 128.
     spans = [np.flatnonzero(row) for row in mel]
-    if any(span.size == 0 or span[-1] - span[0] + 1 != span.size for span in spans):
-        raise ValueError(f"mel filters at {analysis_rate} Hz are not contiguous runs of bins")
+    if any(span.size == 0 for span in spans):
+        raise ValueError(f"a mel filter at {analysis_rate} Hz covers no FFT bin")
+    groups, first = [], 0
+    for band in range(1, N_MELS + 1):  # a group's widest band is at most twice its narrowest
+        if band == N_MELS or spans[band].size > 2 * spans[first].size:
+            width = max(span.size for span in spans[first:band])
+            bins = np.array([np.pad(span, (0, width - span.size), mode="edge") for span in spans[first:band]])
+            weights = np.array(
+                [np.pad(mel[b, spans[b]], (0, width - spans[b].size)) for b in range(first, band)]
+            )
+            groups.append((bins, weights))
+            first = band
     hann = np.hanning(2 * _CENS_FRAMES + 1)[_CENS_FRAMES + 1 :][::-1]  # in time order: newest heaviest
     tables = _Tables(
         window=np.hanning(N_FFT + 1)[:-1],
-        mel_bins=np.concatenate(spans),
-        mel_weights=np.concatenate([row[span] for row, span in zip(mel, spans, strict=True)]),
-        mel_starts=np.cumsum([0] + [span.size for span in spans[:-1]]),
+        mel_groups=tuple(groups),
         dct=dct_matrix(),
         chroma=chroma_filterbank(analysis_rate),
         cens_window=hann / hann.sum(),
     )
-    for table in vars(tables).values():
+    for table in (
+        tables.window,
+        tables.dct,
+        tables.chroma,
+        tables.cens_window,
+        *(a for g in groups for a in g),
+    ):
         table.setflags(write=False)
     return tables
+
+
+def _mel_bands(tables: _Tables, power: _F64) -> _F64:
+    """(frames, N_MELS) mel band powers of (frames, bins) power spectra."""
+    if power.shape[0] == 1:
+        # einsum takes another inner loop for a single frame, whose sums differ in the last bit: one
+        # frame goes through the batch's loop, as two copies, so a stream's rows never depend on the batch.
+        return _mel_bands(tables, np.repeat(power, 2, axis=0))[:1]
+    bands = [np.einsum("fbk,bk->fb", power[:, bins], w) for bins, w in tables.mel_groups]
+    return np.concatenate(bands, axis=1)
 
 
 @lru_cache(maxsize=16)
@@ -352,39 +376,45 @@ class _BeatRows:
         self.period[rows] = self.fps * 60.0 / _BEAT_PRIOR_BPM
         self.has_tempo[rows] = False
 
-    def step(self, rows: _I64, value: _F64, frame: _I64) -> tuple[_Bool, _F64]:
+    def step(self, rows: _I64, ix: _Index, value: _F64, frame: _I64) -> tuple[_Bool, _F64]:
         """Add the envelope of each row's ``frame + 1`` (one frame of look-ahead); which rows have a
-        beat at ``frame``, and its accent."""
-        env = self.env[rows]
+        beat at ``frame``, and its accent. `ix` selects `rows` (a slice when they are consecutive)."""
+        env = self.env[ix]
         env[:, :-1] = env[:, 1:]
         env[:, -1] = value
-        count = self.count[rows] + 1
-        self.env[rows], self.count[rows] = env, count
+        count = self.count[ix] + 1
+        self.env[ix], self.count[ix] = env, count
         beat = np.zeros(rows.size, np.bool_)
         accent = np.zeros(rows.size)
-        ready = np.flatnonzero(count >= 2 * self.max_lag)
-        if not ready.size:
+        due = np.flatnonzero((count >= 2 * self.max_lag) & (count >= self.tempo_due[ix]))
+        if due.size:
+            self._tempo(rows[due], self._centred(env[due], count[due]), count[due])
+        # A beat needs a tempo, the previous beat half a period back, and a window that is not flat
+        # (silence); only those rows run the comb.
+        can = np.flatnonzero(
+            (count >= 2 * self.max_lag)
+            & self.has_tempo[ix]
+            & (frame - self.last_beat[ix] >= 0.5 * self.period[ix])
+        )
+        if not can.size:
             return beat, accent
-        r, count = rows[ready], count[ready]
-        n = np.minimum(count, self.size)  # envelope values in the window; older entries are zeros
-        inside = np.arange(self.size)[None, :] >= (self.size - n)[:, None]
-        e = np.where(inside, env[ready] - (env[ready].sum(axis=1) / n)[:, None], 0.0)
-        due = count >= self.tempo_due[r]
-        if due.any():
-            self._tempo(r[due], e[due], count[due])
-        # A beat needs a tempo and a window that is not flat (silence).
-        live = np.flatnonzero(self.has_tempo[r] & (e != 0.0).any(axis=1))
-        if live.size:
-            r, e, n = r[live], e[live], n[live]
-            is_beat = (self._phase(e, n, self.period[r]) == 0) & (
-                frame[ready[live]] - self.last_beat[r] >= 0.5 * self.period[r]
-            )
-            hit = ready[live[is_beat]]
-            self.last_beat[r[is_beat]] = frame[hit]
-            beat[hit] = True
-            # Accent: the strongest envelope within a frame of the beat (e[:, -2] is this frame).
-            accent[hit] = e[is_beat, -4:].max(axis=1)
+        e = self._centred(env[can], count[can])
+        live = np.flatnonzero((e != 0.0).any(axis=1))
+        can, e = can[live], e[live]
+        is_beat = self._phase(e, np.minimum(count[can], self.size), self.period[rows[can]]) == 0
+        hit = can[is_beat]
+        self.last_beat[rows[hit]] = frame[hit]
+        beat[hit] = True
+        # Accent: the strongest envelope within a frame of the beat (e[:, -2] is this frame).
+        accent[hit] = e[is_beat, -4:].max(axis=1)
         return beat, accent
+
+    def _centred(self, env: _F64, count: _I64) -> _F64:
+        """The windows minus their means, over the values each has (older entries stay zeros)."""
+        n = np.minimum(count, self.size)
+        inside = np.arange(self.size)[None, :] >= (self.size - n)[:, None]
+        centred: _F64 = np.where(inside, env - (env.sum(axis=1) / n)[:, None], 0.0)
+        return centred
 
     def _tempo(self, rows: _I64, e: _F64, count: _I64) -> None:
         spec = np.fft.rfft(e, self.n_fft, axis=1)
@@ -495,11 +525,12 @@ class MusicFeatureBatch:
         fresh = self._pool.take_fresh()
         if fresh.size:
             self._reset(fresh)
-        # Each stream's rows to fill, in order; streams with the most first, so that wave k is a prefix.
+        # Each stream's rows to fill, in order; streams with the most first, so that wave k is a prefix,
+        # then by row, so that a wave of every stream reads its state rows as one slice.
         dests: dict[int, tuple[MusicFeatureStream, list[npt.NDArray[np.float32]]]] = {}
         for stream, fed in pending:
             dests.setdefault(id(stream), (stream, []))[1].extend(fed)
-        queue = sorted(dests.values(), key=lambda sd: -len(sd[1]))
+        queue = sorted(dests.values(), key=lambda sd: (-len(sd[1]), sd[0]._row.index))
         streams = [s for s, _ in queue]
         counts = np.array([len(d) for _, d in queue])
         windows = np.empty((len(streams), N_FFT))
@@ -541,59 +572,58 @@ class MusicFeatureBatch:
         """One frame of each of `rows` (their analysis windows, frame numbers): feature rows, beats and
         beat accents."""
         t = self._tables
+        consecutive = bool((np.diff(rows) == 1).all())
+        ix: _Index = slice(int(rows[0]), int(rows[-1]) + 1) if consecutive else rows
         power = np.abs(np.fft.rfft(windows * t.window, axis=1)) ** 2
-        # Bins as rows: the sparse sum runs along contiguous rows of all frames at once.
-        by_bin = np.ascontiguousarray(power.T)
-        by_band = np.add.reduceat(by_bin[t.mel_bins] * t.mel_weights[:, None], t.mel_starts, axis=0)
-        mel = np.ascontiguousarray(by_band.T)  # C order for any batch size: same reductions, same rounding
+        mel = _mel_bands(t, power)
         mel_db = 10.0 * np.log10(np.maximum(mel, AMIN))
         # librosa floors at the whole song's maximum - 80 dB; the loudest frame so far is the causal stand-in.
-        db_max = np.maximum(self._db_max[rows], mel_db.max(axis=1))
-        self._db_max[rows] = db_max
+        db_max = np.maximum(self._db_max[ix], mel_db.max(axis=1))
+        self._db_max[ix] = db_max
         np.maximum(mel_db, (db_max - TOP_DB)[:, None], out=mel_db)
         # This window gives the envelope of frame j+2: mean positive dB flux from frame j-1 to j.
-        flux = np.maximum(0.0, mel_db - self._prev_db[rows]).mean(axis=1)
-        flux[~self._has_prev[rows]] = 0.0
-        self._prev_db[rows], self._has_prev[rows] = mel_db, True
-        env = self._env[rows]
+        flux = np.maximum(0.0, mel_db - self._prev_db[ix]).mean(axis=1)
+        flux[~self._has_prev[ix]] = 0.0
+        self._prev_db[ix], self._has_prev[ix] = mel_db, True
+        env = self._env[ix]
         env[:, :-1] = env[:, 1:]
         env[:, -1] = flux
-        self._env[rows] = env
+        self._env[ix] = env
 
         out = np.empty((rows.size, FEATURE_DIM), np.float32)
         out[:, _ENVELOPE] = env[:, -3]
         out[:, _MFCC] = np.einsum("fm,km->fk", mel_db, t.dct)
-        out[:, _CHROMA] = self._chroma_cens(rows, np.einsum("fb,cb->fc", power, t.chroma))
-        out[:, _PEAK] = self._peaks(rows, env, frames)
-        beat, accent = self._beats.step(rows, env[:, -2], frames)
+        out[:, _CHROMA] = self._chroma_cens(ix, np.einsum("fb,cb->fc", power, t.chroma))
+        out[:, _PEAK] = self._peaks(rows, ix, env, frames)
+        beat, accent = self._beats.step(rows, ix, env[:, -2], frames)
         out[:, _BEAT] = beat
         return out, beat, accent
 
-    def _chroma_cens(self, rows: _I64, chroma: _F64) -> _F64:
+    def _chroma_cens(self, ix: _Index, chroma: _F64) -> _F64:
         total = chroma.sum(axis=1, keepdims=True)
         c = np.divide(chroma, total, out=np.zeros_like(chroma), where=total > 1e-12)
         # CENS quantisation (librosa.feature.chroma_cens: thresholds 0.4, 0.2, 0.1, 0.05 → 1..4),
         # then a causal smoothing and L2 normalisation.
-        hist = self._cens[rows]
+        hist = self._cens[ix]
         hist[:, :-1] = hist[:, 1:]
         hist[:, -1] = (c > 0.4).astype(np.float64) + (c > 0.2) + (c > 0.1) + (c > 0.05)
-        self._cens[rows] = hist
+        self._cens[ix] = hist
         smooth = (hist * self._tables.cens_window[None, :, None]).sum(axis=1)
         norm = np.sqrt((smooth * smooth).sum(axis=1, keepdims=True))
         unit: _F64 = np.divide(smooth, norm, out=smooth.copy(), where=norm > 1e-12)
         return unit
 
-    def _peaks(self, rows: _I64, env: _F64, frames: _I64) -> _Bool:
+    def _peaks(self, rows: _I64, ix: _Index, env: _F64, frames: _I64) -> _Bool:
         # Normalised by a slowly decaying running maximum (the offline version uses the song's range).
-        env_max = np.maximum(self._env_max[rows] * 0.999, env[:, -3])
-        self._env_max[rows] = env_max
+        env_max = np.maximum(self._env_max[ix] * 0.999, env[:, -3])
+        self._env_max[ix] = env_max
         h = env / env_max[:, None]
         centre = h[:, -3]
         peak = (
             (centre >= h[:, -4])
             & (centre >= h[:, -2])
             & (centre >= h[:, -3 - self._pre_avg : -2].mean(axis=1) + 0.07)
-            & (frames - self._last_peak[rows] > self._wait)
+            & (frames - self._last_peak[ix] > self._wait)
         )
         self._last_peak[rows[peak]] = frames[peak]
         is_peak: _Bool = peak
