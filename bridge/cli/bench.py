@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import os
 import sys
 from pathlib import Path
 
@@ -25,16 +24,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--warmup", type=float, default=1.0, help="unmeasured seconds before each scenario")
     parser.add_argument("--quick", action="store_true", help="smoke run: a few session counts, 1 s each")
     parser.add_argument("--only", choices=("motion", "face"), help="run one model's scenarios")
+    parser.add_argument("--workers", type=int, default=4, help="bridge worker processes (serve --workers)")
+    parser.add_argument("--generators", type=int, default=4, help="load-generator processes (clients)")
     parser.add_argument(
         "--prepare-workers",
         type=int,
-        default=min(16, os.cpu_count() or 1),
-        help="threads for face pre-processing (detection and crop)",
+        default=4,
+        help="face pre-processing threads per worker (detection, crop)",
     )
+    parser.add_argument("--mps", action="store_true", help="run the CUDA MPS daemon for the benchmark")
     parser.add_argument(
-        "--device-post",
-        action="store_true",
-        help="motion post-processing on the GPU (torch backend device_post)",
+        "--device", choices=("auto", "cuda", "cpu"), default="auto", help="cpu: a smoke run without a GPU"
     )
     parser.add_argument("--out", type=Path, default=CHECKOUT / "bench" / "results" / "gpu.json")
 
