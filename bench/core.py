@@ -3,7 +3,10 @@
 For 1, 4 and 16 concurrent motion sessions, fed precomputed music-feature rows and then raw audio
 (features computed in the bridge), it measures end-to-end latency (input sent -> frame
 received by this client), the engine time reported in each frame, and the bridge overhead (their
-difference: decode, features, queueing, post-processing, encode, transport). Also: msgpack frame
+difference: decode, features, queueing, post-processing, encode, transport). At 16 sessions it also
+reads the same load from the batch topic (`batch/motion`, one message per engine call, docs/protocol.md
+5.3) instead of the per-session topics, so per-session and batch publishing are compared in the same
+run (`publishing`: the overhead p99 of each and their ratio). Also: msgpack frame
 encode/decode time, request decode time (bridge.protocol.decode_request, against msgpack parsing
 alone), session open time, and the baseline the scheduler replaces — one engine call per
 session instead of one batched call for all — measured in the same run.
@@ -18,26 +21,34 @@ import argparse
 import json
 import os
 import platform
+import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any, cast
 
 import msgpack
 import numpy as np
+import zmq
 
 from bridge.harness.client import BridgeClient
 from bridge.harness.process import BridgeProcess
 from bridge.harness.run import percentile, run_harness
 from bridge.media.music import synthesize_music
 from bridge.pipelines.music_features import MusicFeatureStream
+from bridge.protocol.batch_frames import ColumnFrames, batch_topic, motion_columns
 from bridge.protocol.codec import pack
 from bridge.protocol.frames import decode_frame
 from bridge.protocol.motion_frames import encode_motion_frames
 from bridge.protocol.requests import decode_request
 from bridge.runtime.engine import Engine
+from bridge.serving.publisher import GatedOutlet, publish_call
+from bridge.serving.sessions import Session
+from bridge.transport.zmq_sockets import BridgeSockets, TransportConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 SESSION_COUNTS = (1, 4, 16)
+BATCH_SESSIONS = 16  # the session count read from the batch topic too
 
 
 def music_feature_rows(seconds: float) -> np.ndarray:
@@ -45,10 +56,14 @@ def music_feature_rows(seconds: float) -> np.ndarray:
     return MusicFeatureStream(48000, 60.0).push(pcm)
 
 
-def bench_sessions(port: int, sessions: int, seconds: float, rows: np.ndarray | None) -> dict[str, object]:
+def bench_sessions(
+    port: int, sessions: int, seconds: float, rows: np.ndarray | None, *, batch_topic: bool = False
+) -> dict[str, object]:
     client = BridgeClient("127.0.0.1", port, timeout_s=10)
     try:
-        report = run_harness(client, "motion", seconds=seconds, sessions=sessions, feature_rows=rows)
+        report = run_harness(
+            client, "motion", seconds=seconds, sessions=sessions, feature_rows=rows, batch_topic=batch_topic
+        )
     finally:
         client.close()
     latency_ms = np.array([x for t in report.tracks for x in t.latencies_ns]) / 1e6
@@ -59,6 +74,7 @@ def bench_sessions(port: int, sessions: int, seconds: float, rows: np.ndarray | 
     return {
         "input": "audio" if rows is None else "features",
         "sessions": sessions,
+        "publishing": "batch" if batch_topic else "per-session",
         "frames_received": report.frames_received,
         "frames_lost": report.frames_lost,
         "errors": len(report.errors),
@@ -105,6 +121,46 @@ def bench_codec(count: int = 20000) -> dict[str, float]:
     return {"frame_bytes": len(payload), "encode_us": encode, "decode_us": decode}
 
 
+def bench_publish(counts: tuple[int, ...] = (16, 256, 2048), repeats: int = 20) -> list[dict[str, float]]:
+    """One call's publishing (bridge.serving.publisher) on a real frames socket with one subscriber,
+    per-session topics (`frame/`) against the batch topic (`batch/`), in ms per call."""
+    rows_out: list[dict[str, float]] = []
+    for n in counts:
+        row: dict[str, float] = {"sessions": n}
+        for prefix in (b"frame/", b"batch/"):
+            sockets = BridgeSockets(TransportConfig(request_port=0, frames_port=0, frames_hwm=0))
+            sub = sockets.context.socket(zmq.SUB)
+            sub.setsockopt(zmq.RCVHWM, 0)
+            sub.connect(sockets.frames_endpoint)
+            sub.setsockopt(zmq.SUBSCRIBE, prefix)
+            while not sockets.matching([b"frame/" + b"0" * 16, b"batch/motion"])[prefix == b"batch/"]:
+                time.sleep(0.01)
+            sessions = [Session(f"{i:016x}", cast(Any, None), None, ()) for i in range(n)]
+            outlet = GatedOutlet(sockets, threading.Lock(), {s.topic for s in sessions})
+            columns = motion_columns(
+                [s.id for s in sessions],
+                np.zeros(n, np.uint64),
+                np.zeros(n, np.uint64),
+                np.zeros(n, np.int64),
+                joints=np.tile(np.array([0, 0, 0, 1], np.float32), (n, 24, 1)),
+                root=np.zeros((n, 3), np.float32),
+                engine_us=0.0,
+                batch=n,
+            )
+            rows = [(s, ColumnFrames(columns, i, i + 1)) for i, s in enumerate(sessions)]
+            times = []
+            for _ in range(repeats):
+                t0 = time.perf_counter()
+                publish_call(outlet, "motion", batch_topic("motion"), rows)
+                times.append((time.perf_counter() - t0) * 1e3)
+            row["per_session_ms" if prefix == b"frame/" else "batch_ms"] = percentile(times, 50)
+            sub.close(0)
+            sockets.close()
+        row["ratio"] = row["per_session_ms"] / row["batch_ms"]
+        rows_out.append(row)
+    return rows_out
+
+
 def bench_batching(sessions: int = 16, repeats: int = 300) -> dict[str, float]:
     """Baseline vs scheduler: `sessions` batch-1 engine calls vs one batch-`sessions` call per tick."""
     engine = Engine.load(ROOT / "engines" / "dance_lstm.manifest.json")
@@ -137,9 +193,27 @@ def bench_batching(sessions: int = 16, repeats: int = 300) -> dict[str, float]:
     }
 
 
+def compare_publishing(scenarios: list[dict[str, object]]) -> list[dict[str, object]]:
+    """Per input: overhead p99 with per-session topics and with the batch topic, and their ratio."""
+    out = []
+    for kind in ("features", "audio"):
+        at = {s["publishing"]: s for s in scenarios if s["input"] == kind and s["sessions"] == BATCH_SESSIONS}
+        row: dict[str, object] = {"input": kind, "sessions": BATCH_SESSIONS}
+        for key in ("overhead_ms_p99", "bridge_overhead_ms_p99"):
+            per_session, batch = float(at["per-session"][key]), float(at["batch"][key])  # type: ignore[arg-type]
+            row |= {
+                f"per_session_{key}": per_session,
+                f"batch_{key}": batch,
+                f"ratio_{key}": per_session / batch,
+            }
+        out.append(row)
+    return out
+
+
 COLUMNS = (
     ("input", "input", "{}"),
     ("sessions", "sessions", "{}"),
+    ("publishing", "publishing", "{}"),
     ("fps/session", "fps_per_session", "{:.1f}"),
     ("lost", "frames_lost", "{}"),
     ("e2e p50 ms", "latency_ms_p50", "{:.2f}"),
@@ -211,17 +285,23 @@ def main() -> int:
     with BridgeProcess("--idle-timeout", "60") as bridge:
         port = bridge.request_port
         rows = music_feature_rows(args.seconds + 1)
-        scenarios = [bench_sessions(port, n, args.seconds, r) for r in (rows, None) for n in SESSION_COUNTS]
+        scenarios = []
+        for r in (rows, None):
+            scenarios += [bench_sessions(port, n, args.seconds, r) for n in SESSION_COUNTS]
+            scenarios.append(bench_sessions(port, BATCH_SESSIONS, args.seconds, r, batch_topic=True))
         opening = bench_open(port)
     codec = bench_codec()
     request_decode = bench_request_decode()
     batching = bench_batching()
+    publishing_call = bench_publish()
     result = {
         "device": f"CPU: {platform.processor() or platform.machine()}, {os.cpu_count()} cores",
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "backend": "onnxruntime (CPU)",
         "seconds_per_scenario": args.seconds,
         "motion": scenarios,
+        "publishing": compare_publishing(scenarios),
+        "publish_call": publishing_call,
         "session_open": opening,
         "codec": codec,
         "request_decode": request_decode,
@@ -230,6 +310,17 @@ def main() -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2))
     print(markdown_table(scenarios))
+    print(
+        "\n| input | sessions | overhead p99 ms, per-session | batch | ratio "
+        "| in-bridge p99 ms, per-session | batch | ratio |\n" + "|---" * 8 + "|"
+    )
+    for c in result["publishing"]:
+        print(
+            f"| {c['input']} | {c['sessions']} | {c['per_session_overhead_ms_p99']:.2f} | "
+            f"{c['batch_overhead_ms_p99']:.2f} | {c['ratio_overhead_ms_p99']:.2f}x | "
+            f"{c['per_session_bridge_overhead_ms_p99']:.2f} | {c['batch_bridge_overhead_ms_p99']:.2f} | "
+            f"{c['ratio_bridge_overhead_ms_p99']:.2f}x |"
+        )
     print(
         f"\nsession open (round trip): p50 {opening['open_ms_p50']:.2f} ms, "
         f"p99 {opening['open_ms_p99']:.2f} ms"
@@ -242,6 +333,13 @@ def main() -> int:
         f"{batching['baseline_ms_per_tick']:.2f} ms/tick vs one batched call "
         f"{batching['batched_ms_per_tick']:.2f} ms/tick = {batching['speedup']:.1f}x"
     )
+    print(
+        "\n| sessions in the call | publish ms, per-session topics | batch topic | ratio |\n|---|---|---|---|"
+    )
+    for c in publishing_call:
+        print(
+            f"| {c['sessions']:.0f} | {c['per_session_ms']:.3f} | {c['batch_ms']:.3f} | {c['ratio']:.1f}x |"
+        )
     print(f"wrote {args.out}")
     return 0
 

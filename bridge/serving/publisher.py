@@ -14,10 +14,13 @@ session ended.
 
 `PublishQueue` runs this on a thread of its own for realtime calls, so the scheduler starts its next
 call while the previous one is sent: a bounded queue, and a call that finds it full is dropped and
-counted (`publish_queue_full`), never waited for. Bulk (offline) calls publish on the scheduler
-thread, since their pacing depends on the outcome (`hold`, bridge.serving.scheduler), after the
-queued calls (`drain`): an offline session's one-frame pieces go the realtime way, and its frames
-stay in order.
+counted (`publish_queue_full`), never waited for. A call of at most INLINE_FRAMES frames that finds
+the thread idle is sent by the scheduler itself: handing it over (a queue, a thread wake-up, the GIL)
+costs more than sending it, and on a loaded machine each thread in the chain adds to the tail.
+
+Bulk (offline) calls, and the one-frame pieces an offline step is cut into, publish on the
+scheduler thread with `hold` (their pacing depends on the outcome, bridge.serving.scheduler), after
+the queued calls (`drain`), so a session's frames stay in order.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from bridge.transport.zmq_sockets import BridgeSockets, Delivery
 log = logging.getLogger(__name__)
 
 PUBLISH_QUEUE_CALLS = 8  # realtime calls waiting for the publisher thread (8 ticks, 133 ms at 60 Hz)
+INLINE_FRAMES = 64  # a realtime call this small is sent by the scheduler when the thread is idle
 
 EncodeBatch = Callable[[npt.NDArray[np.bool_]], bytes]
 
@@ -160,52 +164,54 @@ def publish_call(
     *,
     hold: bool = False,
 ) -> Outcome:
-    """Publish one call's frames (each session's frames in order; see the module doc)."""
+    """Publish one call's frames (each session's frames in order; see the module doc). Per session
+    only attribute updates; the rows are handled as arrays."""
     out = Outcome()
     if not rows:
         return out
     topics = [s.topic for s, _ in rows]
-    for s, frames in rows:
-        s.frames_published += len(frames)  # before any send: a racing close must not leave one out
+    counts = [len(frames) for _, frames in rows]
+    for (s, _), n in zip(rows, counts, strict=True):
+        s.frames_published += n  # before any send: a racing close must not leave one out
     columnar = [p for _, p in rows if isinstance(p, ColumnFrames)]
     in_batch = False
+    payload_rows: list[Sequence[bytes] | None]
     if len(columnar) == len(rows):
         columns, owners = _gather(columnar)
-        row_topics = [topics[i] for i in owners]
         if outlet.subscribed([batch_topic])[0]:
+            row_topics = [topics[i] for i in owners.tolist()]
             delivery, live_rows = outlet.publish_batch(
                 batch_topic, row_topics, batch_encoder(pipeline, columns), hold=hold
             )
             in_batch = delivery is not Delivery.CLOSED
             if delivery is Delivery.HELD:
-                keep = columns.take(live_rows)
                 out.held_batch = HeldBatch(
                     time.perf_counter(),
-                    keep,
-                    [t for t, ok in zip(row_topics, live_rows.tolist(), strict=True) if ok],
+                    columns.take(live_rows),
+                    [row_topics[r] for r in np.flatnonzero(live_rows).tolist()],
                     frozenset(s.id for s, _ in rows),
                 )
             elif in_batch:
                 out.batches += 1
                 out.stalls += delivery is Delivery.STALLED
-            live = [False] * len(rows)
-            for i, ok in zip(owners.tolist(), live_rows.tolist(), strict=True):
-                live[i] = live[i] or ok
+            live_sessions = np.zeros(len(rows), bool)
+            live_sessions[owners[live_rows]] = True
+            live = live_sessions.tolist()
         else:
             live = outlet.live(topics)
-        wanted = [w and ok for w, ok in zip(outlet.subscribed(topics), live, strict=True)]
+        wanted = np.logical_and(outlet.subscribed(topics), live)
         encoded = _encode_wanted(columns, owners, wanted)
         out.encoded += sum(len(p) for p in encoded.values())
-        payload_rows: list[Sequence[bytes] | None] = [encoded.get(i) for i in range(len(rows))]
+        payload_rows = [encoded.get(i) for i in range(len(rows))] if encoded else [None] * len(rows)
     else:  # already encoded (face, speech)
         live = [True] * len(rows)  # the publish function's gate decides per message
         payload_rows = [p for _, p in rows]
-    for (s, frames), ok, payloads in zip(rows, live, payload_rows, strict=True):
+    for (s, _), n, ok, payloads in zip(rows, counts, live, payload_rows, strict=True):
         if not ok:  # ended: in no topic
-            _drop(s, len(frames), out)
+            _drop(s, n, out)
             continue
         if payloads is None:  # nobody subscribes to its topic: the batch (or no one) had it
-            out.published += len(frames)
+            out.published += n
             continue
         for i, payload in enumerate(payloads):
             delivery = outlet.publish(s.topic, payload, hold=hold)
@@ -230,24 +236,36 @@ def _drop(s: Session, frames: int, out: Outcome) -> None:
 def _gather(columnar: Sequence[ColumnFrames]) -> tuple[MotionColumns, npt.NDArray[np.intp]]:
     """The call's rows as one set of columns (its chunks concatenated) and the owner (index into
     `columnar`) of each row; rows of no listed session (failed or closed) are left out."""
-    parts: dict[int, tuple[MotionColumns, npt.NDArray[np.intp]]] = {}
-    for i, cf in enumerate(columnar):
-        part = parts.get(id(cf.columns))
-        if part is None:
-            part = parts[id(cf.columns)] = (cf.columns, np.full(len(cf.columns), -1, np.intp))
-        part[1][cf.start : cf.stop] = i
-    kept = [(c, owner >= 0, owner) for c, owner in parts.values()]
-    columns = MotionColumns.concat([c.take(mask) for c, mask, _ in kept])
-    return columns, np.concatenate([owner[mask] for _, mask, owner in kept])
+    n = len(columnar)
+    starts = np.fromiter((cf.start for cf in columnar), np.intp, n)
+    lengths = np.fromiter((cf.stop - cf.start for cf in columnar), np.intp, n)
+    chunks: dict[int, MotionColumns] = {}  # usually one; several when post-processing ran in chunks
+    for cf in columnar:
+        chunks.setdefault(id(cf.columns), cf.columns)
+    order = {cid: k for k, cid in enumerate(chunks)}
+    chunk_of = (
+        np.fromiter((order[id(cf.columns)] for cf in columnar), np.intp, n) if len(chunks) > 1 else None
+    )
+    parts, owners = [], []
+    for k, chunk in enumerate(chunks.values()):
+        mine = np.arange(n) if chunk_of is None else np.flatnonzero(chunk_of == k)
+        # Row t of session j is chunk row starts[j] + t; sessions in order.
+        owner = np.repeat(mine, lengths[mine])
+        index = np.repeat(starts[mine] - (np.cumsum(lengths[mine]) - lengths[mine]), lengths[mine])
+        index += np.arange(len(owner))
+        whole = len(index) == len(chunk) and bool((index == np.arange(len(chunk))).all())
+        parts.append(chunk if whole else chunk.take(index))
+        owners.append(owner)
+    return MotionColumns.concat(parts), np.concatenate(owners)
 
 
 def _encode_wanted(
-    columns: MotionColumns, owners: npt.NDArray[np.intp], wanted: list[bool]
+    columns: MotionColumns, owners: npt.NDArray[np.intp], wanted: npt.NDArray[np.bool_]
 ) -> dict[int, list[bytes]]:
     """Per-session payloads (in row order) of the wanted sessions only, encoded in one pass."""
-    if not any(wanted):
+    if not wanted.any():
         return {}
-    rows = np.asarray(wanted, bool)[owners]
+    rows = wanted[owners]
     out: dict[int, list[bytes]] = {}
     for owner, payload in zip(owners[rows].tolist(), columns.take(rows).frames(), strict=True):
         out.setdefault(owner, []).append(payload)
@@ -286,6 +304,10 @@ class PublishQueue:
                 return False
             self._unfinished += 1
         return True
+
+    def idle(self) -> bool:
+        """Nothing queued or being published: what the caller sends now follows everything put."""
+        return not self._unfinished
 
     def drain(self, timeout_s: float = 1.0) -> None:
         """Wait (at most `timeout_s`) until every call put so far is published: what the caller

@@ -72,6 +72,7 @@ from bridge.protocol.batch_frames import batch_topic
 from bridge.protocol.errors import ErrorCode
 from bridge.protocol.requests import Input
 from bridge.serving.publisher import (
+    INLINE_FRAMES,
     Call,
     CallableOutlet,
     HeldBatch,
@@ -552,7 +553,9 @@ class Scheduler:
             self._publish_now(Call(held, oldest), hold=True)
             rows = [] if bulk else [r for r in rows if r[0].id not in self._sliced]
             self._sliced.difference_update(s.id for s, _ in held if not s.steps)
-        if rows and not self._publisher.put(Call(rows, oldest)):  # that far behind: never wait
+        if rows and self._publisher.idle() and sum(len(p) for _, p in rows) <= INLINE_FRAMES:
+            self._publish_now(Call(rows, oldest))  # cheaper to send than to hand over
+        elif rows and not self._publisher.put(Call(rows, oldest)):  # that far behind: never wait
             for s, payloads in rows:
                 s.frames_dropped += len(payloads)
                 dropped["publish_queue_full"] += len(payloads)

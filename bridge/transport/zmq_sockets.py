@@ -128,7 +128,22 @@ class Subscriptions:
     def matching(self, topics: Sequence[bytes]) -> list[bool]:
         """For each topic: does any subscribed prefix match it? One set lookup per topic and prefix
         length in use (usually one or two)."""
-        subs, lengths = self.prefixes, sorted(self._lengths)
+        subs = self.prefixes
+        if not subs or not topics:
+            return [False] * len(topics)
+        lo, hi = min(topics), max(topics)  # every topic shares the first `shared` bytes
+        shared = next((i for i, (a, b) in enumerate(zip(lo, hi, strict=False)) if a != b), len(lo))
+        lengths = []
+        for k in self._lengths:
+            if k <= shared and topics[0][:k] in subs:
+                return [True] * len(topics)  # a prefix every topic has (`frame/`, `f`, the empty one)
+            if k > shared:
+                lengths.append(k)
+        if not lengths:
+            return [False] * len(topics)
+        if len(lengths) == 1:
+            (k,) = lengths
+            return [t[:k] in subs for t in topics]
         return [any(t[:k] in subs for k in lengths) for t in topics]
 
 
