@@ -284,9 +284,9 @@ def record(
 
 
 def bench_model(
-    model: str, counts: Sequence[int], args: argparse.Namespace, device: torch.device, tmp: Path
+    model: str, counts: Sequence[int], workers: int, args: argparse.Namespace, device: torch.device, tmp: Path
 ) -> list[dict[str, Any]]:
-    per_worker_max = 1 << (-(-max(counts) // args.workers) - 1).bit_length()
+    per_worker_max = 1 << (-(-max(counts) // workers) - 1).bit_length()
     folder, manifest = engines(tmp, model, max(per_worker_max, 8))
     if model == "motion":
         baseline = baseline_motion_ms(min(max(counts), 256), device)
@@ -295,21 +295,21 @@ def bench_model(
     if device.type == "cuda":
         torch.cuda.empty_cache()
     serve_args = [
-        "--engines", str(folder), "--backend", "torch", "--workers", str(args.workers),
+        "--engines", str(folder), "--backend", "torch", "--workers", str(workers),
         "--no-face-tracking", "--metrics-port", "0", "--idle-timeout", "120",
         "--max-sessions", str(2 * max(counts)), "--max-sessions-per-client", str(2 * max(counts)),
         "--max-queue-delay-us", str(QUEUE_DELAY_US),
         "--prepare-workers", str(args.prepare_workers if model == "face" else 1),
     ]  # fmt: skip
     out = []
-    log = args.out.with_suffix(f".{model}.log")
+    log = args.out.with_suffix(f".{model}-{workers}.log")
     log.unlink(missing_ok=True)
     with BridgeProcess(*serve_args, start_timeout_s=600, log_path=log) as bridge:
         for n in counts:
             reports, per_w = run_scenario(
                 bridge, manifest.name, n, args.generators, args.warmup, args.seconds
             )
-            out.append(record(manifest.name, n, args.workers, reports, per_w, baseline))
+            out.append(record(manifest.name, n, workers, reports, per_w, baseline))
             print(_row(out[-1]), flush=True)
     return out
 
@@ -361,8 +361,13 @@ HEADER = (
 )
 
 
-def largest_within_frame(records: list[dict[str, Any]], model: str) -> int:
-    return max((r["sessions"] for r in records if r["model"] == model and r["within_frame"]), default=0)
+def largest_within_frame(records: list[dict[str, Any]], model: str, workers: int) -> int:
+    ok = [
+        r["sessions"]
+        for r in records
+        if r["model"] == model and r["workers"] == workers and r["within_frame"]
+    ]
+    return max(ok, default=0)
 
 
 def plot(records: list[dict[str, Any]], path: Path, title: str) -> None:
@@ -374,11 +379,11 @@ def plot(records: list[dict[str, Any]], path: Path, title: str) -> None:
     models = list(dict.fromkeys(r["model"] for r in records))
     fig, axes = plt.subplots(1, 1 + len(models), figsize=(6 + 4 * len(models), 4.5), squeeze=False)
     lat = axes[0][0]
-    for model in models:
-        rs = [r for r in records if r["model"] == model]
+    for model, workers in dict.fromkeys((r["model"], r["workers"]) for r in records):
+        rs = [r for r in records if r["model"] == model and r["workers"] == workers]
         x = [r["sessions"] for r in rs]
-        lat.plot(x, [r["p99_ms"] for r in rs], "o-", label=f"{model} p99")
-        lat.plot(x, [r["p50_ms"] for r in rs], "s--", alpha=0.6, label=f"{model} p50")
+        lat.plot(x, [r["p99_ms"] for r in rs], "o-", label=f"{model}, {workers} workers, p99")
+        lat.plot(x, [r["p50_ms"] for r in rs], "s--", alpha=0.6, label=f"{model}, {workers} workers, p50")
     lat.axhline(FRAME_MS, color="grey", lw=0.8, ls=":", label="one frame at 60 FPS (16.7 ms)")
     lat.set_xscale("log", base=2)
     lat.set_yscale("log")
@@ -388,7 +393,7 @@ def plot(records: list[dict[str, Any]], path: Path, title: str) -> None:
     lat.legend(fontsize=8)
     for thr, model in zip(axes[0][1:], models, strict=True):  # throughput, stacked by worker
         rs = [r for r in records if r["model"] == model]
-        labels = [str(r["sessions"]) for r in rs]
+        labels = [f"{r['sessions']}\n{r['workers']}w" for r in rs]
         bottom = np.zeros(len(rs))
         for w in range(max(len(r["per_worker"]) for r in rs)):
             values = np.array(
@@ -400,7 +405,7 @@ def plot(records: list[dict[str, Any]], path: Path, title: str) -> None:
             labels, [FPS * r["sessions"] for r in rs], "k_", ms=30, mew=2, label="offered (60 FPS x sessions)"
         )
         thr.set_title(model, fontsize=9)
-        thr.set_xlabel("sessions")
+        thr.set_xlabel("sessions, workers")
         thr.set_ylabel("frames published per second")
         thr.legend(fontsize=7)
     fig.suptitle(title, fontsize=10)
@@ -423,16 +428,19 @@ def run(args: argparse.Namespace) -> int:
     if args.quick:
         motion_counts, face_counts = (8, 64), (2,)
         args.seconds, args.warmup = 1.0, 1.0
+    counts_of_workers = [int(w) for w in str(args.workers).split(",")]
     tmp = Path(tempfile.mkdtemp(prefix="avatar-bridge-bench-"))
     mps = start_mps(tmp / "mps") if args.mps else "not asked for (--mps)"
     print(f"MPS: {mps or 'on'}", flush=True)
     print(HEADER, flush=True)
     records: list[dict[str, Any]] = []
     try:
-        if args.only != "face":
-            records += bench_model("motion", motion_counts, args, device, tmp)
-        if args.only != "motion":
-            records += bench_model("face", face_counts, args, device, tmp)
+        for workers in counts_of_workers:  # the last is the main run; earlier ones compare, motion only
+            main = workers == counts_of_workers[-1]
+            if args.only != "face":
+                records += bench_model("motion", motion_counts, workers, args, device, tmp)
+            if args.only != "motion" and main:
+                records += bench_model("face", face_counts, workers, args, device, tmp)
     finally:
         if args.mps and not mps:
             stop_mps()
@@ -442,7 +450,7 @@ def run(args: argparse.Namespace) -> int:
         if device.type == "cuda"
         else f"CPU ({platform.processor() or platform.machine()})"
     )
-    models = list(dict.fromkeys(r["model"] for r in records))
+    runs = list(dict.fromkeys((r["model"], r["workers"]) for r in records))
     fields = {
         "device": name,
         "host": f"{platform.machine()}, {os.cpu_count()} CPU cores, Python {platform.python_version()}",
@@ -452,18 +460,22 @@ def run(args: argparse.Namespace) -> int:
         "what_runs": "avatar-bridge serve --workers N (front end + worker processes), torch backend, "
         "float16, CUDA graphs per batch tier, device state slots; load generators in other processes",
         "mps": mps or "on",
-        "workers": args.workers,
+        "workers": counts_of_workers[-1],
+        "also_compared_workers": counts_of_workers[:-1],
         "baseline": "PyTorch eager float32, one call per session per frame, same device, same run",
         "fps_per_session_target": FPS,
         "max_queue_delay_us": QUEUE_DELAY_US,
         "face_prepare_workers_per_worker": args.prepare_workers,
         "seconds_per_scenario": args.seconds,
         "warmup_s": args.warmup,
-        "largest_sessions_within_frame": {m: largest_within_frame(records, m) for m in models},
+        "largest_sessions_within_frame": {
+            f"{m} (workers {w})": largest_within_frame(records, m, w) for m, w in runs
+        },
         "records": records,
     }
     write_bench_json(args.out, fields)
-    plot(records, args.out.with_suffix(".png"), f"avatar-bridge serve --workers {args.workers} on {name}")
+    title = f"avatar-bridge serve --workers {counts_of_workers[-1]} on {name} (MPS: {mps or 'on'})"
+    plot(records, args.out.with_suffix(".png"), title)
     print(
         f"largest session count within one frame (p99 <= {FRAME_MS:.1f} ms, >57 FPS): "
         f"{fields['largest_sessions_within_frame']}"

@@ -129,7 +129,7 @@ def main(port: int, pipeline: str, sessions: int, warmup_s: float, seconds: floa
     while True:
         due = t_start + tick / FPS
         now = time.time()
-        if now >= measure_to:
+        if max(due, now) >= measure_to:
             break
         if due > now:
             time.sleep(due - now)

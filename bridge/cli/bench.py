@@ -24,7 +24,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--warmup", type=float, default=1.0, help="unmeasured seconds before each scenario")
     parser.add_argument("--quick", action="store_true", help="smoke run: a few session counts, 1 s each")
     parser.add_argument("--only", choices=("motion", "face"), help="run one model's scenarios")
-    parser.add_argument("--workers", type=int, default=4, help="bridge worker processes (serve --workers)")
+    parser.add_argument(
+        "--workers",
+        default="4",
+        help="bridge worker processes (serve --workers); a list such as 1,4 also runs motion with the others",
+    )
     parser.add_argument("--generators", type=int, default=4, help="load-generator processes (clients)")
     parser.add_argument(
         "--prepare-workers",
