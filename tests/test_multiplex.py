@@ -184,3 +184,23 @@ def test_the_harness_drives_many_sessions_through_inputs(client: BridgeClient) -
     )
     assert report.ok and report.frames_lost == 0 and not report.errors, report.errors
     assert report.frames_received == report.inputs_sent == 8 * min(len(ROWS) * 8, 30)
+
+
+def test_a_failure_queueing_a_batch_costs_only_its_inputs(
+    bridge: Bridge, client: BridgeClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sids = [client.open("motion")["session"] for _ in range(3)]
+    (scheduler,) = [s for p, s in bridge.schedulers.items() if p.name == "motion"]
+
+    def broken(items: Sequence[tuple[Session, Input]]) -> list[bool]:
+        raise RuntimeError("injected")
+
+    monkeypatch.setattr(scheduler, "submit_many", broken)
+    client.send_inputs([client.features_item(sid, 0, ROWS[:1]) for sid in sids])
+    got = replies(client.dealer, 3)
+    assert [(r["code"], r["item"], r["session"]) for r in got] == [
+        (ErrorCode.INTERNAL, i, sid) for i, sid in enumerate(sids)
+    ]
+    monkeypatch.undo()
+    client.send_inputs([client.features_item(sid, 0, ROWS[:1]) for sid in sids])  # still serving
+    assert [len(f) for f in frames_of(client, sids, 1).values()] == [1, 1, 1]

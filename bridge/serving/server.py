@@ -314,7 +314,15 @@ class Bridge:
         refused, `ack` for the accepted that asked for one."""
         batch, self._batch = self._batch, {}
         for scheduler, queued in batch.items():
-            accepted = scheduler.submit_many([(session, item) for _, session, item, _ in queued])
+            try:
+                accepted = scheduler.submit_many([(session, item) for _, session, item, _ in queued])
+            except Exception as exc:  # a bug here must cost these inputs, not the I/O thread
+                log.exception("queueing %d inputs failed", len(queued))
+                for envelope, session, item, index in queued:
+                    self._error(
+                        envelope, ErrorCode.INTERNAL, f"internal error: {exc}", item.id, session.id, index
+                    )
+                continue
             for (envelope, session, item, index), ok in zip(queued, accepted, strict=True):
                 if not ok:
                     self.stats.inputs_dropped += 1
