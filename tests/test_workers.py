@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import zmq
 
 from bridge.harness.client import BridgeClient, BridgeError
 from bridge.harness.process import BridgeProcess
@@ -209,6 +210,17 @@ def test_killed_worker_is_restarted_and_the_other_workers_session_loses_nothing(
             with pytest.raises(BridgeError) as refused:
                 other.request("ping", session=doomed)
             assert refused.value.code == ErrorCode.NOT_OWNER
+            stranger = BridgeClient(
+                request_port=bridge.request_port,
+                timeout_s=1.0,
+                server_key=server_key,
+                client_keys=zmq.curve_keypair(),
+            )
+            with pytest.raises(TimeoutError):
+                stranger.hello()  # a key not on the list: refused at the front end's handshake, counted
+            stranger.close()
+            refusals = 'avatar_bridge_front_end_handshake_failures_total{reason="auth"} 1.0'
+            assert until(lambda: refusals in metrics_get(bridge, "/metrics")[1], 5.0)
             _, body = metrics_get(bridge, "/readyz")
             pid = json.loads(body)["workers"][workers[doomed]]["pid"]
             time.sleep(0.3)

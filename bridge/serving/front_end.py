@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 import zmq
+from zmq.utils.monitor import recv_monitor_message
 
 from bridge.protocol.codec import pack, unpack_map
 from bridge.protocol.errors import ErrorCode
@@ -57,6 +58,7 @@ from bridge.serving.server import ServeConfig, _user_id
 from bridge.serving.workers import WorkerProcess, WorkerSpecFactory
 from bridge.transport.curve import start_authenticator
 from bridge.transport.zmq_sockets import (
+    HANDSHAKE_FAILURES,
     MAX_SUBSCRIPTION_BYTES,
     MAX_SUBSCRIPTION_BYTES_CURVE,
     _bind,
@@ -142,6 +144,7 @@ class FrontEndStats:
     errors: Counter[str] = field(default_factory=Counter)  # error replies it sent itself, by name
     replies_dropped: Counter[str] = field(default_factory=Counter)  # peer_full, peer_gone
     worker_restarts: Counter[int] = field(default_factory=Counter)
+    handshake_failures: Counter[str] = field(default_factory=Counter)  # CURVE, by libzmq's reason
     sessions_lost: int = 0  # closed because their worker exited
 
 
@@ -182,6 +185,10 @@ class FrontEnd:
         self._control_in.bind(control)
         self._control = self.context.socket(zmq.PAIR)
         self._control.connect(control)
+        mask = sum(HANDSHAKE_FAILURES)
+        self._monitors = (
+            [sock.get_monitor_socket(mask) for sock in (self.router, self.xpub)] if t.curve_secret_key else []
+        )
         self.request_port = _bind(self.router, t.host, t.request_port)
         self.frames_port = _bind(self.xpub, t.host, t.frames_port)
         self._forwarder = threading.Thread(target=self._forward, name="frames-forwarder", daemon=True)
@@ -557,6 +564,10 @@ class FrontEnd:
 
     # ----------------------------------------------------------------- supervision
     def _supervise(self, now: float) -> None:
+        for monitor in self._monitors:
+            while monitor.poll(0):
+                event = recv_monitor_message(monitor)
+                self.stats.handshake_failures[HANDSHAKE_FAILURES.get(int(event["event"]), "other")] += 1
         for worker in self.workers:
             if worker.ready and not worker.alive:
                 self._lost(worker, now)

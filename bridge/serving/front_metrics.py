@@ -5,7 +5,8 @@ endpoint, on the public metrics port, is the same bounded server (MetricsEndpoin
 
     /metrics  every worker's figures with a `worker` label (its process figures renamed
               avatar_bridge_worker_*), and the front end's own: workers ready, restarts, sessions
-              lost with a worker, error replies it sent itself, replies it could not deliver.
+              lost with a worker, error replies it sent itself, replies it could not deliver, CURVE
+              handshakes refused.
     /healthz  200 while the front end's loop turns and every worker is serving; 503 while one restarts.
     /readyz   200 once every worker answers its own /readyz with 200; JSON with each worker's answer
               and process id.
@@ -26,6 +27,7 @@ from prometheus_client.registry import Collector
 
 from bridge.protocol.errors import ErrorCode
 from bridge.serving.metrics import HEALTH_STALE_S, PREFIX, MetricsEndpoint
+from bridge.transport.zmq_sockets import HANDSHAKE_FAILURES
 
 if TYPE_CHECKING:
     from bridge.serving.front_end import FrontEnd
@@ -133,3 +135,11 @@ class FrontEndCollector(Collector):
         for reason in ("peer_full", "peer_gone"):
             replies.add_metric([reason], stats.replies_dropped[reason])
         yield replies
+        handshakes = CounterMetricFamily(
+            f"{PREFIX}_front_end_handshake_failures",
+            "CURVE handshakes the public sockets refused, by reason",
+            labels=["reason"],
+        )
+        for reason in sorted({*HANDSHAKE_FAILURES.values(), *stats.handshake_failures}):
+            handshakes.add_metric([reason], stats.handshake_failures[reason])
+        yield handshakes
