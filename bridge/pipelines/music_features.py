@@ -172,8 +172,9 @@ class _Tables:
 
     window: _F64  # periodic Hann, as librosa's get_window
     # The mel filterbank as sparse sums, in groups of consecutive bands of similar width: a group's
-    # (bands, K) bins (padded by repeating the first, at weight 0) and weights.
+    # (bands, K) bins (padded at weight 0) and weights, and the same transposed, (K, bands).
     mel_groups: tuple[tuple[_I64, _F64], ...]
+    mel_groups_t: tuple[tuple[_I64, _F64], ...]
     dct: _F64  # (N_MFCC, N_MELS)
     chroma: _F64  # (N_CHROMA, bins)
     cens_window: _F64  # one-sided Hann over the last _CENS_FRAMES frames, oldest first, sum 1
@@ -187,20 +188,22 @@ def _analysis_tables(analysis_rate: int) -> _Tables:
     spans = [np.flatnonzero(row) for row in mel]
     if any(span.size == 0 for span in spans):
         raise ValueError(f"a mel filter at {analysis_rate} Hz covers no FFT bin")
+
+    def padded(bands: range) -> tuple[_I64, _F64]:
+        width = max(spans[b].size for b in bands)
+        bins = np.array([np.pad(spans[b], (0, width - spans[b].size), mode="edge") for b in bands])
+        return bins, np.array([np.pad(mel[b, spans[b]], (0, width - spans[b].size)) for b in bands])
+
     groups, first = [], 0
     for band in range(1, N_MELS + 1):  # a group's widest band is at most twice its narrowest
         if band == N_MELS or spans[band].size > 2 * spans[first].size:
-            width = max(span.size for span in spans[first:band])
-            bins = np.array([np.pad(span, (0, width - span.size), mode="edge") for span in spans[first:band]])
-            weights = np.array(
-                [np.pad(mel[b, spans[b]], (0, width - spans[b].size)) for b in range(first, band)]
-            )
-            groups.append((bins, weights))
+            groups.append(padded(range(first, band)))
             first = band
     hann = np.hanning(2 * _CENS_FRAMES + 1)[_CENS_FRAMES + 1 :][::-1]  # in time order: newest heaviest
     tables = _Tables(
         window=np.hanning(N_FFT + 1)[:-1],
         mel_groups=tuple(groups),
+        mel_groups_t=tuple((np.ascontiguousarray(b.T), np.ascontiguousarray(w.T)) for b, w in groups),
         dct=dct_matrix(),
         chroma=chroma_filterbank(analysis_rate),
         cens_window=hann / hann.sum(),
@@ -210,7 +213,7 @@ def _analysis_tables(analysis_rate: int) -> _Tables:
         tables.dct,
         tables.chroma,
         tables.cens_window,
-        *(a for g in groups for a in g),
+        *(a for g in tables.mel_groups + tables.mel_groups_t for a in g),
     ):
         table.setflags(write=False)
     return tables
@@ -218,10 +221,13 @@ def _analysis_tables(analysis_rate: int) -> _Tables:
 
 def _mel_bands(tables: _Tables, power: _F64) -> _F64:
     """(frames, N_MELS) mel band powers of (frames, bins) power spectra."""
+    # Both ways add a band's products in bin order, one at a time (the padding adds exact zeros), so a
+    # frame's bands are bit for bit the same alone or in a batch: einsum does so for many frames but
+    # takes a loop that rounds otherwise for a single frame; a sum over the outer of two axes adds in
+    # order too, slower for many frames.
     if power.shape[0] == 1:
-        # einsum takes another inner loop for a single frame, whose sums differ in the last bit: one
-        # frame goes through the batch's loop, as two copies, so a stream's rows never depend on the batch.
-        return _mel_bands(tables, np.repeat(power, 2, axis=0))[:1]
+        bands = [(power[:, bins] * w).sum(axis=1) for bins, w in tables.mel_groups_t]
+        return np.concatenate(bands, axis=1)
     bands = [np.einsum("fbk,bk->fb", power[:, bins], w) for bins, w in tables.mel_groups]
     return np.concatenate(bands, axis=1)
 
@@ -443,19 +449,26 @@ class _BeatRows:
     @staticmethod
     def _phase(e: _F64, n: _I64, lag: _F64) -> _I64:
         """For each row, the comb's best offset d (frames before the decided frame, -1 = look-ahead):
-        the envelope summed at d, d+P, d+2P, ... with recent beats weighted more."""
-        size = e.shape[1]
+        the envelope summed at d, d+P, d+2P, ... with recent beats weighted more. Entries outside a
+        row's window are zeros, so they add nothing."""
+        k, size = e.shape
         periods = np.floor_divide(n - 2, lag).astype(np.int64)  # whole periods back within the window
         m = np.arange(int(periods.max()))
         offsets = np.ceil(lag).astype(np.int64)  # d = -1 .. ceil(P) - 2
-        d = np.arange(-1, int(offsets.max()) - 1)
+        width = int(offsets.max())
+        weights = np.where(m[None, :] < periods[:, None], 0.9 ** m[None, :], 0.0)
+        # Period m back, offsets d = -1 .. width-2 are the envelope at size-2-d-back(m): one window of
+        # `width` values (reversed), starting at size-width-back(m); zeros in front for the earliest.
         back = np.round(m[None, :] * lag[:, None]).astype(np.int64)
-        pos = (size - 2) - d[None, :, None] - back[:, None, :]
-        valid = (pos >= (size - n)[:, None, None]) & (m[None, None, :] < periods[:, None, None])
-        weights = np.where(valid, 0.9 ** m[None, None, :], 0.0)
-        comb = (e[np.arange(e.shape[0])[:, None, None], np.maximum(pos, 0)] * weights).sum(axis=2)
-        comb[d[None, :] > (offsets - 2)[:, None]] = -np.inf
-        best: _I64 = d[np.argmax(comb, axis=1)]
+        padded = np.concatenate([np.zeros((k, width)), e], axis=1)
+        step = padded.strides[1]  # windows[r, i] = padded[r, i : i + width], a view
+        windows = np.lib.stride_tricks.as_strided(
+            padded, (k, size + 1, width), (padded.strides[0], step, step)
+        )
+        start = np.maximum(size - back, 0)  # periods beyond a row's own have weight 0
+        comb = (windows[np.arange(k)[:, None], start] * weights[:, :, None]).sum(axis=1)[:, ::-1]
+        comb[np.arange(width)[None, :] - 1 > (offsets - 2)[:, None]] = -np.inf
+        best: _I64 = np.argmax(comb, axis=1) - 1
         return best
 
 
