@@ -19,10 +19,11 @@ from bridge.harness.client import BridgeClient
 from bridge.harness.run import run_harness
 from bridge.protocol import ErrorCode, MotionFrame, pack, unpack_map
 from bridge.protocol.requests import MAX_INPUT_ITEMS, Input
-from bridge.serving.server import Bridge
+from bridge.serving.server import Bridge, ServeConfig
 from bridge.serving.sessions import Session
+from bridge.transport.zmq_sockets import TransportConfig
 
-from .conftest import start_bridge, stop_bridge
+from .conftest import ENGINES, start_bridge, stop_bridge
 
 ROWS = np.random.default_rng(16).standard_normal((6, 35)).astype(np.float32)
 SESSIONS = 4
@@ -204,3 +205,39 @@ def test_a_failure_queueing_a_batch_costs_only_its_inputs(
     monkeypatch.undo()
     client.send_inputs([client.features_item(sid, 0, ROWS[:1]) for sid in sids])  # still serving
     assert [len(f) for f in frames_of(client, sids, 1).values()] == [1, 1, 1]
+
+
+def test_a_drain_takes_one_message_per_client_in_turn(monkeypatch: pytest.MonkeyPatch) -> None:
+    server = Bridge(
+        ServeConfig(transport=TransportConfig(request_port=0, frames_port=0), engines_dir=ENGINES)
+    )
+    server.start()  # schedulers only: the test drains the request socket by hand
+    try:
+        flooder: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.DEALER)
+        bystander: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.DEALER)
+        for sock in (flooder, bystander):
+            sock.setsockopt(zmq.LINGER, 0)
+            sock.connect(f"tcp://127.0.0.1:{server.sockets.request_port}")
+        for i in range(8):  # a full inbound queue (8 messages) of one client
+            flooder.send(pack({"op": "ping", "id": i}))
+        bystander.send(pack({"op": "ping", "id": 100}))
+        poller = zmq.Poller()
+        poller.register(server.sockets.router, zmq.POLLIN)
+        assert poller.poll(5000)
+        time.sleep(0.2)  # every message has reached the bridge's queue
+        order: list[int] = []
+        on_message = server._on_message
+
+        def recorded(parts: list[bytes | memoryview], owner: bytes) -> None:
+            order.append(int(unpack_map(bytes(parts[-1]))["id"]))
+            on_message(parts, owner)
+
+        monkeypatch.setattr(server, "_on_message", recorded)
+        server._drain()
+        assert sorted(order) == [*range(8), 100]
+        assert 100 in order[:2]  # behind at most one message of the flooder
+        assert [r["id"] for r in replies(bystander, 1)] == [100]
+        flooder.close(0)
+        bystander.close(0)
+    finally:
+        server.close()
