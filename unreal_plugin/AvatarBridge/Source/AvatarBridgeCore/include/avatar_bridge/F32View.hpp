@@ -25,7 +25,11 @@ public:
         return v;
     }
 
-    void copyTo(float* out) const { std::memcpy(out, bytes_, count_ * sizeof(float)); }
+    void copyTo(float* out) const {
+        if (count_ != 0) {  // an empty view has no bytes: memcpy from null is undefined even for 0 bytes
+            std::memcpy(out, bytes_, count_ * sizeof(float));
+        }
+    }
 
     std::vector<float> toVector() const {
         std::vector<float> out(count_);
