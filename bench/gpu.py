@@ -330,7 +330,7 @@ def start_mps(folder: Path) -> str:
         return f"nvidia-cuda-mps-control -d failed: {started.stderr.strip() or started.returncode}"
     probe = "import torch; torch.zeros(1, device='cuda').sum().item()"
     try:
-        subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, timeout=120)
+        subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, timeout=60)
     except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
         stop_mps()
         return f"a CUDA client under MPS failed: {exc}"
