@@ -172,9 +172,9 @@ class _Tables:
 
     window: _F64  # periodic Hann, as librosa's get_window
     # The mel filterbank as sparse sums, in groups of consecutive bands of similar width: a group's
-    # (bands, K) bins (padded at weight 0) and weights, and the same transposed, (K, bands).
+    # (bands, K) bins (padded at weight 0) and weights; and all bands padded to the widest, (K, bands).
     mel_groups: tuple[tuple[_I64, _F64], ...]
-    mel_groups_t: tuple[tuple[_I64, _F64], ...]
+    mel_single: tuple[_I64, _F64]
     dct: _F64  # (N_MFCC, N_MELS)
     chroma: _F64  # (N_CHROMA, bins)
     cens_window: _F64  # one-sided Hann over the last _CENS_FRAMES frames, oldest first, sum 1
@@ -199,11 +199,12 @@ def _analysis_tables(analysis_rate: int) -> _Tables:
         if band == N_MELS or spans[band].size > 2 * spans[first].size:
             groups.append(padded(range(first, band)))
             first = band
+    all_bins, all_weights = padded(range(N_MELS))
     hann = np.hanning(2 * _CENS_FRAMES + 1)[_CENS_FRAMES + 1 :][::-1]  # in time order: newest heaviest
     tables = _Tables(
         window=np.hanning(N_FFT + 1)[:-1],
         mel_groups=tuple(groups),
-        mel_groups_t=tuple((np.ascontiguousarray(b.T), np.ascontiguousarray(w.T)) for b, w in groups),
+        mel_single=(np.ascontiguousarray(all_bins.T), np.ascontiguousarray(all_weights.T)),
         dct=dct_matrix(),
         chroma=chroma_filterbank(analysis_rate),
         cens_window=hann / hann.sum(),
@@ -213,7 +214,8 @@ def _analysis_tables(analysis_rate: int) -> _Tables:
         tables.dct,
         tables.chroma,
         tables.cens_window,
-        *(a for g in tables.mel_groups + tables.mel_groups_t for a in g),
+        *tables.mel_single,
+        *(a for g in tables.mel_groups for a in g),
     ):
         table.setflags(write=False)
     return tables
@@ -226,8 +228,9 @@ def _mel_bands(tables: _Tables, power: _F64) -> _F64:
     # takes a loop that rounds otherwise for a single frame; a sum over the outer of two axes adds in
     # order too, slower for many frames.
     if power.shape[0] == 1:
-        bands = [(power[:, bins] * w).sum(axis=1) for bins, w in tables.mel_groups_t]
-        return np.concatenate(bands, axis=1)
+        bins, w = tables.mel_single
+        single: _F64 = np.add.reduce(power[0, bins] * w, axis=0)[None, :]
+        return single
     bands = [np.einsum("fbk,bk->fb", power[:, bins], w) for bins, w in tables.mel_groups]
     return np.concatenate(bands, axis=1)
 
@@ -538,29 +541,31 @@ class MusicFeatureBatch:
         fresh = self._pool.take_fresh()
         if fresh.size:
             self._reset(fresh)
-        # Each stream's rows to fill, in order; streams with the most first, so that wave k is a prefix,
-        # then by row, so that a wave of every stream reads its state rows as one slice.
+        # Each stream's rows to fill, in order; streams with the most first, so that wave k is a prefix.
+        # A wave goes in row order, so that a wave of consecutive rows reads its state as slices.
         dests: dict[int, tuple[MusicFeatureStream, list[npt.NDArray[np.float32]]]] = {}
         for stream, fed in pending:
             dests.setdefault(id(stream), (stream, []))[1].extend(fed)
         queue = sorted(dests.values(), key=lambda sd: (-len(sd[1]), sd[0]._row.index))
-        streams = [s for s, _ in queue]
-        counts = np.array([len(d) for _, d in queue])
-        windows = np.empty((len(streams), N_FFT))
-        for k in range(int(counts[0])):
-            wave = streams[: int(np.count_nonzero(counts > k))]
-            for i, s in enumerate(wave):
+        counts = [len(d) for _, d in queue]
+        windows = np.empty((len(queue), N_FFT))
+        for k in range(counts[0]):
+            size = sum(1 for c in counts if c > k)
+            wave = queue[:size]
+            if counts[size - 1] != counts[0]:  # streams of different counts: back in row order
+                wave = sorted(wave, key=lambda sd: sd[0]._row.index)
+            for i, (s, _) in enumerate(wave):
                 start = s._frame * HOP - N_FFT // 2 - s._buf_start
                 windows[i] = s._buf[start : start + N_FFT]
-            rows = np.fromiter((s._row.index for s in wave), np.int64, len(wave))
-            frames = np.fromiter((s._frame for s in wave), np.int64, len(wave))
-            out, beat, accent = self._wave(rows, windows[: len(wave)], frames)
-            for i, s in enumerate(wave):
-                queue[i][1][k][...] = out[i]
+            rows = np.fromiter((s._row.index for s, _ in wave), np.int64, size)
+            frames = np.fromiter((s._frame for s, _ in wave), np.int64, size)
+            out, beat, accent = self._wave(rows, windows[:size], frames)
+            for i, (s, d) in enumerate(wave):
+                d[k][...] = out[i]
                 s._frame += 1
-            for b in np.flatnonzero(beat):
-                wave[b]._meter.beat(float(accent[b]))
-        for s in streams:
+            for hit in np.flatnonzero(beat):
+                wave[hit][0]._meter.beat(float(accent[hit]))
+        for s, _ in queue:
             s._trim()
 
     def _grow(self, rows: int) -> None:
@@ -585,8 +590,9 @@ class MusicFeatureBatch:
         """One frame of each of `rows` (their analysis windows, frame numbers): feature rows, beats and
         beat accents."""
         t = self._tables
-        consecutive = bool((np.diff(rows) == 1).all())
-        ix: _Index = slice(int(rows[0]), int(rows[-1]) + 1) if consecutive else rows
+        first = int(rows[0])
+        # Rows come in increasing order: they are consecutive when the last is size - 1 past the first.
+        ix: _Index = slice(first, first + rows.size) if rows[-1] - first == rows.size - 1 else rows
         power = np.abs(np.fft.rfft(windows * t.window, axis=1)) ** 2
         mel = _mel_bands(t, power)
         mel_db = 10.0 * np.log10(np.maximum(mel, AMIN))
@@ -595,7 +601,7 @@ class MusicFeatureBatch:
         self._db_max[ix] = db_max
         np.maximum(mel_db, (db_max - TOP_DB)[:, None], out=mel_db)
         # This window gives the envelope of frame j+2: mean positive dB flux from frame j-1 to j.
-        flux = np.maximum(0.0, mel_db - self._prev_db[ix]).mean(axis=1)
+        flux = np.add.reduce(np.maximum(0.0, mel_db - self._prev_db[ix]), axis=1) / N_MELS
         flux[~self._has_prev[ix]] = 0.0
         self._prev_db[ix], self._has_prev[ix] = mel_db, True
         env = self._env[ix]
