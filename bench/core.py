@@ -282,6 +282,7 @@ def main() -> int:
     if args.decode_only:
         print_request_decode(bench_request_decode())
         return 0
+    load_start = os.getloadavg()  # the machine is shared: how busy it was is part of the figure
     with BridgeProcess("--idle-timeout", "60") as bridge:
         port = bridge.request_port
         rows = music_feature_rows(args.seconds + 1)
@@ -299,6 +300,7 @@ def main() -> int:
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "backend": "onnxruntime (CPU)",
         "seconds_per_scenario": args.seconds,
+        "load_average_1_5_15_min": {"start": load_start, "end": os.getloadavg()},
         "motion": scenarios,
         "publishing": compare_publishing(scenarios),
         "publish_call": publishing_call,

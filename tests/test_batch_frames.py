@@ -14,6 +14,8 @@ import pytest
 import zmq
 
 from bridge.harness.client import BridgeClient, ReceivedFrame
+from bridge.harness.run import run_harness
+from bridge.pipelines.motion import MotionPipeline
 from bridge.protocol.batch_frames import (
     ColumnFrames,
     MotionColumns,
@@ -23,11 +25,17 @@ from bridge.protocol.batch_frames import (
 )
 from bridge.protocol.codec import ProtocolError
 from bridge.protocol.frames import MotionFrame, decode_frame
+from bridge.protocol.requests import FeaturesInput
+from bridge.runtime.engine import Engine
+from bridge.serving.publisher import INLINE_FRAMES
+from bridge.serving.scheduler import Scheduler
 from bridge.serving.server import Bridge
-from bridge.transport.zmq_sockets import Subscriptions, TransportConfig
+from bridge.serving.sessions import Session
+from bridge.serving.stats import BridgeStats
+from bridge.transport.zmq_sockets import Delivery, Subscriptions, TransportConfig
 
 from .bystander import Bystander
-from .conftest import start_bridge, stop_bridge
+from .conftest import ENGINES, start_bridge, stop_bridge
 
 RNG = np.random.default_rng(16)
 ROWS = RNG.standard_normal((30, 35)).astype(np.float32)
@@ -232,3 +240,56 @@ def test_a_slow_batch_subscriber_loses_only_its_own_frames() -> None:
         assert sum(s.subscriber_stalls for s in bridge.stats.children) >= 1  # the slow one: counted
         assert bridge.stats.snapshot()["frames_dropped"] == 0
         slow.close()
+
+
+# ---------------------------------------------------------------------- the publisher thread
+def test_a_full_publish_queue_drops_whole_calls_and_counts_them_instead_of_waiting() -> None:
+    engine = Engine.load(ENGINES / "dance_lstm.manifest.json")
+    pipeline = MotionPipeline(engine)
+    got: dict[str, list[int]] = defaultdict(list)
+
+    def slow(topic: bytes, payload: bytes, *, hold: bool = False) -> Delivery:
+        time.sleep(0.001)  # a publisher that cannot keep up with the scheduler
+        frame = decode_frame(payload)
+        got[frame.header.session].append(frame.header.seq)
+        return Delivery.SENT
+
+    stats = BridgeStats()
+    scheduler = Scheduler(pipeline, slow, lambda *_: None, stats, max_batch=INLINE_FRAMES + 16)
+    sessions = [
+        Session(f"{i:016x}", pipeline, pipeline.open_session({}), ()) for i in range(INLINE_FRAMES + 16)
+    ]
+    ticks = 16
+    scheduler.start()
+    try:
+        for k in range(ticks):  # each tick one call of more than INLINE_FRAMES frames: handed over
+            scheduler.submit_many(
+                [(s, FeaturesInput(0, s.id, k, k, False, ROWS[k : k + 1])) for s in sessions]
+            )
+        deadline = time.monotonic() + 10
+        while stats.frames_published + stats.frames_dropped < ticks * len(sessions):
+            assert time.monotonic() < deadline, stats
+            time.sleep(0.01)
+    finally:
+        scheduler.stop()
+        engine.close()
+    dropped = stats.frame_drops["publish_queue_full"]
+    assert dropped > 0 and dropped % len(sessions) == 0  # whole calls, counted by their reason
+    for s in sessions:
+        assert got[s.id] == sorted(got[s.id])  # in order, a gap where a call was dropped
+        assert len(got[s.id]) + s.frames_dropped == ticks and s.out_seq == ticks
+
+
+def test_the_harness_accounts_for_every_frame_from_the_batch_topic() -> None:
+    with running() as bridge:
+        client = BridgeClient("127.0.0.1", bridge.sockets.request_port)
+        try:
+            report = run_harness(
+                client, "motion", seconds=1.0, sessions=3, feature_rows=ROWS, batch_topic=True
+            )
+        finally:
+            client.close()
+        assert report.ok, report
+        assert report.frames_received == report.frames_published == 3 * len(ROWS)
+        assert client.batches_received > 0 and encoded(bridge) == 0
+        assert report.latency_ms_p50 > 0

@@ -296,6 +296,11 @@ class PublishQueue:
             self._started = True
             self._thread.start()
 
+    @property
+    def alive(self) -> bool:
+        """Not started yet, or its thread runs (a BaseException in a send would end it)."""
+        return not self._started or self._thread.is_alive()
+
     def put(self, call: Call) -> bool:
         with self._done:
             try:

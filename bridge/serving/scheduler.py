@@ -168,10 +168,10 @@ class Scheduler:
 
     @property
     def healthy(self) -> bool:
-        """The thread runs and no round has been running for STUCK_S."""
+        """The thread and its publisher thread run, and no round has been running for STUCK_S."""
         started = self.round_started
         stuck = started is not None and time.monotonic() - started > STUCK_S
-        return self._thread.is_alive() and not stuck
+        return self._thread.is_alive() and self._publisher.alive and not stuck
 
     def supervise(self, now: float) -> None:
         """Restart a dead scheduler thread after its back-off (I/O thread, every reap tick)."""
