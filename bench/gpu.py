@@ -434,22 +434,49 @@ def run(args: argparse.Namespace) -> int:
     print(f"MPS: {mps or 'on'}", flush=True)
     print(HEADER, flush=True)
     records: list[dict[str, Any]] = []
-    try:
-        for workers in counts_of_workers:  # the last is the main run; earlier ones compare, motion only
-            main = workers == counts_of_workers[-1]
-            if args.only != "face":
-                records += bench_model("motion", motion_counts, workers, args, device, tmp)
-            if args.only != "motion" and main:
-                records += bench_model("face", face_counts, workers, args, device, tmp)
-    finally:
-        if args.mps and not mps:
-            stop_mps()
-        shutil.rmtree(tmp, ignore_errors=True)
+    failures: list[str] = []
     name = (
         torch.cuda.get_device_name()
         if device.type == "cuda"
         else f"CPU ({platform.processor() or platform.machine()})"
     )
+    try:
+        for workers in counts_of_workers:  # the last is the main run; earlier ones compare, motion only
+            main = workers == counts_of_workers[-1]
+            for model in ("motion", "face"):
+                if args.only not in (None, model) or (model == "face" and not main):
+                    continue
+                try:
+                    records += bench_model(
+                        model, motion_counts if model == "motion" else face_counts, workers, args, device, tmp
+                    )
+                except Exception as exc:  # one run that fails must not cost the others' figures
+                    failures.append(f"{model}, {workers} workers: {type(exc).__name__}: {exc}")
+                    print(f"FAILED {failures[-1]}", flush=True)
+                # After each run, so a run cut off keeps what was measured.
+                save(args, records, failures, name, mps, counts_of_workers)
+    finally:
+        if args.mps and not mps:
+            stop_mps()
+        shutil.rmtree(tmp, ignore_errors=True)
+    fields = save(args, records, failures, name, mps, counts_of_workers)
+    print(
+        f"largest session count within one frame (p99 <= {FRAME_MS:.1f} ms, >57 FPS): "
+        f"{fields['largest_sessions_within_frame']}"
+    )
+    print(f"wrote {args.out} and {args.out.with_suffix('.png')}")
+    return 1 if failures else 0
+
+
+def save(
+    args: argparse.Namespace,
+    records: list[dict[str, Any]],
+    failures: list[str],
+    name: str,
+    mps: str,
+    counts_of_workers: list[int],
+) -> dict[str, Any]:
+    """Write the JSON and the plot of what has run so far."""
     runs = list(dict.fromkeys((r["model"], r["workers"]) for r in records))
     fields = {
         "device": name,
@@ -471,17 +498,14 @@ def run(args: argparse.Namespace) -> int:
         "largest_sessions_within_frame": {
             f"{m} (workers {w})": largest_within_frame(records, m, w) for m, w in runs
         },
+        "failures": failures,
         "records": records,
     }
     write_bench_json(args.out, fields)
-    title = f"avatar-bridge serve --workers {counts_of_workers[-1]} on {name} (MPS: {mps or 'on'})"
-    plot(records, args.out.with_suffix(".png"), title)
-    print(
-        f"largest session count within one frame (p99 <= {FRAME_MS:.1f} ms, >57 FPS): "
-        f"{fields['largest_sessions_within_frame']}"
-    )
-    print(f"wrote {args.out} and {args.out.with_suffix('.png')}")
-    return 0
+    if records:
+        title = f"avatar-bridge serve --workers {counts_of_workers[-1]} on {name} (MPS: {mps or 'on'})"
+        plot(records, args.out.with_suffix(".png"), title)
+    return fields
 
 
 if __name__ == "__main__":
