@@ -293,3 +293,31 @@ def test_the_harness_accounts_for_every_frame_from_the_batch_topic() -> None:
         assert report.frames_received == report.frames_published == 3 * len(ROWS)
         assert client.batches_received > 0 and encoded(bridge) == 0
         assert report.latency_ms_p50 > 0
+
+
+def test_offline_rows_wait_for_room_on_the_batch_topic() -> None:
+    # Tiny queues on both sides and a reader slower than the bridge: offline batch messages are held
+    # for room (each for less than the bridge's patience), and every row arrives, in order.
+    transport = TransportConfig(request_port=0, frames_port=0, frames_hwm=1, frames_sndbuf=4096)
+    with running(transport=transport) as bridge:
+        client = BridgeClient("127.0.0.1", bridge.sockets.request_port)
+        client.hello()
+        client.sub.setsockopt(zmq.RCVHWM, 1)
+        client.sub.setsockopt(zmq.RCVBUF, 4096)
+        client.subscribe(b"batch/")
+        sid = client.open("motion", mode="offline")["session"]
+        while not bridge.sockets.matching([b"batch/motion"])[0]:
+            time.sleep(0.01)
+        chunks = 30  # inputs of 2 rows: one short bulk call, one batch message, each
+        for seq in range(chunks):
+            client.send_features(sid, seq, ROWS[:2])
+        seqs: list[int] = []
+        deadline = time.monotonic() + 20
+        while len(seqs) < 2 * chunks and time.monotonic() < deadline:
+            seqs += [r.frame.header.seq for r in client.recv_frames(50, limit=1)]  # one message
+            time.sleep(0.01)
+        client.poll_replies()
+        assert not client.errors and not client.invalid_frames
+        assert seqs == list(range(2 * chunks))  # a batch subscriber that keeps up gets every row
+        assert encoded(bridge) == 0
+        client.close()
