@@ -241,3 +241,24 @@ def test_a_drain_takes_one_message_per_client_in_turn(monkeypatch: pytest.Monkey
         bystander.close(0)
     finally:
         server.close()
+
+
+def test_replies_keep_the_order_of_a_clients_requests(client: BridgeClient) -> None:
+    sid = client.open("motion")["session"]
+    item = client.features_item(sid, 0, ROWS[:1])
+    items: list[Any] = [
+        {**item, "ack": True, "id": 1},
+        {**item, "rows": 2, "id": 2},
+        {**item, "ack": True, "id": 3},
+    ]
+    client.dealer.send(pack({"op": "inputs", "items": items}))  # ack, error, ack: in item order
+    client.dealer.send(pack({"op": "input", **item, "ack": True, "id": 4}))
+    client.dealer.send(pack({"op": "ping", "id": 5}))  # the inputs' acks come before the pong
+    got = replies(client.dealer, 5)
+    assert [(r["op"], r["id"], r.get("item")) for r in got] == [
+        ("ack", 1, 0),
+        ("error", 2, 1),
+        ("ack", 3, 2),
+        ("ack", 4, None),
+        ("pong", 5, None),
+    ]

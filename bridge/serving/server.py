@@ -8,8 +8,9 @@ message costs one error reply and never reaches a scheduler.
 I/O in batches: each turn drains the ROUTER socket (at most DRAIN_MESSAGES messages or DRAIN_BYTES),
 handles the messages round-robin across clients (a flooding client's backlog waits behind one message
 of each other client), and hands each scheduler the drain's inputs as one batch (`submit_many`, one
-lock round). An `inputs` message carries many sessions' inputs; each item is handled exactly as its
-own `input` would be (docs/protocol.md section 4.7).
+lock round); a reply to a client with inputs in the batch hands it over first, so replies keep each
+connection's request order. An `inputs` message carries many sessions' inputs; each item is handled
+exactly as its own `input` would be (docs/protocol.md section 4.7).
 
 An engine that fails to load (truncated or corrupt file, mismatched manifest) is refused with an
 error naming it and the bridge starts with the others; with none left it does not start.
@@ -171,6 +172,7 @@ class Bridge:
         }
         self._pending_errors: deque[tuple[tuple[bytes, ...], bytes]] = deque(maxlen=MAX_PENDING_ERRORS)
         self._batch: dict[Scheduler, list[_Queued]] = {}  # the drain's inputs, per scheduler
+        self._batched: set[tuple[bytes, ...]] = set()  # envelopes of clients with inputs in it
         self._stop = threading.Event()
 
     # ----------------------------------------------------------------- lifecycle
@@ -313,6 +315,7 @@ class Bridge:
         """Hand each scheduler its queued inputs in one call, then answer them: OVERLOADED for the
         refused, `ack` for the accepted that asked for one."""
         batch, self._batch = self._batch, {}
+        self._batched.clear()
         for scheduler, queued in batch.items():
             try:
                 accepted = scheduler.submit_many([(session, item) for _, session, item, _ in queued])
@@ -369,8 +372,8 @@ class Bridge:
         if isinstance(request, Inputs):
             self._on_inputs(envelope, owner, request)
             return
-        if isinstance(request, (CloseSession, Calibrate)):
-            self._submit_batch()  # inputs sent before a close or a calibration are queued before it
+        if isinstance(request, (CloseSession, Calibrate)) and envelope in self._batched:
+            self._submit_batch()  # this client's inputs before a close or a calibration go first
         if isinstance(request, Hello):
             self._send(
                 envelope,
@@ -499,6 +502,7 @@ class Bridge:
             )
         session.pipeline.validate(session.state, item)
         self._batch.setdefault(self.schedulers[session.pipeline], []).append((envelope, session, item, index))
+        self._batched.add(envelope)
 
     # ----------------------------------------------------------------- helpers
     def _session(self, sid: str, owner: bytes) -> Session:
@@ -543,6 +547,8 @@ class Bridge:
         ]
 
     def _send(self, envelope: tuple[bytes, ...], payload: bytes) -> None:
+        if envelope in self._batched:  # its earlier inputs' acks and OVERLOADED go first: replies in order
+            self._submit_batch()
         dropped = self.sockets.reply(envelope, payload)  # None, or why: the client does not read, or is gone
         if dropped is not None:
             self.stats.drop_reply(dropped)
