@@ -95,6 +95,7 @@ _RESAMPLE_HALF_TAPS = 16
 _RESAMPLE_MAX_PHASES = 1024
 _RESAMPLE_BLOCK = 4096  # output samples per resampling pass
 _CENS_FRAMES = 21
+_CENS_STEPS = np.array([0.05, 0.1, 0.2, 0.4])  # CENS quantisation: a value above k of these counts k
 _BEAT_HISTORY_S = 6.0
 _BEAT_MIN_BPM, _BEAT_MAX_BPM = 60.0, 200.0
 # Log-normal tempo prior: librosa's centre (start_bpm 120) but half its width (1 octave), since dance
@@ -421,8 +422,9 @@ class _BeatRows:
     def _centred(self, env: _F64, count: _I64) -> _F64:
         """The windows minus their means, over the values each has (older entries stay zeros)."""
         n = np.minimum(count, self.size)
-        inside = np.arange(self.size)[None, :] >= (self.size - n)[:, None]
-        centred: _F64 = np.where(inside, env - (env.sum(axis=1) / n)[:, None], 0.0)
+        centred: _F64 = env - (np.add.reduce(env, axis=1) / n)[:, None]
+        if n.min() < self.size:  # the first seconds: only the newest n entries are values
+            centred[np.arange(self.size)[None, :] < (self.size - n)[:, None]] = 0.0
         return centred
 
     def _tempo(self, rows: _I64, e: _F64, count: _I64) -> None:
@@ -625,7 +627,7 @@ class MusicFeatureBatch:
         # then a causal smoothing and L2 normalisation.
         hist = self._cens[ix]
         hist[:, :-1] = hist[:, 1:]
-        hist[:, -1] = (c > 0.4).astype(np.float64) + (c > 0.2) + (c > 0.1) + (c > 0.05)
+        hist[:, -1] = np.digitize(c, _CENS_STEPS, right=True)  # thresholds below each value
         self._cens[ix] = hist
         smooth = (hist * self._tables.cens_window[None, :, None]).sum(axis=1)
         norm = np.sqrt((smooth * smooth).sum(axis=1, keepdims=True))
@@ -641,7 +643,7 @@ class MusicFeatureBatch:
         peak = (
             (centre >= h[:, -4])
             & (centre >= h[:, -2])
-            & (centre >= h[:, -3 - self._pre_avg : -2].mean(axis=1) + 0.07)
+            & (centre >= np.add.reduce(h[:, -3 - self._pre_avg : -2], axis=1) / (self._pre_avg + 1) + 0.07)
             & (frames - self._last_peak[ix] > self._wait)
         )
         self._last_peak[rows[peak]] = frames[peak]
