@@ -551,8 +551,10 @@ class MusicFeatureBatch:
         queue = sorted(dests.values(), key=lambda sd: (-len(sd[1]), sd[0]._row.index))
         counts = [len(d) for _, d in queue]
         windows = np.empty((len(queue), N_FFT))
+        size = len(queue)
         for k in range(counts[0]):
-            size = sum(1 for c in counts if c > k)
+            while counts[size - 1] <= k:  # the streams with no k-th frame leave the waves
+                size -= 1
             wave = queue[:size]
             if counts[size - 1] != counts[0]:  # streams of different counts: back in row order
                 wave = sorted(wave, key=lambda sd: sd[0]._row.index)
