@@ -131,9 +131,12 @@ def test_metrics_after_a_real_face_and_motion_session(metered: Bridge) -> None:
     assert value(m, "avatar_bridge_session_frames_published_total", session=face["session"]) >= 1
     assert value(m, "avatar_bridge_session_inputs_dropped_total", session=face["session"]) >= 0
     assert value(m, "avatar_bridge_frames_published_total", model=motion_model) >= MOTION_FRAMES
-    for reason in ("session_closed", "failed"):
+    for reason in ("session_closed", "failed", "publish_queue_full"):
         assert value(m, "avatar_bridge_frames_dropped_total", model=motion_model, reason=reason) == 0
     assert value(m, "avatar_bridge_subscriber_stalls_total", model=motion_model) == 0
+    # The client subscribes to frame/: every motion frame encoded per session, no batch topic reader.
+    assert value(m, "avatar_bridge_frames_encoded_total", model=motion_model) >= MOTION_FRAMES
+    assert value(m, "avatar_bridge_batches_published_total", model=motion_model) == 0
     # Errors by code (every code present, zero or not), sessions, guard, readiness.
     assert value(m, "avatar_bridge_errors_total", name="MALFORMED", code="100") >= 1
     assert value(m, "avatar_bridge_errors_total", name="INTERNAL", code="500") == 0

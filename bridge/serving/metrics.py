@@ -312,13 +312,21 @@ class BridgeCollector(Collector):
         published = CounterMetricFamily(f"{PREFIX}_frames_published", "Frames published", labels=["model"])
         dropped = CounterMetricFamily(
             f"{PREFIX}_frames_dropped",
-            "Frames computed that no subscriber got, by reason (session_closed, failed)",
+            "Frames computed that no subscriber got, by reason (session_closed, failed, publish_queue_full)",
             labels=["model", "reason"],
         )
         stalls = CounterMetricFamily(
             f"{PREFIX}_subscriber_stalls",
             "A subscriber's queue was full: it missed frames from then until it read again (once per stall)",
             labels=["model"],
+        )
+        encoded = CounterMetricFamily(
+            f"{PREFIX}_frames_encoded",
+            "Per-session frame payloads encoded: only for sessions someone subscribes to",
+            labels=["model"],
+        )
+        batches = CounterMetricFamily(
+            f"{PREFIX}_batches_published", "batch/<pipeline> messages sent", labels=["model"]
         )
         inputs = CounterMetricFamily(
             f"{PREFIX}_inputs_dropped", "Face images superseded by newer ones (latest wins)", labels=["model"]
@@ -332,6 +340,8 @@ class BridgeCollector(Collector):
             for reason in FRAME_DROP_REASONS:
                 dropped.add_metric([s.model, reason], frame_drops.get(reason, 0))
             stalls.add_metric([s.model], s.subscriber_stalls)
+            encoded.add_metric([s.model], s.frames_encoded)
+            batches.add_metric([s.model], s.batches_published)
             inputs.add_metric([s.model], s.inputs_dropped)
             restarts_s.add_metric([s.model], s.scheduler_restarts)
         guard = CounterMetricFamily(
@@ -348,7 +358,8 @@ class BridgeCollector(Collector):
                 guard.add_metric([model, "clamped"], g.clamped)
                 guard.add_metric([model, "held"], g.held)
                 restarts.add_metric([model], g.restarts)
-        yield from (loads, seconds, published, dropped, stalls, inputs, restarts_s, guard, restarts)
+        yield from (loads, seconds, published, dropped, stalls, encoded, batches, inputs, restarts_s)
+        yield from (guard, restarts)
 
     def _sessions(self) -> Iterator[Metric]:
         b = self.bridge
