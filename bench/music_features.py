@@ -142,9 +142,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     if module is not None:
         modes["previous"] = previous(module)
     rows: list[dict[str, Any]] = []
-    print(
-        f"48 kHz in 1/60 s chunks, {ticks} timed ticks after {WARM_TICKS / 60:.1f} s; CPU µs per session-frame"
-    )
+    warm = WARM_TICKS / 60
+    print(f"48 kHz in 1/60 s chunks, {ticks} timed ticks after {warm:.1f} s; CPU µs per session-frame")
     print("| sessions | batched | one by one | ratio | previous | ratio |")
     print("|---:|---:|---:|---:|---:|---:|")
     for sessions in args.sessions:
