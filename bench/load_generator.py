@@ -2,7 +2,9 @@
 
     python bench/load_generator.py PORT PIPELINE SESSIONS WARMUP_S SECONDS
 
-Opens SESSIONS sessions (pipelined opens), subscribes to each session's frame topic, prints `ready`,
+Opens SESSIONS sessions (pipelined opens), subscribes to the batched topic `batch/motion` for motion
+(one message per engine call, docs/protocol.md 5.3: what a crowd client reads; per-session frames are
+then not even encoded) and to each session's frame topic for the rest, prints `ready`,
 then reads the start time (epoch seconds) from stdin. From then on, each tick at 60 Hz it sends one
 input per session, as one multiplexed `inputs` message when the bridge serves it (`max_input_items`
 in its hello reply), else one `input` per session, and waits for the tick's frames (closed loop: a
@@ -24,6 +26,7 @@ import numpy as np
 import zmq
 
 from bridge.media.face_video import FaceVideo
+from bridge.protocol.batch_frames import batch_topic, decode_batch
 from bridge.protocol.codec import pack, unpack_map
 from bridge.protocol.frames import frame_topic
 
@@ -86,7 +89,11 @@ def main(port: int, pipeline: str, sessions: int, warmup_s: float, seconds: floa
     ids = [str(r["session"]) for r in opened if r.get("ok")]
     if len(ids) < sessions:
         raise SystemExit(f"opened {len(ids)} of {sessions} sessions: {dict(errors)}")
-    for sid in ids:
+    batched = pipeline == "motion"
+    own = np.array([sid.encode() for sid in ids])  # this generator's rows of the batches (all clients')
+    if batched:
+        sub.setsockopt(zmq.SUBSCRIBE, batch_topic(pipeline))
+    for sid in [] if batched else ids:
         sub.setsockopt(zmq.SUBSCRIBE, frame_topic(sid))
     payloads = _inputs(pipeline, sessions)
     time.sleep(0.5)  # subscriptions reach the workers through the front end's forwarder
@@ -117,13 +124,18 @@ def main(port: int, pipeline: str, sessions: int, warmup_s: float, seconds: floa
                     continue
                 while sub.poll(0):
                     _, payload = sub.recv_multipart()
-                    h = _decode_header(payload)
-                    received += 1
-                    if h.input_seq == tick:
-                        have += 1
-                        t_last = time.time()
+                    if batched:
+                        batch = decode_batch(payload)
+                        mine = np.isin(batch.session, own)
+                        got = int(mine.sum())
+                        now_tick = int((batch.input_seq[mine] == tick).sum())
                     else:
-                        late += 1
+                        got, now_tick = 1, int(_decode_header(payload).input_seq == tick)
+                    received += got
+                    late += got - now_tick
+                    if now_tick:
+                        have += now_tick
+                        t_last = time.time()
         return have, t_last
 
     while True:
@@ -157,6 +169,7 @@ def main(port: int, pipeline: str, sessions: int, warmup_s: float, seconds: floa
     return {
         "sessions": sessions,
         "multiplexed": multiplexed,
+        "batch_topic": batched,
         "ticks_measured": len(latencies_ms),
         "latencies_ms": [round(x, 3) for x in latencies_ms],
         "seconds": seconds,
