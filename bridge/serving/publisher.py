@@ -13,8 +13,9 @@ topics it went out on; it counts as dropped (`session_closed`) when it went out 
 session ended.
 
 `PublishQueue` runs this on a thread of its own for realtime calls, so the scheduler starts its next
-call while the previous one is sent: a bounded queue, and a call that finds it full is dropped and
-counted (`publish_queue_full`), never waited for. A call of at most INLINE_FRAMES frames that finds
+call while the previous one is sent: a bounded queue. A call that finds it full is dropped and
+counted (`publish_queue_full`) when its pipeline is droppable (camera frames: a newer image follows);
+otherwise (motion, speech: every frame counts) the scheduler waits for room. A call of at most INLINE_FRAMES frames that finds
 the thread idle is sent by the scheduler itself: handing it over (a queue, a thread wake-up, the GIL)
 costs more than sending it, and on a loaded machine each thread in the chain adds to the tail.
 

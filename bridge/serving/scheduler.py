@@ -555,10 +555,14 @@ class Scheduler:
             self._sliced.difference_update(s.id for s, _ in held if not s.steps)
         if rows and self._publisher.idle() and sum(len(p) for _, p in rows) <= INLINE_FRAMES:
             self._publish_now(Call(rows, oldest))  # cheaper to send than to hand over
-        elif rows and not self._publisher.put(Call(rows, oldest)):  # that far behind: never wait
-            for s, payloads in rows:
-                s.frames_dropped += len(payloads)
-                dropped["publish_queue_full"] += len(payloads)
+        elif rows and not self._publisher.put(Call(rows, oldest)):
+            if self.pipeline.droppable:  # that far behind: a camera's next image makes a newer frame
+                for s, payloads in rows:
+                    s.frames_dropped += len(payloads)
+                    dropped["publish_queue_full"] += len(payloads)
+            else:  # every frame of a dance or a voice counts: wait, so the inputs queue at the door
+                self._publisher.drain()
+                self._publish_now(Call(rows, oldest))
         if dropped:
             self._stats.count_frames(0, dropped)
 
