@@ -15,9 +15,9 @@ has one, so N sessions cost one call per tick instead of N (docs/scheduling.md).
   window later.
 - Fair admission: while more than one client has work queued here, a client whose queued work has
   reached its share (`fair_work` units over the clients with work, and never less than its sessions'
-  own bounds: `max_pending` frames each for motion, one unit each for images) gets its next input
-  refused (the caller answers OVERLOADED); alone, only the per-session bounds apply. Work is
-  `Pipeline.work`: frames, and an image by its size.
+  own bounds: `max_pending` frames each where inputs are never dropped, one unit each where the
+  latest image wins) gets its next input refused (the caller answers OVERLOADED); alone, only the
+  per-session bounds apply. Work is `Pipeline.work`: frames, and an image by its size.
 - Tiers: a batch holds at most the engine's largest batch tier; a backend with fixed shapes (CUDA
   graphs) pads it up to the next tier itself. Steps of different shape (`Pipeline.batch_key`, e.g.
   offline chunks of another length) go to separate calls.
@@ -250,8 +250,7 @@ class Scheduler:
             return None
         work: dict[bytes, tuple[int, int]] = {}
         for s in self._active.values():
-            # A tuple first: the scheduler thread pops steps without the lock (copying is one C call).
-            units = self._inbox_work(s) + sum(self.pipeline.step_frames(step) for step in tuple(s.steps))
+            units = self._inbox_work(s) + self._steps_frames(s)
             if units:
                 held, sessions = work.get(s.owner, (0, 0))
                 work[s.owner] = (held + units, sessions + 1)
@@ -259,6 +258,11 @@ class Scheduler:
 
     def _inbox_work(self, session: Session) -> int:
         return sum(self.pipeline.work(session.state, item) for _, item in session.inbox)
+
+    def _steps_frames(self, session: Session) -> int:
+        """Frames the session's prepared steps make (lock held). A tuple first: the scheduler thread
+        pops steps without the lock (copying them is one C call)."""
+        return sum(self.pipeline.step_frames(step) for step in tuple(session.steps))
 
     def _admit_fairly(self, work: dict[bytes, tuple[int, int]], session: Session, item: Input) -> bool:
         """Whether the session's client is within its fair share of the queued work (it may cross it
@@ -282,8 +286,7 @@ class Scheduler:
         """Frames queued or about to be (the unit of the pending bound): inputs not pre-processed yet
         count as the frames they make."""
         queued = sum(self.pipeline.steps_for(session.state, item) for _, item in session.inbox)
-        steps = tuple(session.steps)  # the scheduler thread pops steps without the lock
-        return sum(self.pipeline.step_frames(step) for step in steps) + queued
+        return self._steps_frames(session) + queued
 
     # ------------------------------------------------------------------------------- loop
     def _loop(self) -> None:
