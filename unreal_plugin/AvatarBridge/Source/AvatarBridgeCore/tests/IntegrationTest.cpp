@@ -11,7 +11,6 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <iostream>
 #include <iterator>
 #include <map>
 #include <mutex>
@@ -794,24 +793,9 @@ TEST(Live, SpeechSessionFramesCarryVisemesVowelsAndVoice) {
     auto frames = c.collector.framesOf(open.session, expected - 1, 30s);
     std::this_thread::sleep_for(200ms);
     frames = c.collector.framesOf(open.session, expected - 1, 1s);
-    ASSERT_FALSE(frames.empty());
-    // Frames the bridge skipped show as seq gaps. This decodes speech frames; it does not judge the bridge's
-    // delivery, so gaps are reported, not failed (a bridge in development skipped some on 2026-12-02).
-    const std::size_t published = frames.back().header.seq + 1;
-    if (published != frames.size()) {
-        std::cout << "[ WARNING  ] the bridge skipped " << published - frames.size() << " of " << published
-                  << " speech frames (seq gaps)\n";
-    }
-    ASSERT_GE(published, expected - 1);
-    ASSERT_LE(published, expected + 1);
-    for (std::size_t i = 0; i < frames.size(); ++i) {
-        const FrameHeader& h = frames[i].header;
-        EXPECT_TRUE(i == 0 || h.seq > frames[i - 1].header.seq);
-        EXPECT_GE(h.tPublishNs, h.tCaptureNs);
-        EXPECT_GE(frames[i].arrivalNs + 5'000'000, h.tPublishNs);
-        EXPECT_GT(h.engineUs, 0.0);
-        EXPECT_GE(h.batch, 1);
-    }
+    ASSERT_GE(frames.size(), expected - 1);
+    ASSERT_LE(frames.size(), expected + 1);
+    expectContinuousAndTimely(frames);  // no seq gap (a bridge in development skipped some: fixed in e646164)
     std::size_t voiced = 0;
     for (const SeenFrame& f : frames) {
         EXPECT_EQ(f.pipeline, "face");  // speech publishes face frames (docs/protocol.md §5.2)
