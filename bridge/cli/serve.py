@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import signal
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from bridge.paths import default_engines_dir
 from bridge.serving.front_end import FrontEnd
 from bridge.serving.server import Bridge, ServeConfig
 from bridge.sources.base import SourceError
+from bridge.sources.feeder import SourceFeeder
 from bridge.transport.curve import load_public_keys, load_secret_key
 from bridge.transport.zmq_sockets import TransportConfig
 
@@ -243,44 +245,21 @@ def run(args: argparse.Namespace) -> int:
     except (OSError, ValueError, ImportError, zmq.ZMQError) as exc:
         log.error("cannot start: %s", exc)
         return 2
-    # Outputs (VMC, Live Link Face) read the bridge's own frame stream, so they can never slow it.
-    try:
-        router = build_router(args, bridge.sockets.frames_endpoint, table.present())
-    except ValueError as exc:
-        log.error("bad output destination: %s", exc)
-        bridge.close()
-        return 2
-    if router is not None:
-        router.start()
-    try:
-        preview = args.preview or (Path(table.preview) if table.preview else None)
-        feeders = start_feeders(specs, bridge, style=args.dance_style or table.dance_style, preview=preview)
-    except SourceError as exc:
-        log.error("cannot open source: %s", exc)
-        if router is not None:
-            router.stop()
-        bridge.close()
-        return 2
-    signal.signal(signal.SIGINT, lambda *_: bridge.stop())
-    signal.signal(signal.SIGTERM, lambda *_: bridge.stop())
     t = config.transport
-    print(
+    ready = (
         f"avatar-bridge ready: requests tcp://{t.host}:{bridge.sockets.request_port} "
         f"frames tcp://{t.host}:{bridge.sockets.frames_port} "
-        f"models {', '.join(f'{p}:{m}' for p, m in sorted(bridge.defaults.items()))}",
-        flush=True,
+        f"models {', '.join(f'{p}:{m}' for p, m in sorted(bridge.defaults.items()))}"
     )
-    for feeder in feeders:
-        print(f"source {feeder.source.describe()}", flush=True)
-    try:
-        bridge.serve_forever()
-    finally:
-        for feeder in feeders:
-            feeder.stop()
-        if router is not None:
-            router.stop()
-        bridge.close()
-    return 0
+    preview = args.preview or (Path(table.preview) if table.preview else None)
+    return _serve(
+        args,
+        table,
+        bridge,
+        bridge.sockets.frames_endpoint,
+        ready,
+        lambda: start_feeders(specs, bridge, style=args.dance_style or table.dance_style, preview=preview),
+    )
 
 
 def run_front_end(args: argparse.Namespace, table: ServeTable, config: ServeConfig, workers: int) -> int:
@@ -293,26 +272,52 @@ def run_front_end(args: argparse.Namespace, table: ServeTable, config: ServeConf
     except (OSError, ValueError, RuntimeError, ImportError, zmq.ZMQError) as exc:
         log.error("cannot start: %s", exc)
         return 2
+    t = config.transport
+    ready = (
+        f"avatar-bridge ready: requests tcp://{t.host}:{front.request_port} "
+        f"frames tcp://{t.host}:{front.frames_port} workers {workers}"
+    )
+    return _serve(args, table, front, front.frames_endpoint, ready)
+
+
+def _serve(
+    args: argparse.Namespace,
+    table: ServeTable,
+    server: Bridge | FrontEnd,
+    frames_endpoint: str,
+    ready: str,
+    feeders_for: Callable[[], list[SourceFeeder]] = list,
+) -> int:
+    """Start the outputs, then the live sources, and serve until SIGINT or SIGTERM; a started server
+    is closed on every path, after what was started around it."""
+    # Outputs (VMC, Live Link Face) read the server's own frame stream, so they can never slow it.
     try:
-        router = build_router(args, front.frames_endpoint, table.present())
+        router = build_router(args, frames_endpoint, table.present())
     except ValueError as exc:
         log.error("bad output destination: %s", exc)
-        front.close()
+        server.close()
         return 2
     if router is not None:
         router.start()
-    signal.signal(signal.SIGINT, lambda *_: front.stop())
-    signal.signal(signal.SIGTERM, lambda *_: front.stop())
-    t = config.transport
-    print(
-        f"avatar-bridge ready: requests tcp://{t.host}:{front.request_port} "
-        f"frames tcp://{t.host}:{front.frames_port} workers {workers}",
-        flush=True,
-    )
     try:
-        front.serve_forever()
-    finally:
+        feeders = feeders_for()
+    except SourceError as exc:
+        log.error("cannot open source: %s", exc)
         if router is not None:
             router.stop()
-        front.close()
+        server.close()
+        return 2
+    signal.signal(signal.SIGINT, lambda *_: server.stop())
+    signal.signal(signal.SIGTERM, lambda *_: server.stop())
+    print(ready, flush=True)
+    for feeder in feeders:
+        print(f"source {feeder.source.describe()}", flush=True)
+    try:
+        server.serve_forever()
+    finally:
+        for feeder in feeders:
+            feeder.stop()
+        if router is not None:
+            router.stop()
+        server.close()
     return 0
