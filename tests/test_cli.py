@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from bridge.harness.client import BridgeClient
 from bridge.harness.process import BridgeProcess
 
 REPORT_KEYS = {"frames_received", "frames_lost", "latency_ms_p50", "latency_ms_p99"}
@@ -36,6 +37,11 @@ def test_demo_writes_a_bvh_a_png_and_a_summary(tmp_path: Path) -> None:
 
 def test_harness_against_serve_writes_its_report(tmp_path: Path) -> None:
     with BridgeProcess() as bridge:
+        client = BridgeClient("127.0.0.1", bridge.request_port)
+        try:  # plain `serve` finds the face-tracking model (installed by the test command) by default
+            assert client.open("face")["model"] == "mediapipe_face"
+        finally:
+            client.close()
         for pipeline in ("motion", "face"):
             out = tmp_path / f"{pipeline}.json"
             port = str(bridge.request_port)

@@ -230,6 +230,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         table = load_serve_table(args.config)
         config = config_from_args(args, table)
+        if not args.no_face_tracking:
+            extra = face_tracking_dirs(args.face_landmarker)
+            config = replace(config, extra_engine_dirs=(*config.extra_engine_dirs, *extra))
         specs = source_specs(args, table.present())
         workers = args.workers if args.workers is not None else table.workers
         if workers is not None and specs:
