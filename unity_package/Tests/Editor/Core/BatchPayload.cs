@@ -6,7 +6,7 @@ using AvatarBridge.Core.MsgPack;
 namespace AvatarBridge.Tests.Core
 {
     /// <summary>
-    /// Batched motion messages built by hand to the layout of section 5.3 (/work/notes/BATCH.md),
+    /// Batched motion messages built by hand to the layout of docs/protocol.md section 5.3,
     /// with knobs to break them one way at a time. Row r holds seq 100 + r + SeqOffset, input_seq
     /// 50 + r, t_capture_ns 1.7e18 + r, joints[k] = r + k / 1000 and root (r, -r, 0.5).
     /// </summary>

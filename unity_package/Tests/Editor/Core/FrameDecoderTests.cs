@@ -142,7 +142,7 @@ namespace AvatarBridge.Tests.Core
         public void RejectsAFaceFrameWithAWrongBlendshapeCount()
         {
             var w = new MsgPackWriter();
-            FaceFrameWithBlendshapes(w, 51);
+            FacePayload.Write(w, 51);
             var frame = new Frame();
             var e = Assert.Throws<ProtocolException>(() => new FrameDecoder().Decode(w.Buffer, 0, w.Length, frame, Session));
             StringAssert.Contains("blendshapes", e.Message);
@@ -210,7 +210,7 @@ namespace AvatarBridge.Tests.Core
         {
             // Section 5.1: an empty expression bin, plus gaze, head_position and warnings.
             var w = new MsgPackWriter();
-            FaceFrameWithBlendshapes(w, 52, expression: 0, extraKeys: 3);
+            FacePayload.Write(w, 52, expression: 0, extraKeys: 3);
             w.Write("gaze"); w.WriteFloat32Binary(new[] { 0.1f, -0.2f, 0.15f, -0.25f });
             w.Write("head_position"); w.WriteFloat32Binary(new[] { 0.01f, 0.02f, -0.6f });
             w.Write("warnings"); w.WriteArrayHeader(1); w.Write("too_dark");
@@ -220,14 +220,14 @@ namespace AvatarBridge.Tests.Core
             Assert.AreEqual(new[] { 0.1f, -0.2f, 0.15f, -0.25f }, frame.Gaze.ToArray());
             Assert.AreEqual(new[] { 0.01f, 0.02f, -0.6f }, frame.HeadPosition.ToArray());
             // A FLAME frame into the same Frame: no stale gaze from the tracker's frame.
-            FaceFrameWithBlendshapes(w, 52);
+            FacePayload.Write(w, 52);
             new FrameDecoder().Decode(w.Buffer, 0, w.Length, frame, Session);
             Assert.AreEqual(50, frame.Expression.Length);
             Assert.AreEqual(0, frame.Gaze.Length);
             Assert.AreEqual(0, frame.HeadPosition.Length);
             // Neither 0 nor 50 codes is a broken frame.
             w.Reset();
-            FaceFrameWithBlendshapes(w, 52, expression: 7);
+            FacePayload.Write(w, 52, expression: 7);
             Assert.Throws<ProtocolException>(() => new FrameDecoder().Decode(w.Buffer, 0, w.Length, frame, Session));
         }
 
@@ -247,28 +247,6 @@ namespace AvatarBridge.Tests.Core
             Assert.AreEqual(0, rig.Expression.Length);
             CollectionAssert.AreEqual(new[] { "TongueOut" }, rig.Unsupported);
             CollectionAssert.AreEqual(new[] { "head_position", "gaze" }, rig.Extras);
-        }
-
-        static void FaceFrameWithBlendshapes(MsgPackWriter w, int blendshapes, int expression = 50, int extraKeys = 0)
-        {
-            w.Reset();
-            w.WriteMapHeader(16 + extraKeys);
-            w.Write("op"); w.Write("frame");
-            w.Write("v"); w.Write(1);
-            w.Write("session"); w.Write(Session);
-            w.Write("pipeline"); w.Write("face");
-            w.Write("seq"); w.Write(0);
-            w.Write("input_seq"); w.Write(0);
-            w.Write("t_capture_ns"); w.Write(1L);
-            w.Write("t_publish_ns"); w.Write(2L);
-            w.Write("engine_us"); w.Write(1.0);
-            w.Write("batch"); w.Write(1);
-            w.Write("face_found"); w.Write(false);
-            w.Write("expression"); w.WriteFloat32Binary(new float[expression]);
-            w.Write("eyelids"); w.WriteFloat32Binary(new float[2]);
-            w.Write("jaw"); w.WriteFloat32Binary(new float[] { 0, 0, 0, 1 });
-            w.Write("head"); w.WriteFloat32Binary(new float[] { 0, 0, 0, 1 });
-            w.Write("blendshapes"); w.WriteFloat32Binary(new float[blendshapes]);
         }
     }
 }

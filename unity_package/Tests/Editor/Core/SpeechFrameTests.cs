@@ -168,23 +168,7 @@ namespace AvatarBridge.Tests.Core
         static MsgPackWriter SpeechFrame(int visemes, int vowels, bool? voice, bool voiceAsInt = false)
         {
             var w = new MsgPackWriter();
-            w.WriteMapHeader(19);
-            w.Write("op"); w.Write("frame");
-            w.Write("v"); w.Write(1);
-            w.Write("session"); w.Write(Session);
-            w.Write("pipeline"); w.Write("face");
-            w.Write("seq"); w.Write(3);
-            w.Write("input_seq"); w.Write(1);
-            w.Write("t_capture_ns"); w.Write(1L);
-            w.Write("t_publish_ns"); w.Write(2L);
-            w.Write("engine_us"); w.Write(1.0);
-            w.Write("batch"); w.Write(1);
-            w.Write("face_found"); w.Write(true);
-            w.Write("expression"); w.WriteFloat32Binary(new float[0]);
-            w.Write("eyelids"); w.WriteFloat32Binary(new float[2]);
-            w.Write("jaw"); w.WriteFloat32Binary(new float[] { 0.1f, 0, 0, 0.995f });
-            w.Write("head"); w.WriteFloat32Binary(new float[] { 0, 0, 0, 1 });
-            w.Write("blendshapes"); w.WriteFloat32Binary(new float[52]);
+            FacePayload.Write(w, 52, expression: 0, extraKeys: 3);
             w.Write("visemes");
             if (visemes < 0) w.WriteNil(); else w.WriteFloat32Binary(new float[visemes]);
             w.Write("vowels");
