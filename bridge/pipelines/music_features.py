@@ -90,10 +90,6 @@ _CHROMA = slice(_MFCC.stop, _MFCC.stop + N_CHROMA)
 _PEAK = _CHROMA.stop
 _BEAT = _PEAK + 1
 
-# The speech features' resampler (bridge.speech.features); the music features use soxr.
-_RESAMPLE_HALF_TAPS = 16
-_RESAMPLE_MAX_PHASES = 1024
-_RESAMPLE_BLOCK = 4096  # output samples per resampling pass
 _CENS_FRAMES = 21
 _CENS_STEPS = np.array([0.05, 0.1, 0.2, 0.4])  # CENS quantisation: a value above k of these counts k
 _BEAT_HISTORY_S = 6.0
@@ -234,64 +230,6 @@ def _mel_bands(tables: _Tables, power: _F64) -> _F64:
         return single
     bands = [np.einsum("fbk,bk->fb", power[:, bins], w) for bins, w in tables.mel_groups]
     return np.concatenate(bands, axis=1)
-
-
-@lru_cache(maxsize=16)
-def _kaiser_sinc_bank(up: int, down: int, phases: int) -> npt.NDArray[np.float64]:
-    """Polyphase windowed-sinc bank, (phases, 2·half) taps, for resampling by up/down (cached, read-only:
-    every stream of one input rate shares it)."""
-    half = _RESAMPLE_HALF_TAPS
-    cutoff = 0.95 * min(1.0, up / down)  # fraction of the input Nyquist kept
-    frac = np.arange(phases)[:, None] / phases
-    x = np.arange(-half + 1, half + 1)[None, :] - frac  # input offset relative to the output point
-    beta = 8.6
-    window = np.i0(beta * np.sqrt(np.clip(1.0 - (x / half) ** 2, 0.0, 1.0))) / np.i0(beta)
-    taps: npt.NDArray[np.float64] = cutoff * np.sinc(cutoff * x) * window
-    bank: npt.NDArray[np.float64] = taps / taps.sum(axis=1, keepdims=True)
-    bank.setflags(write=False)
-    return bank
-
-
-class _Resampler:
-    """Streaming rational resampler (Kaiser-windowed sinc, 32 taps per output sample) of the speech
-    features; output sample n sits at input position n·down/up."""
-
-    def __init__(self, in_rate: int, out_rate: int) -> None:
-        g = math.gcd(in_rate, out_rate)
-        self.up, self.down = out_rate // g, in_rate // g
-        self.identity = self.up == self.down
-        self.phases = min(self.up, _RESAMPLE_MAX_PHASES)
-        self.bank = _kaiser_sinc_bank(self.up, self.down, self.phases)
-        self.half = _RESAMPLE_HALF_TAPS
-        # Input history: buffer[i] is input sample buf_start + i; negative indices read as zeros.
-        self.buffer = np.zeros(2 * self.half, np.float64)
-        self.buf_start = -2 * self.half
-        self.n_out = 0
-
-    def push(self, x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-        if self.identity:
-            return x
-        self.buffer = np.concatenate([self.buffer, x])
-        end = self.buf_start + self.buffer.size  # inputs [.., end) are known
-        # Output n needs inputs up to floor(n·down/up) + half.
-        n_max = ((end - self.half) * self.up - 1) // self.down  # last n with base + half < end
-        n = np.arange(self.n_out, max(self.n_out, n_max + 1), dtype=np.int64)
-        out = np.empty(n.size, np.float64)
-        taps = np.arange(-self.half + 1, self.half + 1)[None, :]
-        # In blocks: the (outputs x taps) temporaries stay a few MB whatever the chunk's length.
-        for i in range(0, n.size, _RESAMPLE_BLOCK):
-            pos = n[i : i + _RESAMPLE_BLOCK] * self.down
-            phase = (pos % self.up) * self.phases // self.up
-            idx = (pos // self.up)[:, None] - self.buf_start + taps
-            out[i : i + _RESAMPLE_BLOCK] = (self.buffer[idx] * self.bank[phase]).sum(axis=1)
-        if n.size:
-            self.n_out = int(n[-1]) + 1
-        # Keep what the next outputs can still reach.
-        next_base = self.n_out * self.down // self.up
-        drop = max(0, next_base - self.half - self.buf_start)
-        self.buffer = self.buffer[drop:]
-        self.buf_start += drop
-        return out
 
 
 @dataclass(frozen=True)

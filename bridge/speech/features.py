@@ -14,12 +14,13 @@ sub-frame's MFCCs: it moves a new voice's vowels onto the training voices' befor
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 
 import numpy as np
 import numpy.typing as npt
 
-from bridge.pipelines.music_features import _Resampler, dct_matrix, mel_filterbank
+from bridge.pipelines.music_features import dct_matrix, mel_filterbank
 
 __all__ = ["ANALYSIS_RATE", "CONTEXT", "FEATURE_DIM", "N_MFCC", "SpeechFeatureStream"]
 
@@ -32,6 +33,9 @@ CONTEXT = 8  # sub-frames per output frame: 8 x 8.3 ms
 FEATURE_DIM = CONTEXT * N_MFCC
 AMIN = 1e-10
 _Table = npt.NDArray[np.float64]
+_RESAMPLE_HALF_TAPS = 16
+_RESAMPLE_MAX_PHASES = 1024
+_RESAMPLE_BLOCK = 4096  # output samples per resampling pass
 
 
 @lru_cache(maxsize=1)
@@ -42,6 +46,64 @@ def _tables() -> tuple[_Table, _Table, _Table]:
     for table in (window, mel, dct):
         table.setflags(write=False)
     return window, mel, dct
+
+
+@lru_cache(maxsize=16)
+def _kaiser_sinc_bank(up: int, down: int, phases: int) -> npt.NDArray[np.float64]:
+    """Polyphase windowed-sinc bank, (phases, 2·half) taps, for resampling by up/down (cached, read-only:
+    every stream of one input rate shares it)."""
+    half = _RESAMPLE_HALF_TAPS
+    cutoff = 0.95 * min(1.0, up / down)  # fraction of the input Nyquist kept
+    frac = np.arange(phases)[:, None] / phases
+    x = np.arange(-half + 1, half + 1)[None, :] - frac  # input offset relative to the output point
+    beta = 8.6
+    window = np.i0(beta * np.sqrt(np.clip(1.0 - (x / half) ** 2, 0.0, 1.0))) / np.i0(beta)
+    taps: npt.NDArray[np.float64] = cutoff * np.sinc(cutoff * x) * window
+    bank: npt.NDArray[np.float64] = taps / taps.sum(axis=1, keepdims=True)
+    bank.setflags(write=False)
+    return bank
+
+
+class _Resampler:
+    """Streaming rational resampler (Kaiser-windowed sinc, 32 taps per output sample) of the
+    speech features; output sample n sits at input position n·down/up."""
+
+    def __init__(self, in_rate: int, out_rate: int) -> None:
+        g = math.gcd(in_rate, out_rate)
+        self.up, self.down = out_rate // g, in_rate // g
+        self.identity = self.up == self.down
+        self.phases = min(self.up, _RESAMPLE_MAX_PHASES)
+        self.bank = _kaiser_sinc_bank(self.up, self.down, self.phases)
+        self.half = _RESAMPLE_HALF_TAPS
+        # Input history: buffer[i] is input sample buf_start + i; negative indices read as zeros.
+        self.buffer = np.zeros(2 * self.half, np.float64)
+        self.buf_start = -2 * self.half
+        self.n_out = 0
+
+    def push(self, x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        if self.identity:
+            return x
+        self.buffer = np.concatenate([self.buffer, x])
+        end = self.buf_start + self.buffer.size  # inputs [.., end) are known
+        # Output n needs inputs up to floor(n·down/up) + half.
+        n_max = ((end - self.half) * self.up - 1) // self.down  # last n with base + half < end
+        n = np.arange(self.n_out, max(self.n_out, n_max + 1), dtype=np.int64)
+        out = np.empty(n.size, np.float64)
+        taps = np.arange(-self.half + 1, self.half + 1)[None, :]
+        # In blocks: the (outputs x taps) temporaries stay a few MB whatever the chunk's length.
+        for i in range(0, n.size, _RESAMPLE_BLOCK):
+            pos = n[i : i + _RESAMPLE_BLOCK] * self.down
+            phase = (pos % self.up) * self.phases // self.up
+            idx = (pos // self.up)[:, None] - self.buf_start + taps
+            out[i : i + _RESAMPLE_BLOCK] = (self.buffer[idx] * self.bank[phase]).sum(axis=1)
+        if n.size:
+            self.n_out = int(n[-1]) + 1
+        # Keep what the next outputs can still reach.
+        next_base = self.n_out * self.down // self.up
+        drop = max(0, next_base - self.half - self.buf_start)
+        self.buffer = self.buffer[drop:]
+        self.buf_start += drop
+        return out
 
 
 def sub_hops_per_frame(fps: float) -> int:
