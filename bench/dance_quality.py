@@ -1,20 +1,30 @@
-"""Dance quality on held-out synthetic songs: `python bench/dance_quality.py [--student W.pt] [--json OUT]`.
+"""Dance quality: `python bench/dance_quality.py [--student W.pt] [--seconds S] [--json OUT]`.
 
-Rows: the choreographer (teacher), the LSTM student (if trained weights are given), and the controls
-in the same run: smooth random motion, the student (or teacher) on mismatched music, and the untrained
-reference LSTM. Metrics: Bailando's Beat Align Score against the songs' true beats (after a 4 s
-warm-up), foot skating (m/s), jerk (m/s³), PFC, and diversity across songs. Held-out songs use seeds
-and tempi the training script never draws (seeds ≥ 9000). Realtime semantics: one step per frame,
-each output fed back as the previous pose.
+Rows: the choreographer (teacher), the committed student (engines/dance_lstm.onnx through ONNX Runtime,
+realtime exactly as served: one T=1 step per frame, each output fed back as pose.previous, h/c state
+carried), optionally torch weights (--student), and the controls in the same run: smooth random
+motion, the student and the teacher on mismatched music, and the untrained reference LSTM. Metrics:
+Bailando's Beat Align Score against the songs' beats (after a 4 s warm-up), foot skating (m/s), jerk
+(m/s³), PFC, and diversity across songs.
+
+Music: four held-out synthetic songs (seeds ≥ 9000, which training never draws; known beats), then a
+real recording: `music_game.wav` from Debian's `chromium-bsu-data` (Brian Redfern, Expat licence, see
+/usr/share/doc/chromium-bsu-data/copyright), a 6.5 s game-music loop played 5 times as the game
+loops it. Its beats are not known: they are estimated offline from the whole clip (onset-envelope
+autocorrelation for the period, comb sum for the phase), independently of the dancer's causal
+tracker. Without the package (`apt-get install chromium-bsu-data`) that row is skipped, saying so.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import wave
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 import torch
 from scipy.ndimage import gaussian_filter1d
 
@@ -23,80 +33,161 @@ from bridge.choreography.metrics import beat_align_score, diversity, foot_skatin
 from bridge.media.songs import synthesize_song
 from bridge.models.motion import AIST_STYLES, DanceLSTM, build_dance_lstm
 from bridge.pipelines.music_features import MusicFeatureStream
+from bridge.runtime.engine import Engine
 
 WARMUP = 240
 SONGS = ((97.0, 9001, 5), (143.0, 9002, 2), (78.0, 9003, 8), (172.0, 9004, 0))
+REAL = Path("/usr/share/games/chromium-bsu/wav/music_game.wav")
+REAL_STYLE = 3  # middle_hiphop
+ENGINES = Path(__file__).resolve().parents[1] / "engines"
+F32 = npt.NDArray[np.float32]
+Dancer = Callable[[F32, int], npt.NDArray[np.float64]]
 
 
-def _rows(bpm: float, seed: int, seconds: float) -> tuple[np.ndarray, np.ndarray]:
+def _song_rows(bpm: float, seed: int, seconds: float) -> tuple[F32, npt.NDArray[np.int64]]:
     song = synthesize_song(seconds, bpm, seed)
     rows = MusicFeatureStream(song.sample_rate, 60.0).push(song.pcm)
-    beats = np.round(song.beats * 60).astype(int)
+    beats = np.round(song.beats * 60).astype(np.int64)
     return rows, beats[(beats > WARMUP) & (beats < len(rows) - 10)] - WARMUP
 
 
-def _run(model: DanceLSTM, rows: np.ndarray, style: int) -> np.ndarray:
-    h, c = model.zero_state(1)
-    prev, out = torch.zeros(1, 75), []
-    with torch.no_grad():
-        for r in rows:
-            p, h, c = model(torch.tensor(r[None, None]), prev, torch.tensor([style]), h, c)
-            prev = p[:, 0]
-            out.append(prev[0].numpy())
-    return np.array(out)
+def offline_beats(envelope: npt.NDArray[np.float64], fps: float = 60.0) -> npt.NDArray[np.int64]:
+    """Beat frames of a whole clip from its onset envelope: the autocorrelation peak in 70-180 BPM
+    gives the period, the comb (every period frames) with the largest envelope sum gives the phase."""
+    e = envelope - envelope.mean()
+    ac = np.correlate(e, e, "full")[e.size - 1 :]
+    lags = np.arange(int(fps * 60 / 180), int(fps * 60 / 70) + 1)
+    period = float(lags[np.argmax(ac[lags])])
+    grid = np.arange(0.0, e.size, period)
+    phase = max(
+        range(int(period)), key=lambda p: float(envelope[(grid[grid + p < e.size] + p).astype(int)].sum())
+    )
+    return np.round(grid + phase).astype(np.int64)[: int((e.size - phase) / period)]
+
+
+def _real_rows() -> tuple[F32, npt.NDArray[np.int64]] | None:
+    if not REAL.exists():
+        return None
+    with wave.open(str(REAL)) as w:
+        pcm = np.frombuffer(w.readframes(w.getnframes()), np.int16).astype(np.float32) / 32768.0
+        rate = w.getframerate()
+    rows = MusicFeatureStream(rate, 60.0).push(np.tile(pcm, 5))
+    beats = offline_beats(rows[:, 0].astype(np.float64))
+    return rows, beats[(beats > WARMUP) & (beats < len(rows) - 10)] - WARMUP
+
+
+def torch_dancer(model: DanceLSTM) -> Dancer:
+    def run(rows: F32, style: int) -> npt.NDArray[np.float64]:
+        h, c = model.zero_state(1)
+        prev, out = torch.zeros(1, 75), []
+        with torch.no_grad():
+            for r in rows:
+                p, h, c = model(torch.tensor(r[None, None]), prev, torch.tensor([style]), h, c)
+                prev = p[:, 0]
+                out.append(prev[0].numpy())
+        return np.array(out, np.float64)
+
+    return run
+
+
+def served_dancer(engine: Engine) -> Dancer:
+    """The served realtime loop: T=1 calls through the engine, each output fed back."""
+
+    def run(rows: F32, style: int) -> npt.NDArray[np.float64]:
+        state = engine.initial_state(1)
+        prev, out = np.zeros((1, 75), np.float32), []
+        for i in range(len(rows)):
+            inputs = {"features": rows[None, i : i + 1], "pose.previous": prev, "style": np.array([style])}
+            o, state = engine.run(inputs, state)
+            prev = np.concatenate([o["pose.axis_angle"][:, 0], o["pose.root_translation"][:, 0]], axis=1)
+            out.append(prev[0])
+        return np.array(out, np.float64)
+
+    return run
+
+
+def score(
+    poses: dict[str, npt.NDArray[np.float64]], beats: npt.NDArray[np.int64]
+) -> dict[str, dict[str, float]]:
+    out = {}
+    for name, p in poses.items():
+        j = joints_of(p)
+        out[name] = {
+            "bas": beat_align_score(j[WARMUP:], beats),
+            "skating": foot_skating(j),
+            "jerk": jerk(j),
+            "pfc": pfc(j),
+        }
+    return out
+
+
+def _clip_poses(
+    rows: F32, other: F32, style: int, seed: int, dancers: dict[str, Dancer]
+) -> dict[str, npt.NDArray[np.float64]]:
+    rng = np.random.default_rng(seed)
+    rand = gaussian_filter1d(rng.standard_normal((len(rows), 75)), 15, axis=0) * 3.0
+    rand[:, 72:] = 0.0
+    poses: dict[str, npt.NDArray[np.float64]] = {
+        "teacher": choreograph(rows, AIST_STYLES[style], seed=0).astype(np.float64),
+        "random (smooth)": rand,
+    }
+    for name, dance in dancers.items():
+        poses[name] = dance(rows, style)
+        if name != "untrained LSTM":
+            poses[f"{name}, mismatched music"] = dance(other[: len(rows)], style)
+    poses["teacher, mismatched music"] = choreograph(other[: len(rows)], AIST_STYLES[style], seed=0).astype(
+        np.float64
+    )
+    return poses
+
+
+def _print(title: str, table: dict[str, dict[str, float]]) -> None:
+    print(f"\n{title}\n{'motion':<30} {'BAS':>6} {'skate m/s':>9} {'jerk':>8} {'PFC':>7} {'divers.':>7}")
+    for name, m in table.items():
+        div = m.get("diversity", 0.0)
+        cells = f"{m['bas']:>6.3f} {m['skating']:>9.3f} {m['jerk']:>8.1f} {m['pfc']:>7.4f} {div:>7.2f}"
+        print(f"{name:<30} {cells}")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--student", type=Path, default=None, help="trained DanceLSTM state dict (.pt)")
+    ap.add_argument("--student", type=Path, default=None, help="also a torch DanceLSTM checkpoint (.pt)")
     ap.add_argument("--seconds", type=float, default=30.0)
     ap.add_argument("--json", type=Path, default=None)
     a = ap.parse_args()
-    student = None
+    engine = Engine.load(ENGINES / "dance_lstm.manifest.json", warmup=False)
+    dancers: dict[str, Dancer] = {"student": served_dancer(engine)}
     if a.student is not None:
-        student = DanceLSTM()
-        student.load_state_dict(torch.load(a.student, weights_only=True))
-        student.eval()
+        from bridge.choreography.export import load_trained
+
+        dancers["student (torch)"] = torch_dancer(load_trained(a.student)[0])
+    dancers["untrained LSTM"] = torch_dancer(build_dance_lstm())
     results: dict[str, list[dict[str, float]]] = {}
-    clips: dict[str, list[np.ndarray]] = {}
+    clips: dict[str, list[npt.NDArray[np.float64]]] = {}
     for bpm, seed, style in SONGS:
-        rows, beats = _rows(bpm, seed, a.seconds)
-        other, _ = _rows(120.0 if abs(bpm - 120.0) > 10 else 90.0, seed + 50, a.seconds)
-        rng = np.random.default_rng(seed)
-        rand = gaussian_filter1d(rng.standard_normal((len(rows), 75)), 15, axis=0) * 3.0
-        rand[:, 72:] = 0.0
-        poses = {
-            "teacher": choreograph(rows, AIST_STYLES[style], seed=0),
-            "random (smooth)": rand,
-            "untrained LSTM": _run(build_dance_lstm(), rows, style),
-        }
-        if student is not None:
-            poses["student"] = _run(student, rows, style)
-            poses["student, mismatched music"] = _run(student, other[: len(rows)], style)
-        poses["teacher, mismatched music"] = choreograph(other[: len(rows)], AIST_STYLES[style], seed=0)
-        for name, p in poses.items():
-            j = joints_of(p)
-            clips.setdefault(name, []).append(j)
-            results.setdefault(name, []).append(
-                {
-                    "bas": beat_align_score(j[WARMUP:], beats),
-                    "skating": foot_skating(j),
-                    "jerk": jerk(j),
-                    "pfc": pfc(j),
-                }
-            )
+        rows, beats = _song_rows(bpm, seed, a.seconds)
+        other, _ = _song_rows(120.0 if abs(bpm - 120.0) > 10 else 90.0, seed + 50, a.seconds)
+        poses = _clip_poses(rows, other, style, seed, dancers)
+        for name, m in score(poses, beats).items():
+            results.setdefault(name, []).append(m)
+            clips.setdefault(name, []).append(joints_of(poses[name]))
     table = {
         name: {k: float(np.mean([r[k] for r in rs])) for k in rs[0]} | {"diversity": diversity(clips[name])}
         for name, rs in results.items()
     }
-    print(f"{'motion':<28} {'BAS':>6} {'skate m/s':>9} {'jerk':>8} {'PFC':>7} {'divers.':>7}")
-    for name, m in table.items():
-        cells = (
-            f"{m['bas']:>6.3f} {m['skating']:>9.3f} {m['jerk']:>8.1f} {m['pfc']:>7.4f} {m['diversity']:>7.2f}"
-        )
-        print(f"{name:<28} {cells}")
+    _print(f"{len(SONGS)} held-out synthetic songs, {a.seconds:.0f} s each", table)
+    report: dict[str, object] = {"synthetic": table}
+    real = _real_rows()
+    if real is None:
+        print(f"\nreal recording: {REAL} is missing (apt-get install chromium-bsu-data); row skipped")
+    else:
+        rows, beats = real
+        other, _ = _song_rows(120.0, 9050, len(rows) / 60.0)
+        real_table = score(_clip_poses(rows, other, REAL_STYLE, 9050, dancers), beats)
+        _print(f"real recording: chromium-bsu-data music_game.wav x5 ({len(rows) / 60:.1f} s)", real_table)
+        report["real_recording"] = real_table
     if a.json:
-        a.json.write_text(json.dumps(table, indent=2))
+        a.json.write_text(json.dumps(report, indent=2))
 
 
 if __name__ == "__main__":

@@ -184,4 +184,4 @@ def test_timing_cli(capsys: pytest.CaptureFixture[str]) -> None:
 
     assert main([str(ENGINES / "dance_lstm.onnx"), "--batch", "1", "2", "--seconds", "0.05"]) == 0
     out = capsys.readouterr().out
-    assert "UNTRAINED dance_lstm" in out and "batch   2: median" in out
+    assert "dance_lstm" in out and "batch   2: median" in out

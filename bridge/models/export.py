@@ -20,12 +20,13 @@ import sys
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import onnx
 import torch
 
 from bridge.models.face import DECA_LAYOUT, DECA_PARAMS, build_emoca_size, build_face_small
-from bridge.models.motion import AIST_STYLES, N_FEATURES, N_JOINT_VALUES, N_POSE, build_dance_lstm
+from bridge.models.motion import AIST_STYLES, N_FEATURES, N_JOINT_VALUES, N_POSE, DanceLSTM, build_dance_lstm
 from bridge.runtime.manifest import (
     ModelManifest,
     Profile,
@@ -43,6 +44,11 @@ UNTRAINED = (
     "UNTRAINED reference weights (seeded, deterministic) for tests and benchmarks; outputs are not "
     "meaningful estimates."
 )
+TRAINED_DANCE = (
+    "Our own model, distilled from our rule-based choreographer (bridge.choreography) on our own "
+    "synthetic songs; no mocap or dance data set. It ignores pose.previous (zero weights) and dances "
+    "from the music and its h/c state; see the training field and docs/dance.md."
+)
 IMAGE = (3, 224, 224)
 
 
@@ -54,6 +60,7 @@ def _export_onnx(
     output_names: list[str],
     dynamic_axes: dict[str, dict[int, str]],
     doc: str,
+    trained: bool = False,
 ) -> str:
     """Export `model` to `path` and return the file's sha256."""
     with warnings.catch_warnings():
@@ -74,7 +81,7 @@ def _export_onnx(
     proto = onnx.load(str(path))
     proto.doc_string = doc
     meta = proto.metadata_props.add()
-    meta.key, meta.value = "avatar_bridge.trained", "false"
+    meta.key, meta.value = "avatar_bridge.trained", str(trained).lower()
     data = proto.SerializeToString()
     path.write_bytes(data)
     return hashlib.sha256(data).hexdigest()
@@ -185,11 +192,15 @@ def export_emoca_size(
     )
 
 
-def export_dance_lstm(out_dir: Path, seed: int = SEED) -> ModelManifest:
-    """DanceLSTM -> dance_lstm.onnx (+ manifest), dynamic batch and time."""
+def export_dance_lstm(
+    out_dir: Path, seed: int = SEED, trained: DanceLSTM | None = None, training: dict[str, Any] | None = None
+) -> ModelManifest:
+    """DanceLSTM -> dance_lstm.onnx (+ manifest), dynamic batch and time: the seeded untrained reference,
+    or `trained` weights with `training` (how they were made) in the manifest."""
     name = "dance_lstm"
     path = out_dir / f"{name}.onnx"
-    model = build_dance_lstm(seed)
+    model = build_dance_lstm(seed) if trained is None else trained.eval()
+    what = UNTRAINED if trained is None else TRAINED_DANCE
     h, c = model.zero_state(1)
     args = (torch.zeros(1, 1, N_FEATURES), torch.zeros(1, N_POSE), torch.zeros(1, dtype=torch.int64), h, c)
     inputs = ["features", "pose_prev", "style", "h_in", "c_in"]
@@ -197,7 +208,7 @@ def export_dance_lstm(out_dir: Path, seed: int = SEED) -> ModelManifest:
     dyn = {n: {0: "batch"} for n in inputs + outputs}
     dyn["features"] = {0: "batch", 1: "time"}
     dyn["pose"] = {0: "batch", 1: "time"}
-    sha = _export_onnx(model, args, path, inputs, outputs, dyn, f"{name}: {UNTRAINED}")
+    sha = _export_onnx(model, args, path, inputs, outputs, dyn, f"{name}: {what}", trained is not None)
     state_shape = ("batch", model.layers, model.hidden)
 
     def shapes_at(batch: int, time: int) -> dict[str, tuple[int, ...]]:
@@ -219,7 +230,7 @@ def export_dance_lstm(out_dir: Path, seed: int = SEED) -> ModelManifest:
             task="motion",
             onnx_path=path.resolve(),
             onnx_sha256=sha,
-            trained=False,
+            trained=trained is not None,
             fps=60.0,
             inputs=(
                 TensorSpec("features", "features", ("batch", "time", N_FEATURES), "float32"),
@@ -249,9 +260,10 @@ def export_dance_lstm(out_dir: Path, seed: int = SEED) -> ModelManifest:
             ),
             description=(
                 "2-layer LSTM (hidden 256) music-to-dance step with explicit h/c state; AIST++ layout "
-                f"(60 FPS, 35 music features, 24 SMPL joints axis-angle + root translation). {UNTRAINED}"
+                f"(60 FPS, 35 music features, 24 SMPL joints axis-angle + root translation). {what}"
             ),
             styles=AIST_STYLES,
+            training=training or {},
         )
     )
 
@@ -271,7 +283,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=SEED)
     ns = ap.parse_args(argv)
     ns.out.mkdir(parents=True, exist_ok=True)
-    exports = [export_face_small, export_dance_lstm] + ([export_emoca_size] if ns.emoca else [])
+    # A trained dance model (its weights beside it) is re-exported by bridge.choreography.export instead.
+    trained_dance = (ns.out / "dance_lstm.pt").exists()
+    if trained_dance:
+        print("dance_lstm: trained weights in place, kept (python -m bridge.choreography.export re-exports)")
+    exports = [export_face_small, *([] if trained_dance else [export_dance_lstm])]
+    exports += [export_emoca_size] if ns.emoca else []
     for fn in exports:
         m = fn(ns.out, ns.seed)
         size = m.onnx_path.stat().st_size / 1e6

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import torch
 from torch import nn
 
 from bridge.models._seed import seeded
 
-__all__ = ["AIST_STYLES", "DanceLSTM", "build_dance_lstm"]
+__all__ = ["AIST_STYLES", "DanceLSTM", "build_dance_lstm", "load_dance_lstm"]
 
 # AIST++ genre codes gBR, gPO, gLO, gMH, gLH, gHO, gWA, gKR, gJS, gJB, in that order.
 AIST_STYLES: tuple[str, ...] = (
@@ -111,3 +113,10 @@ class DanceLSTM(nn.Module):
 
 def build_dance_lstm(seed: int = 0) -> DanceLSTM:
     return seeded(DanceLSTM, seed)
+
+
+def load_dance_lstm(path: Path) -> DanceLSTM:
+    """Trained weights from a checkpoint of bridge.choreography.train ({"state_dict", "training"})."""
+    model = DanceLSTM()
+    model.load_state_dict(torch.load(path, weights_only=True)["state_dict"])
+    return model.eval()

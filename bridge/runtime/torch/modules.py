@@ -1,25 +1,30 @@
-"""Which PyTorch module runs a manifest: the reference models by manifest name (seeded weights, the
+"""Which PyTorch module runs a manifest: a trained model from the weights beside its ONNX file, the
+reference models by manifest name (seeded weights, the
 same ones `bridge.models.export` writes to ONNX), the face-tracking networks from their ONNX file
 (bridge.runtime.torch.onnx_module), or a module the caller passes in."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from torch import nn
 
 from bridge.models.face import build_emoca_size, build_face_small
-from bridge.models.motion import build_dance_lstm
+from bridge.models.motion import build_dance_lstm, load_dance_lstm
 from bridge.runtime.manifest import ModelManifest
 from bridge.runtime.torch.onnx_module import OnnxModule
 
-__all__ = ["ONNX_TASKS", "REFERENCE_MODULES", "module_for", "reference_module"]
+__all__ = ["ONNX_TASKS", "REFERENCE_MODULES", "TRAINED_MODULES", "module_for", "reference_module"]
 
 REFERENCE_MODULES: dict[str, Callable[[int], nn.Module]] = {
     "dance_lstm": build_dance_lstm,
     "face_expression_small": build_face_small,
     "emoca_size": build_emoca_size,
 }
+
+# Trained models by manifest name: their weights are the .pt file beside the ONNX file.
+TRAINED_MODULES: dict[str, Callable[[Path], nn.Module]] = {"dance_lstm": load_dance_lstm}
 
 
 def reference_module(name: str, seed: int = 0) -> nn.Module:
@@ -39,4 +44,7 @@ ONNX_TASKS = ("face_landmarks", "face_detector", "face_blendshapes")
 def module_for(manifest: ModelManifest, seed: int = 0) -> nn.Module:
     if manifest.task in ONNX_TASKS:
         return OnnxModule(manifest.onnx_path)
+    weights = manifest.onnx_path.with_suffix(".pt")
+    if manifest.trained and manifest.name in TRAINED_MODULES and weights.exists():
+        return TRAINED_MODULES[manifest.name](weights)
     return reference_module(manifest.name, seed)
