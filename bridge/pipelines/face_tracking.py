@@ -359,7 +359,7 @@ def eased(values: F32, lost_for_s: float) -> F32:
 
 
 def calibrated(state: TrackingState, values: F32, *, found: bool, dark: bool) -> CameraFace:
-    """Filter channels -> a CameraFace, the session's neutral calibration applied."""
+    """Filtered channels -> a CameraFace, the session's neutral calibration applied."""
     blend = np.clip((values[:N_BLEND] - state.offset) * state.gain, 0.0, 1.0).astype(np.float32)
     return CameraFace(found, blend, values[HEAD_ROT], values[HEAD_POS], dark)
 
