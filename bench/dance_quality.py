@@ -13,12 +13,18 @@ real recording: `music_game.wav` from Debian's `chromium-bsu-data` (Brian Redfer
 loops it. Its beats are not known: they are estimated offline from the whole clip (onset-envelope
 autocorrelation for the period, comb sum for the phase), independently of the dancer's causal
 tracker. Without the package (`apt-get install chromium-bsu-data`) that row is skipped, saying so.
+
+`--video DIR` writes pictures of the committed student (realtime, ONNX) dancing to a held-out song
+(seed 9201, 112 BPM, 20 s): DIR/dance.bvh (for Blender), DIR/dance.mp4 (the skeleton from a front
+camera at 30 FPS, the song muxed in; needs ffmpeg and matplotlib) and DIR/dance.png (six frames).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import subprocess
+import tempfile
 import wave
 from collections.abc import Callable
 from pathlib import Path
@@ -32,7 +38,11 @@ from bridge.choreography.choreographer import choreograph
 from bridge.choreography.metrics import beat_align_score, diversity, foot_skating, jerk, joints_of, pfc
 from bridge.media.songs import synthesize_song
 from bridge.models.motion import AIST_STYLES, DanceLSTM, build_dance_lstm
+from bridge.outputs.bvh import CM_PER_M, bvh_text
+from bridge.outputs.session import DEFAULT_BODY_RIG
 from bridge.pipelines.music_features import MusicFeatureStream
+from bridge.rig.rotations import axis_angle_to_quat
+from bridge.rig.smpl import PARENTS
 from bridge.runtime.engine import Engine
 
 WARMUP = 240
@@ -149,13 +159,83 @@ def _print(title: str, table: dict[str, dict[str, float]]) -> None:
         print(f"{name:<30} {cells}")
 
 
+def write_pictures(out: Path, dance: Dancer) -> list[Path]:
+    """BVH, MP4 (with the song) and a contact sheet of `dance` on a held-out song."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.axes import Axes
+
+    out.mkdir(parents=True, exist_ok=True)
+    song = synthesize_song(20.0, 112.0, 9201)
+    rows = MusicFeatureStream(song.sample_rate, 60.0).push(song.pcm)
+    poses = dance(rows, 5)
+    quats = np.asarray(axis_angle_to_quat(poses[:, :72].reshape(-1, 24, 3)), np.float64)
+    bvh = out / "dance.bvh"
+    bvh.write_text(bvh_text(DEFAULT_BODY_RIG, quats, poses[:, 72:], 1 / 60, CM_PER_M))
+    joints = joints_of(poses)
+    beat = np.zeros(len(rows), bool)
+    beat[np.round(song.beats * 60).astype(int)[song.beats * 60 < len(rows) - 0.5]] = True
+    fig = plt.figure(figsize=(4.8, 4.8), dpi=100)
+
+    def draw(ax: Axes, i: int) -> None:
+        j = joints[i]
+        ax.clear()
+        for k, p in enumerate(PARENTS):
+            if p >= 0:
+                ax.plot([j[p, 0], j[k, 0]], [j[p, 1], j[k, 1]], "-", color="tab:blue", lw=3)
+        ax.plot([-1, 1], [j[:, 1].min() - 0.01] * 2, color="gray", lw=1)
+        ax.set_xlim(-1.0, 1.0)
+        ax.set_ylim(-1.3, 0.7)
+        ax.set_aspect("equal")
+        ax.axis("off")
+        near = beat[max(0, i - 2) : i + 3].any()
+        ax.set_title(f"{i / 60:5.2f} s" + ("  BEAT" if near else ""), color="red" if near else "black")
+
+    mp4 = out / "dance.mp4"
+    with tempfile.TemporaryDirectory() as tmp:
+        wav = Path(tmp) / "song.wav"
+        with wave.open(str(wav), "wb") as w:
+            w.setnchannels(1)
+            w.setsampwidth(2)
+            w.setframerate(song.sample_rate)
+            w.writeframes((np.clip(song.pcm, -1, 1) * 32767).astype(np.int16).tobytes())
+        cmd = ["ffmpeg", "-y", "-loglevel", "error", "-f", "rawvideo", "-pix_fmt", "rgba", "-s", "480x480"]
+        cmd += ["-r", "30", "-i", "-", "-i", str(wav), "-c:v", "libx264", "-pix_fmt", "yuv420p"]
+        cmd += ["-c:a", "aac", "-shortest", str(mp4)]
+        with subprocess.Popen(cmd, stdin=subprocess.PIPE) as ff:
+            assert ff.stdin is not None
+            ax = fig.add_subplot()
+            for i in range(0, len(rows), 2):
+                draw(ax, i)
+                fig.canvas.draw()
+                ff.stdin.write(bytes(fig.canvas.buffer_rgba()))  # type: ignore[attr-defined]
+            ff.stdin.close()
+    plt.close(fig)
+    sheet = plt.figure(figsize=(9, 3), dpi=80)
+    start = int(song.beats[np.searchsorted(song.beats, 10.0)] * 60)  # a beat 10 s in, then half beats
+    step = round(3600 / 112 / 2)
+    for n in range(6):
+        draw(sheet.add_subplot(1, 6, n + 1), start + n * step)
+    png = out / "dance.png"
+    sheet.savefig(png)
+    plt.close(sheet)
+    return [bvh, mp4, png]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--student", type=Path, default=None, help="also a torch DanceLSTM checkpoint (.pt)")
     ap.add_argument("--seconds", type=float, default=30.0)
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--video", type=Path, default=None, help="write dance.bvh/.mp4/.png here and stop")
     a = ap.parse_args()
     engine = Engine.load(ENGINES / "dance_lstm.manifest.json", warmup=False)
+    if a.video is not None:
+        for path in write_pictures(a.video, served_dancer(engine)):
+            print(f"wrote {path} ({path.stat().st_size / 1e3:.0f} kB)")
+        return
     dancers: dict[str, Dancer] = {"student": served_dancer(engine)}
     if a.student is not None:
         from bridge.choreography.export import load_trained
