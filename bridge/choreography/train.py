@@ -17,8 +17,10 @@ only its average pose. The 35 raw features (MFCC 0 is about -400 ± 140) are sta
 training set's mean and spread, and that standardisation is folded into the first LSTM layer's input
 weights at the end, so the exported graph is the untrained model's graph. Validation: BAS on songs
 with seeds the data and the bench never use; the best checkpoint is kept. Writes DIR/dance_lstm.pt
-(state dict) and DIR/training.json (command, data, metrics). Deterministic for a seed on the CPU; a
-GPU run reproduces within float tolerance, not bit for bit.
+({"state_dict", "training"}: what `python -m bridge.choreography.export --weights` exports) and
+DIR/training.json (the same record with the loss log). Deterministic for a seed on the CPU; a GPU
+run reproduces within float tolerance, not bit for bit. `--cache` saves the generated data for
+reruns with other settings.
 """
 
 from __future__ import annotations
