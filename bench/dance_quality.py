@@ -154,8 +154,8 @@ def _clip_poses(
 def _print(title: str, table: dict[str, dict[str, float]]) -> None:
     print(f"\n{title}\n{'motion':<30} {'BAS':>6} {'skate m/s':>9} {'jerk':>8} {'PFC':>7} {'divers.':>7}")
     for name, m in table.items():
-        div = m.get("diversity", 0.0)
-        cells = f"{m['bas']:>6.3f} {m['skating']:>9.3f} {m['jerk']:>8.1f} {m['pfc']:>7.4f} {div:>7.2f}"
+        div = f"{m['diversity']:>7.2f}" if "diversity" in m else f"{'-':>7}"  # one clip: no diversity
+        cells = f"{m['bas']:>6.3f} {m['skating']:>9.3f} {m['jerk']:>8.1f} {m['pfc']:>7.4f} {div}"
         print(f"{name:<30} {cells}")
 
 
