@@ -63,11 +63,17 @@ def _song_rows(bpm: float, seed: int, seconds: float) -> tuple[F32, npt.NDArray[
 
 def offline_beats(envelope: npt.NDArray[np.float64], fps: float = 60.0) -> npt.NDArray[np.int64]:
     """Beat frames of a whole clip from its onset envelope: the autocorrelation peak in 70-180 BPM
-    gives the period, the comb (every period frames) with the largest envelope sum gives the phase."""
+    gives the period (halved when the half lag has a peak ≥ 0.4 × the winner's), the comb (every
+    period frames) with the largest envelope sum gives the phase."""
     e = envelope - envelope.mean()
     ac = np.correlate(e, e, "full")[e.size - 1 :]
     lags = np.arange(int(fps * 60 / 180), int(fps * 60 / 70) + 1)
-    period = float(lags[np.argmax(ac[lags])])
+    lag = int(lags[np.argmax(ac[lags])])
+    a, b, c = ac[lag - 1 : lag + 2]
+    period = lag + 0.5 * (a - c) / (a - 2 * b + c)  # parabolic peak: a whole clip drifts on whole frames
+    half = lag // 2
+    if half >= fps * 60 / 190 and ac[half - 1 : half + 2].max() >= 0.4 * ac[lag]:
+        period /= 2  # the faster metrical level, as the streaming tracker prefers (no half-tempo lock)
     grid = np.arange(0.0, e.size, period)
     phase = max(
         range(int(period)), key=lambda p: float(envelope[(grid[grid + p < e.size] + p).astype(int)].sum())
