@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bridge.cli.serve import add_arguments, config_from_args
-from bridge.cli.serve_config import ConfigError, ServeTable, load_serve_table
+from bridge.cli.serve_config import ConfigError, ServeTable, TensorRTTable, load_serve_table
 
 
 def _args(*argv: str) -> argparse.Namespace:
@@ -62,9 +62,10 @@ def test_unreadable_or_not_toml(tmp_path: Path) -> None:
 
 
 def test_every_key_is_a_serve_flag() -> None:
-    """Each file key has the flag of the same name, so `pick` finds both."""
+    """Each file key has the flag of the same name, so `pick` finds both ([serve.tensorrt]: --tensorrt-X)."""
     flags = vars(_args())
-    assert set(ServeTable.__struct_fields__) <= set(flags)
+    assert set(ServeTable.__struct_fields__) - {"tensorrt"} <= set(flags)
+    assert {f"tensorrt_{k}" for k in TensorRTTable.__struct_fields__} <= set(flags)
 
 
 def test_backend_per_model_from_the_file_and_flags(tmp_path: Path) -> None:

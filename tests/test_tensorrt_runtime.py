@@ -37,7 +37,7 @@ from bridge.engine_builder.host import HostSnapshot
 from bridge.runtime.backend import create_backend
 from bridge.runtime.cuda import CudaEnvironment, CudaError, DeviceInfo, query_environment
 from bridge.runtime.manifest import ModelManifest, load_manifest
-from bridge.runtime.tensorrt.loader import EngineLoadError, LoadedEngine, find_plan, load_engine
+from bridge.runtime.tensorrt.loader import EngineLoadError, LoadedEngine, find_plans, load_engine
 from bridge.runtime.tensorrt.runner import TensorRTBackend
 from bridge.runtime.tensorrt.tiers import select_tier
 
@@ -470,14 +470,14 @@ def test_select_tier_prefers_the_tightest() -> None:
         select_tier(manifest.profiles, {"features": (1, 35)})
 
 
-def test_find_plan(tmp_path: Path) -> None:
+def test_find_plans(tmp_path: Path) -> None:
     manifest, result = built(tmp_path, "face_expression_small")
-    assert find_plan(manifest) == result.plan == TensorRTBackend(manifest).plan
+    assert find_plans(manifest) == [result.plan] == TensorRTBackend(manifest).plans
     result.plan.unlink()
     with pytest.raises(FileNotFoundError, match="avatar-bridge build-engine"):
-        find_plan(manifest)
+        find_plans(manifest)
     with pytest.raises(FileNotFoundError, match="no TensorRT flavour installed"):
-        find_plan(manifest, [])
+        find_plans(manifest, [])
 
 
 def test_real_loader_refuses_on_this_gpu_less_machine(tmp_path: Path) -> None:

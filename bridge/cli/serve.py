@@ -12,8 +12,9 @@ from typing import Any
 
 import zmq
 
-from bridge.cli.serve_config import ServeTable, load_serve_table
+from bridge.cli.serve_config import ServeTable, TensorRTTable, load_serve_table
 from bridge.cli.sources import add_source_arguments, device_listing, source_specs, start_feeders
+from bridge.engine_builder.plan_manifest import PRECISIONS
 from bridge.outputs.cli import add_output_arguments, build_router
 from bridge.paths import default_engines_dir
 from bridge.serving.front_end import FrontEnd
@@ -50,6 +51,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         default=None,
         help="tensorrt: rebuild a plan that no longer matches this machine instead of refusing it",
+    )
+    parser.add_argument(
+        "--tensorrt-precision",
+        choices=PRECISIONS,
+        help="tensorrt: load the plans of this precision and refuse others (default: the model's own ONNX)",
+    )
+    parser.add_argument("--tensorrt-device", type=int, help="tensorrt: CUDA device index (0)")
+    parser.add_argument(
+        "--tensorrt-lanes",
+        type=int,
+        help="tensorrt: batches one plan may run at once, each on its stream (1)",
+    )
+    parser.add_argument(
+        "--tensorrt-cuda-graphs",
+        action="store_true",
+        default=None,
+        help="tensorrt: replay each tier's enqueue as a CUDA graph",
+    )
+    parser.add_argument(
+        "--tensorrt-device-post",
+        action="store_true",
+        default=None,
+        help="tensorrt: motion post-processing on the GPU (torch; docs/scheduling.md section 4)",
     )
     parser.add_argument(
         "--triton-url", help=f"triton: the server's gRPC address (default {DEFAULT_TRITON_URL})"
@@ -156,6 +180,7 @@ def config_from_args(args: argparse.Namespace, table: ServeTable | None = None) 
     models = {k: v for k, v in (("face", pick("face_model")), ("motion", pick("motion_model"))) if v}
     # The file's per-model backends, then the flags' (a flag wins for its model).
     model_backends = {**file_values.get("backend_for", {}), **dict(args.backend_for or ())}
+    tensorrt = _tensorrt_options(args, file_values.get("tensorrt"), pick("rebuild_on_mismatch"))
     values = {
         "backend": pick("backend"),
         "idle_timeout_s": pick("idle_timeout"),
@@ -171,12 +196,12 @@ def config_from_args(args: argparse.Namespace, table: ServeTable | None = None) 
         "metrics_port": pick("metrics_port"),
         "metrics_host": pick("metrics_host"),
         "models": models or None,
-        "backend_options": _backend_options(pick("backend"), pick("rebuild_on_mismatch"), pick("triton_url")),
+        "backend_options": _backend_options(pick("backend"), tensorrt, pick("triton_url")),
         "model_backends": model_backends or None,
         "other_backend_options": {
             b: o
             for b in set(model_backends.values())
-            if (o := _backend_options(b, pick("rebuild_on_mismatch"), pick("triton_url")))
+            if (o := _backend_options(b, tensorrt, pick("triton_url")))
         }
         or None,
     }
@@ -191,12 +216,30 @@ def _model_backend(text: str) -> tuple[str, str]:
     return model, backend
 
 
+def _tensorrt_options(
+    args: argparse.Namespace, table: TensorRTTable | None, rebuild: bool | None
+) -> dict[str, Any]:
+    """The tensorrt backend's constructor options: `[serve.tensorrt]`, then the --tensorrt-* flags."""
+    options = table.present() if table is not None else {}
+    for key in TensorRTTable.__struct_fields__:  # each key has its --tensorrt-KEY flag
+        value = getattr(args, f"tensorrt_{key}")
+        if value is not None:
+            options[key] = value
+    if options.get("lanes", 1) < 1:
+        raise ValueError(f"--tensorrt-lanes must be >= 1, got {options['lanes']}")
+    if options.get("device", 0) < 0:
+        raise ValueError(f"--tensorrt-device must be >= 0, got {options['device']}")
+    if rebuild:
+        options["rebuild_on_mismatch"] = True
+    return options
+
+
 def _backend_options(
-    backend: str | None, rebuild: bool | None, triton_url: str | None
+    backend: str | None, tensorrt: dict[str, Any], triton_url: str | None
 ) -> dict[str, Any] | None:
-    """Options only the chosen backend takes: TensorRT rebuilds stale plans, Triton has an address."""
-    if backend == "tensorrt" and rebuild:
-        return {"rebuild_on_mismatch": True}
+    """Options only the chosen backend takes: TensorRT's (plans, lanes, graphs...), Triton's address."""
+    if backend == "tensorrt":
+        return tensorrt or None
     if backend == "triton":
         return {"url": triton_url or DEFAULT_TRITON_URL}
     return None

@@ -12,16 +12,32 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from bridge.engine_builder.plan_manifest import Precision
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised only on 3.10
     import tomli as tomllib
 
-__all__ = ["ConfigError", "ServeTable", "load_serve_table"]
+__all__ = ["ConfigError", "ServeTable", "TensorRTTable", "load_serve_table"]
 
 
 class ConfigError(ValueError):
     """The config file cannot be read, is not TOML, or breaks the schema (the message names the key)."""
+
+
+class TensorRTTable(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    """The `[serve.tensorrt]` table: options of the `tensorrt` backend (bridge.runtime.tensorrt.runner),
+    for every model it serves. None means "not in the file" (the backend's default)."""
+
+    cuda_graphs: bool | None = None
+    lanes: Annotated[int, msgspec.Meta(ge=1)] | None = None  # batches that may run at once, per plan
+    precision: Precision | None = None  # which plans to load
+    device: Annotated[int, msgspec.Meta(ge=0)] | None = None  # CUDA device index
+    device_post: bool | None = None  # motion post-processing on the GPU (needs torch)
+
+    def present(self) -> dict[str, Any]:
+        return {k: v for k, v in msgspec.structs.asdict(self).items() if v is not None}
 
 
 class ServeTable(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
@@ -34,6 +50,7 @@ class ServeTable(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True)
     backend: str | None = None
     backend_for: dict[str, str] | None = None  # model name -> backend, e.g. {dance_lstm = "choreographer"}
     rebuild_on_mismatch: bool | None = None
+    tensorrt: TensorRTTable | None = None
     triton_url: str | None = None
     face_model: str | None = None
     motion_model: str | None = None

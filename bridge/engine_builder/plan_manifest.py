@@ -12,21 +12,27 @@ import json
 import shlex
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from bridge.runtime.manifest import Profile
 
 __all__ = [
     "PLAN_MANIFEST_SUFFIX",
     "PLAN_MANIFEST_VERSION",
+    "PRECISIONS",
     "BuildHost",
     "PlanManifest",
     "PlanManifestError",
+    "Precision",
     "plan_manifest_path",
 ]
 
 PLAN_MANIFEST_VERSION = 1
 PLAN_MANIFEST_SUFFIX = ".json"
+# What a plan computes in (the manifest's `precision`) that `serve` can ask for: fp32 is the model's own
+# ONNX, the others the ONNX `avatar-bridge quantize` writes (<stem>.<precision>.onnx).
+Precision = Literal["fp32", "fp16", "bf16", "int8"]
+PRECISIONS: tuple[str, ...] = get_args(Precision)
 
 
 class PlanManifestError(ValueError):

@@ -2,23 +2,24 @@
 
 from __future__ import annotations
 
+import glob
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bridge.engine_builder.flavour import Flavour, installed_flavours, load_flavour
 from bridge.engine_builder.host import HostSnapshot, snapshot
-from bridge.engine_builder.plan_manifest import PlanManifest
+from bridge.engine_builder.plan_manifest import PlanManifest, PlanManifestError
 from bridge.engine_builder.rebuild import checked_plan
 from bridge.engine_builder.trtlog import recent_errors, trt_logger
 from bridge.paths import plan_dir
 from bridge.runtime.cuda import set_device
-from bridge.runtime.manifest import ModelManifest
+from bridge.runtime.manifest import ModelManifest, sha256_file
 
 if TYPE_CHECKING:
     import tensorrt_rtx as trt
 
-__all__ = ["EngineLoadError", "LoadedEngine", "find_plan", "load_engine"]
+__all__ = ["EngineLoadError", "LoadedEngine", "find_plans", "load_engine"]
 
 
 class EngineLoadError(RuntimeError):
@@ -34,20 +35,61 @@ class LoadedEngine:
     plan: Path
 
 
-def find_plan(model: ModelManifest, flavours: list[Flavour] | None = None) -> Path:
-    """`<stem>.trt.plan` or `<stem>.rtx.plan` beside the model's ONNX, then where `build-engine` puts plans
-    of read-only (installed) models (bridge.paths.plan_dir), for the installed flavours in order."""
+def _plan_folders(model: ModelManifest, stem: str) -> list[Path]:
+    """Beside the model's ONNX, then where `build-engine` puts plans of read-only (installed) models
+    (bridge.paths.plan_dir, keyed by the hash of the ONNX the plan is built from)."""
+    onnx = model.onnx_path.with_name(f"{stem}.onnx")
+    if onnx == model.onnx_path:
+        sha = model.onnx_sha256
+    elif onnx.is_file():  # a precision variant (`quantize` writes <stem>.<precision>.onnx beside it)
+        sha = sha256_file(onnx)
+    else:
+        return [model.onnx_path.parent]
+    return list(dict.fromkeys([model.onnx_path.parent, plan_dir(onnx, sha)]))
+
+
+def _tier_plans(folder: Path, stem: str, tag: str) -> list[Path]:
+    """`build-engine --per-tier` plans of `<stem>.onnx` in `folder`: `<stem>.<tier>.<tag>.plan`. A
+    `<stem>.<x>.<tag>.plan` whose manifest names another ONNX (the whole plan of `<stem>.fp16.onnx`) is not
+    one; a plan whose manifest cannot be read is kept, so loading refuses it with the reason."""
+    suffix = f".{tag}.plan"
+    found = []
+    for plan in sorted(folder.glob(f"{glob.escape(stem)}.*{suffix}")):
+        if "." in plan.name[len(stem) + 1 : -len(suffix)]:
+            continue
+        try:
+            if Path(PlanManifest.read(plan).onnx_path).stem != stem:
+                continue
+        except PlanManifestError:
+            pass
+        found.append(plan)
+    return found
+
+
+def find_plans(
+    model: ModelManifest, flavours: list[Flavour] | None = None, precision: str | None = None
+) -> list[Path]:
+    """The plans that serve `model`: `<stem>.trt.plan` or `<stem>.rtx.plan` (one plan, every tier), else
+    the per-tier plans `<stem>.<tier>.<tag>.plan`, beside the ONNX, then in bridge.paths.plan_dir, for the
+    installed flavours in order. `precision` (fp16, bf16, int8) looks for the plans of the quantized
+    ONNX `<stem>.<precision>.onnx` instead."""
     flavours = installed_flavours() if flavours is None else flavours
-    stem = model.onnx_path.stem
-    folders = dict.fromkeys([model.onnx_path.parent, plan_dir(model.onnx_path, model.onnx_sha256)])
-    tried = [folder / f"{stem}.{f.plan_tag}.plan" for folder in folders for f in flavours]
-    for plan in tried:
-        if plan.is_file():
-            return plan
-    looked = ", ".join(str(p) for p in tried) or "nowhere (no TensorRT flavour installed)"
+    stem = model.onnx_path.stem if precision in (None, "fp32") else f"{model.onnx_path.stem}.{precision}"
+    tried = []
+    for folder in _plan_folders(model, stem):
+        for f in flavours:
+            whole = folder / f"{stem}.{f.plan_tag}.plan"
+            if whole.is_file():
+                return [whole]
+            tiered = _tier_plans(folder, stem, f.plan_tag)
+            if tiered:
+                return tiered
+            tried += [str(whole), str(folder / f"{stem}.<tier>.{f.plan_tag}.plan")]
+    looked = ", ".join(tried) or "nowhere (no TensorRT flavour installed)"
+    source = model.path if stem == model.onnx_path.stem else model.onnx_path.with_name(f"{stem}.onnx")
     raise FileNotFoundError(
         f"no TensorRT plan for {model.name}; looked for {looked}. Build one with "
-        f"`avatar-bridge build-engine {model.path}`"
+        f"`avatar-bridge build-engine {source}`"
     )
 
 
