@@ -27,7 +27,10 @@ from bridge.harness.process import BridgeProcess
 from bridge.harness.run import run_harness
 from bridge.protocol.codec import pack, unpack_map
 from bridge.protocol.errors import ErrorCode
+from bridge.serving.server import ServeConfig
+from bridge.serving.workers import WorkerSpecFactory
 from bridge.transport.curve import generate_key_pair, load_secret_key
+from bridge.transport.zmq_sockets import TransportConfig
 from tests.bystander import Bystander
 
 ROWS = np.random.default_rng(3).standard_normal((60, 35)).astype(np.float32)
@@ -245,3 +248,21 @@ def test_killed_worker_is_restarted_and_the_other_workers_session_loses_nothing(
             report = bystander.stop()
         assert report.clean, report
         assert report.received > 30
+
+
+def test_worker_specs_take_the_public_edge_away_and_spread_gpus(tmp_path: Path) -> None:
+    public = ServeConfig(
+        transport=TransportConfig(host="127.0.0.1", request_port=5570, frames_port=5571, frames_hwm=64),
+        metrics_port=9464,
+    )
+    envs = [{"CUDA_VISIBLE_DEVICES": "0"}, {"CUDA_VISIBLE_DEVICES": "1"}]
+    factory = WorkerSpecFactory(public, tmp_path, f"ipc://{tmp_path}/forward", 5571, envs)
+    specs = [factory(i, 0) for i in range(3)]
+    assert [s.env["CUDA_VISIBLE_DEVICES"] for s in specs] == ["0", "1", "0"]
+    t = specs[0].config.transport
+    assert (t.request_port, t.frames_port, t.frames_hwm, t.curve_secret_key) == (0, 0, 0, None)
+    assert specs[0].config.metrics_port == 0 and specs[0].public_frames_port == 5571
+    assert (
+        specs[0].request_endpoint.startswith("ipc://")
+        and factory(0, 1).request_endpoint != specs[0].request_endpoint
+    )
