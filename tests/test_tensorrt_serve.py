@@ -173,21 +173,32 @@ def test_static_tier_plans_pad_the_batch_and_set_the_pipeline_tiers(
     model = _model(tmp_path)
     _per_tier(model, STATIC_TIERS)  # the ONNX manifest says (1, 8); these plans hold 1, 4 or 8 rows
     engines = _fake_loads(monkeypatch, cudart, model)
-    backend = create_backend("tensorrt", model)
-    assert isinstance(backend, TensorRTBackend)
-    with backend:
-        assert backend.batch_tiers == (1, 4, 8)
-        pipeline = PIPELINES[model.task](Engine(model, backend))
-        assert pipeline.batch_tiers == (1, 4, 8) and pipeline.max_batch == 8
-        for batch in (1, 3, 4, 6):
-            feeds = face_feeds(batch, seed=batch)
-            got = backend.infer(feeds)
-            assert_same(got, reference(model, feeds))  # padding rows computed and dropped
-        b1, b4, b8 = (e.contexts[0] for e in engines)
-        assert (b1.runs, b4.runs, b8.runs) == (1, 2, 1)
-        assert b4.shapes["image"] == (4, 3, 224, 224)
-        with pytest.raises(ValueError, match="no shape tier of the plan holds this batch"):
-            backend.infer(face_feeds(9))
+    engine = Engine.load(model, backend="tensorrt")  # as serve loads it: warm-up at the plans' tiers
+    backend = engine.backend
+    assert isinstance(backend, TensorRTBackend) and backend.batch_tiers == (1, 4, 8)
+    pipeline = PIPELINES[model.task](engine)
+    assert pipeline.batch_tiers == (1, 4, 8) and pipeline.max_batch == 8
+    b1, b4, b8 = (e.contexts[0] for e in engines)
+    warm = (b1.runs, b4.runs, b8.runs)
+    for batch in (1, 3, 4, 6):
+        feeds = face_feeds(batch, seed=batch)
+        assert_same(backend.infer(feeds), reference(model, feeds))  # padding rows computed and dropped
+    assert (b1.runs, b4.runs, b8.runs) == (warm[0] + 1, warm[1] + 2, warm[2] + 1)
+    assert b4.shapes["image"] == (4, 3, 224, 224)
+    with pytest.raises(ValueError, match="no shape tier of the plan holds this batch"):
+        backend.infer(face_feeds(9))
+    engine.close()
+
+
+def test_a_plan_of_fewer_tiers_than_the_onnx_manifest_loads_and_bounds_the_batch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cudart: FakeCudart
+) -> None:
+    model = _model(tmp_path)
+    build_engine(BuildRequest(model.path, flavour="rtx", tiers=("realtime",), progress=False))
+    _fake_loads(monkeypatch, cudart, model)
+    engine = Engine.load(model, backend="tensorrt")  # the manifest's batch 8 is not warmed up: no tier
+    assert PIPELINES[model.task](engine).max_batch == 1  # not the ONNX manifest's 8
+    engine.close()
 
 
 def test_padded_tier_respects_each_tensors_batch_axis() -> None:

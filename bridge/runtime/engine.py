@@ -172,9 +172,11 @@ class Engine:
 
     def warmup(self) -> None:
         """Run zeros at each profile's min and max shapes (batch 1 and max batch for the bundled models)
-        so allocations and kernel choices happen before the first real request."""
+        so allocations and kernel choices happen before the first real request. A backend whose own
+        tiers may differ from the manifest's (TensorRT: the plans' tiers) names them as `profiles`."""
         shapes_seen: set[tuple[tuple[int, ...], ...]] = set()
-        profiles = self.manifest.profiles or (Profile("default", {}),)
+        own = getattr(self.backend, "profiles", None)
+        profiles = own or self.manifest.profiles or (Profile("default", {}),)
         for prof in profiles:
             for idx in (0, 2):
                 feeds = {p.role: np.zeros(self._warmup_shape(p, prof, idx), p.dtype) for p in self._inputs}

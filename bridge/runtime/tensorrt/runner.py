@@ -94,7 +94,12 @@ class TensorRTBackend(Backend):
     def batch_tiers(self) -> tuple[int, ...]:
         """The batch sizes of the loaded plans' tiers (read from the plan manifests; Pipeline.batch_tiers
         cuts calls to them). Empty before activate."""
-        return batch_tiers([p for p, _, _ in self._tiers])
+        return batch_tiers(self.profiles)
+
+    @property
+    def profiles(self) -> tuple[Profile, ...]:
+        """The loaded plans' tiers (Engine.warmup runs these, not the ONNX manifest's)."""
+        return tuple(p for p, _, _ in self._tiers if p.shapes)
 
     @property
     def post_device(self) -> Any:
