@@ -7,7 +7,7 @@ import logging
 from collections.abc import Sequence
 
 from bridge import __version__
-from bridge.cli import bench, demo, harness, keys, serve, triton_repo
+from bridge.cli import bench, dance, demo, harness, keys, serve, triton_repo
 from bridge.engine_builder import cli as build_cli
 from bridge.outputs import cli as outputs_cli
 
@@ -27,6 +27,10 @@ def build_parser() -> argparse.ArgumentParser:
         p := sub.add_parser("demo", help="serve, drive a face and a dance session, write BVH + PNG")
     )
     p.set_defaults(func=demo.run)
+    dance.add_arguments(
+        p := sub.add_parser("dance", help="whole songs, many in one batch -> one BVH per song")
+    )
+    p.set_defaults(func=dance.run)
     bench.add_arguments(p := sub.add_parser("bench", help="GPU benchmark: many sessions vs eager PyTorch"))
     p.set_defaults(func=bench.run)
     keys.add_arguments(p := sub.add_parser("keys", help="generate a CURVE key pair"))
