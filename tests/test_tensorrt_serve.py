@@ -38,6 +38,7 @@ from bridge.runtime.manifest import ModelManifest, load_manifest
 from bridge.runtime.tensorrt.loader import EngineLoadError, LoadedEngine, find_plans
 from bridge.runtime.tensorrt.runner import TensorRTBackend
 from bridge.runtime.tensorrt.tiers import padded_tier
+from bridge.serving.server import Bridge
 from tests.test_tensorrt_runtime import (
     ENGINES,
     FakeCudart,
@@ -281,3 +282,30 @@ def test_a_stale_tier_plan_is_refused_with_its_rebuild_command_or_rebuilt(
     assert PlanManifest.read(batched.plan).tensorrt_version == d["tensorrt_version"]
     with pytest.raises(PlanMismatchError, match="no usable GPU"):  # this machine as it is
         create_backend("tensorrt", model).activate()
+
+
+# ------------------------------------------------------------------------------------------- serve
+
+
+def test_serve_loads_the_model_on_tensorrt_or_refuses_it_naming_the_rebuild(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cudart: FakeCudart
+) -> None:
+    model = _model(tmp_path)
+    _per_tier(model, STATIC_TIERS)
+    ports = ("--request-port", "0", "--frames-port", "0", "--engines", str(tmp_path))
+    argv = (*ports, "--backend-for", f"{FACE}=tensorrt", "--tensorrt-lanes", "2")
+    _fake_loads(monkeypatch, cudart, model)
+    bridge = Bridge(config_from_args(_args(*argv)))
+    bridge.start()
+    try:
+        pipeline = bridge.pipelines["face"][FACE]
+        assert pipeline.engine.backend.name == "tensorrt" and pipeline.batch_tiers == (1, 4, 8)
+    finally:
+        bridge.close()
+    # The real loader on this GPU-less machine: refused at start, the reason and rebuild command named.
+    monkeypatch.undo()
+    with pytest.raises(
+        ValueError,
+        match=r"(?s)refusing TensorRT plan .*no usable GPU.*build-engine .*--profile b1:image=1x3x224x224",
+    ):
+        Bridge(config_from_args(_args(*argv)))

@@ -14,6 +14,7 @@ from pathlib import Path
 from bridge.engine_builder.flavour import RTX_SUPPORTED_CCS
 from bridge.engine_builder.host import HostSnapshot
 from bridge.engine_builder.plan_manifest import PlanManifest
+from bridge.runtime.backend import ModelRefused
 from bridge.runtime.cuda import format_compute_capability, format_cuda_version
 from bridge.runtime.manifest import sha256_file
 
@@ -31,7 +32,7 @@ class Mismatch:
         return f"{self.what}: plan built for {self.plan}, this machine has {self.here}"
 
 
-class PlanMismatchError(RuntimeError):
+class PlanMismatchError(ModelRefused):
     def __init__(self, plan: Path, manifest: PlanManifest, mismatches: list[Mismatch]) -> None:
         self.plan = plan
         self.manifest = manifest

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
 
+from bridge.runtime.backend import ModelRefused
 from bridge.runtime.manifest import Profile
 
 __all__ = [
@@ -35,7 +36,7 @@ Precision = Literal["fp32", "fp16", "bf16", "int8"]
 PRECISIONS: tuple[str, ...] = get_args(Precision)
 
 
-class PlanManifestError(ValueError):
+class PlanManifestError(ValueError, ModelRefused):
     """A plan manifest is missing, unreadable or of an unknown format."""
 
 

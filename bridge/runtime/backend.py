@@ -21,6 +21,7 @@ from bridge.runtime.manifest import ModelManifest
 __all__ = [
     "Backend",
     "BackendUnavailable",
+    "ModelRefused",
     "available_backends",
     "create_backend",
     "register_backend",
@@ -29,6 +30,11 @@ __all__ = [
 
 class BackendUnavailable(RuntimeError):
     """The framework behind a backend kind is not installed (or cannot be imported) here."""
+
+
+class ModelRefused(RuntimeError):
+    """A backend refuses to load the model here (a stale TensorRT plan, say); the message says why and
+    what fixes it, so it is shown as it is."""
 
 
 # kind -> "module:Class". Registering a backend is one line here (or one register_backend call).

@@ -55,7 +55,7 @@ from bridge.protocol.requests import (
     decode_request,
     request_echo,
 )
-from bridge.runtime.backend import BackendUnavailable
+from bridge.runtime.backend import BackendUnavailable, ModelRefused
 from bridge.runtime.engine import Engine
 from bridge.runtime.manifest import ManifestError, find_manifests
 from bridge.serving.publisher import GatedOutlet
@@ -575,7 +575,7 @@ class Bridge:
 
 def _load_error(exc: Exception) -> str:
     """What went wrong loading an engine, in words an operator can act on."""
-    if isinstance(exc, (ManifestError, FileNotFoundError, BackendUnavailable)):
+    if isinstance(exc, (ManifestError, FileNotFoundError, BackendUnavailable, ModelRefused)):
         return str(exc)
     return f"cannot read the model file, it may be truncated or corrupt ({type(exc).__name__}: {exc})"
 

@@ -13,6 +13,7 @@ from bridge.engine_builder.plan_manifest import PlanManifest, PlanManifestError
 from bridge.engine_builder.rebuild import checked_plan
 from bridge.engine_builder.trtlog import recent_errors, trt_logger
 from bridge.paths import plan_dir
+from bridge.runtime.backend import ModelRefused
 from bridge.runtime.cuda import set_device
 from bridge.runtime.manifest import ModelManifest, sha256_file
 
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 __all__ = ["EngineLoadError", "LoadedEngine", "find_plans", "load_engine"]
 
 
-class EngineLoadError(RuntimeError):
+class EngineLoadError(ModelRefused):
     """The plan passed the manifest check but TensorRT still refused it; the message has TensorRT's reason."""
 
 
