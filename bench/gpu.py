@@ -300,6 +300,7 @@ def bench_model(
         "--max-sessions", str(2 * max(counts)), "--max-sessions-per-client", str(2 * max(counts)),
         "--max-queue-delay-us", str(QUEUE_DELAY_US),
         "--prepare-workers", str(args.prepare_workers if model == "face" else 1),
+        *(["--frames-hwm", str(args.frames_hwm)] if args.frames_hwm else []),
     ]  # fmt: skip
     out = []
     log = args.out.with_suffix(f".{model}-{workers}.log")

@@ -353,6 +353,7 @@ def test_bridge_with_no_loadable_engine_does_not_start(tmp_path: Path) -> None:
             "serve",
             "--engines",
             str(engines),
+            "--no-face-tracking",  # the face-tracking model would load and the bridge start with it
             "--request-port",
             "0",
             "--frames-port",

@@ -36,6 +36,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=4,
         help="face pre-processing threads per worker (detection, crop)",
     )
+    parser.add_argument(
+        "--frames-hwm",
+        type=int,
+        help="serve --frames-hwm: messages queued per subscriber on the public frames port (serve's default)",
+    )
     parser.add_argument("--mps", action="store_true", help="run the CUDA MPS daemon for the benchmark")
     parser.add_argument(
         "--device", choices=("auto", "cuda", "cpu"), default="auto", help="cpu: a smoke run without a GPU"

@@ -15,9 +15,10 @@ session ended.
 `PublishQueue` runs this on a thread of its own for realtime calls, so the scheduler starts its next
 call while the previous one is sent: a bounded queue. A call that finds it full is dropped and
 counted (`publish_queue_full`) when its pipeline is droppable (camera frames: a newer image follows);
-otherwise (motion, speech: every frame counts) the scheduler waits for room. A call of at most INLINE_FRAMES frames that finds
-the thread idle is sent by the scheduler itself: handing it over (a queue, a thread wake-up, the GIL)
-costs more than sending it, and on a loaded machine each thread in the chain adds to the tail.
+otherwise (motion, speech: every frame counts) the scheduler waits for room. A call of at most
+INLINE_FRAMES frames that finds the thread idle is sent by the scheduler itself: handing it over (a
+queue, a thread wake-up, the GIL) costs more than sending it, and on a loaded machine each thread in
+the chain adds to the tail.
 
 Bulk (offline) calls, and the one-frame pieces an offline step is cut into, publish on the
 scheduler thread with `hold` (their pacing depends on the outcome, bridge.serving.scheduler), after
