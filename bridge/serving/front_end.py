@@ -5,12 +5,9 @@ frames port, and N worker processes (bridge.serving.workers, each an unmodified 
 sessions.
 
 - **Requests.** The I/O thread reads the ROUTER and routes each message by the few keys it reads
-  (`op`, `id`, `session`: a msgspec struct that skips the rest): `open` goes to the client's home
-  worker (the least-loaded ready one at its first open) while that holds less than its share of
-  `max_sessions`, then to the least-loaded, so a client driving a crowd mostly talks to one worker
-  and its `inputs` messages go through whole instead of being split item by item in Python; a
-  message naming a known session to that session's worker, anything else (hello, list, an unknown
-  session, a malformed message) to any ready worker, which answers it exactly as a
+  (`op`, `id`, `session`: a msgspec struct that skips the rest): `open` goes to the least-loaded
+  ready worker, a message naming a known session to that session's worker, anything else (hello,
+  list, an unknown session, a malformed message) to any ready worker, which answers it exactly as a
   single bridge would. Each client has its own DEALER to each worker, with a routing id that stands
   for the client (its connection, or its CURVE key when keys are checked), so a worker's ownership rule
   (NOT_OWNER) and quota see the original client. Replies come back on that DEALER and go to the
@@ -137,7 +134,6 @@ class _Client:
     dealers: dict[int, zmq.Socket[bytes]] = field(default_factory=dict)  # worker index -> DEALER
     sessions: int = 0
     pending: list[tuple[int, int, float]] = field(default_factory=list)  # opens: (worker, id, deadline)
-    home: int | None = None  # the worker its new sessions go to while that has room (_place_open)
     last_seen: float = field(default_factory=time.monotonic)
 
 
@@ -456,14 +452,9 @@ class FrontEnd:
                 route,
             )
             return None
-        share = max(1, limit // len(self.workers))
-        home = client.home
-        if home is not None and self.workers[home].ready and self._load[home] < share:
-            return home
         worker = self._any_worker()
         if worker is None:
             self._error(client, ErrorCode.INTERNAL, "no worker is serving (restarting)", route)
-        client.home = worker
         return worker
 
     def _any_worker(self) -> int | None:
