@@ -105,8 +105,17 @@ std::unique_ptr<BridgeProcess> BridgeProcess::start(int requestPort, int framesP
     const std::string dir = dirTemplate;
     const std::string portsFile = dir + "/ports.json";
     const std::string exe = bridgeExecutable();
-    std::vector<std::string> args = {exe,           "serve", "--request-port", std::to_string(requestPort),
-                                     "--frames-port", std::to_string(framesPort), "--ports-file", portsFile};
+    // The bundled models only: serve would also load the face tracker from the user cache when it is there,
+    // and make it the face default (the face-tracking test serves it from its own folder instead).
+    std::vector<std::string> args = {exe,
+                                     "serve",
+                                     "--no-face-tracking",
+                                     "--request-port",
+                                     std::to_string(requestPort),
+                                     "--frames-port",
+                                     std::to_string(framesPort),
+                                     "--ports-file",
+                                     portsFile};
     args.insert(args.end(), extra.begin(), extra.end());
     std::vector<char*> argv;
     for (auto& a : args) {
