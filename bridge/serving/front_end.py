@@ -33,7 +33,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import itertools
-import json
 import logging
 import shutil
 import tempfile
@@ -54,7 +53,7 @@ from bridge.protocol.events import encode_closed_event, event_topic
 from bridge.protocol.replies import error_reply
 from bridge.protocol.requests import MAX_INPUT_ITEMS
 from bridge.protocol.versions import EVENT_TOPIC_PREFIX
-from bridge.serving.server import ServeConfig, _user_id
+from bridge.serving.server import ServeConfig, _user_id, write_ports_file
 from bridge.serving.workers import WorkerProcess, WorkerSpecFactory
 from bridge.transport.curve import start_authenticator
 from bridge.transport.zmq_sockets import (
@@ -263,12 +262,8 @@ class FrontEnd:
             self._serving(worker)
         self.ready = True
         if self.config.ports_file is not None:
-            ports = {"request_port": self.request_port, "frames_port": self.frames_port}
-            if self.metrics is not None:
-                ports["metrics_port"] = self.metrics.port
-            tmp = self.config.ports_file.with_suffix(".tmp")
-            tmp.write_text(json.dumps(ports))
-            tmp.replace(self.config.ports_file)
+            metrics = self.metrics.port if self.metrics is not None else None
+            write_ports_file(self.config.ports_file, self.request_port, self.frames_port, metrics)
 
     def stop(self) -> None:
         self._stop.set()

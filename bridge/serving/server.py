@@ -238,12 +238,10 @@ class Bridge:
             scheduler.start()
         self.ready = True
         if self.config.ports_file is not None:
-            ports = {"request_port": self.sockets.request_port, "frames_port": self.sockets.frames_port}
-            if self.metrics is not None:
-                ports["metrics_port"] = self.metrics.port
-            tmp = self.config.ports_file.with_suffix(".tmp")
-            tmp.write_text(json.dumps(ports))
-            tmp.replace(self.config.ports_file)  # atomic: readers never see a partial file
+            metrics = self.metrics.port if self.metrics is not None else None
+            write_ports_file(
+                self.config.ports_file, self.sockets.request_port, self.sockets.frames_port, metrics
+            )
 
     def stop(self) -> None:
         self._stop.set()
@@ -571,6 +569,16 @@ class Bridge:
         if len(self._pending_errors) == MAX_PENDING_ERRORS:  # the bounded deque drops the oldest
             self.stats.drop_reply("error_queue_full")
         self._pending_errors.append((session.envelope, error_reply(code, message, 0, session.id)))
+
+
+def write_ports_file(path: Path, request_port: int, frames_port: int, metrics_port: int | None) -> None:
+    """The bound ports as JSON (`--ports-file`), written atomically: readers never see a partial file."""
+    ports = {"request_port": request_port, "frames_port": frames_port}
+    if metrics_port is not None:
+        ports["metrics_port"] = metrics_port
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(ports))
+    tmp.replace(path)
 
 
 def _load_error(exc: Exception) -> str:
