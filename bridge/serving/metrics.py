@@ -29,6 +29,7 @@ import shutil
 import subprocess
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -91,7 +92,7 @@ class _Renderer:
             return self._text
 
 
-class MetricsEndpoint:
+class MetricsEndpoint(ABC):
     """The bounded HTTP endpoint: one asyncio thread holds every connection (a slow one costs a socket,
     not a thread); /metrics renders `collector` on one worker thread, through the cache. What /healthz
     and /readyz say comes from `health` and `readiness` (a bridge's, or a front end's over its workers)."""
@@ -203,13 +204,13 @@ class MetricsEndpoint:
         self._thread.join(timeout=5)
         self._render_pool.shutdown(wait=False, cancel_futures=True)
 
+    @abstractmethod
     def health(self) -> tuple[bool, str]:
         """(healthy, why) for /healthz."""
-        raise NotImplementedError
 
+    @abstractmethod
     def readiness(self) -> tuple[bool, dict[str, Any]]:
         """(ready, the JSON body) for /readyz; runs on the render thread (it may wait on the network)."""
-        raise NotImplementedError
 
 
 class MetricsServer(MetricsEndpoint):
