@@ -29,6 +29,7 @@ GPU's SMs instead of time-slicing (docs/deployment.md); the JSON records whether
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -191,10 +192,66 @@ def per_worker(before: Samples, after: Samples, seconds: float, model: str) -> l
 
 
 # ------------------------------------------------------------------------------------------ scenarios
+# ------------------------------------------------------------------------------------------ CPU
+ThreadTimes = dict[int, dict[int, tuple[str, float]]]  # pid -> tid -> (thread name, CPU seconds)
+
+
+def _tree(root: int) -> list[int]:
+    """`root` and every process under it (from /proc's parent ids)."""
+    parents: dict[int, list[int]] = defaultdict(list)
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            parents[int(fields[1])].append(int(stat.parent.name))
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo += parents.get(pid, [])
+    return out
+
+
+def thread_times(pids: Sequence[int]) -> ThreadTimes:
+    """CPU seconds (user + system) of every thread of `pids`, from /proc (Linux only; else empty)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out: ThreadTimes = {}
+    for pid in pids:
+        threads: dict[int, tuple[str, float]] = {}
+        for stat in Path(f"/proc/{pid}/task").glob("*/stat"):
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                text = stat.read_text()
+                name, rest = text[text.index("(") + 1 : text.rindex(")")], text.rsplit(")", 1)[1].split()
+                threads[int(stat.parent.name)] = (name, (int(rest[11]) + int(rest[12])) / tick)
+        out[pid] = threads
+    return out
+
+
+def cpu_use(
+    before: ThreadTimes, after: ThreadTimes, seconds: float, roles: dict[int, str]
+) -> list[dict[str, Any]]:
+    """Per process: its role, CPU % (100 = one core) and its busiest threads' CPU %, over the window."""
+    out = []
+    for pid, threads in after.items():
+        start = before.get(pid, {})
+        use = {
+            tid: (name, 100 * (t - start.get(tid, (name, 0.0))[1]) / seconds)
+            for tid, (name, t) in threads.items()
+        }
+        busiest = sorted(use.values(), key=lambda x: -x[1])[:4]
+        out.append({
+            "role": roles.get(pid, "worker"),
+            "pid": pid,
+            "cpu_percent": round(sum(u for _, u in use.values()), 1),
+            "busiest_threads": [[name, round(u, 1)] for name, u in busiest],
+        })  # fmt: skip
+    return out
+
+
 def run_scenario(
     bridge: BridgeProcess, model: str, sessions: int, generators: int, warmup_s: float, seconds: float
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Drive `sessions` sessions from `generators` processes; (their reports, per-worker figures)."""
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """Drive `sessions` sessions from `generators` processes; (their reports, per-worker figures, CPU
+    use per process of the bridge and the generators)."""
     count = min(generators, sessions)
     shares = [sessions // count + (1 if i < sessions % count else 0) for i in range(count)]
     procs = [
@@ -225,17 +282,20 @@ def run_scenario(
         p.stdin.write(f"{t_start}\n")
         p.stdin.flush()
     port = bridge.ports["metrics_port"]
+    pids = _tree(bridge.proc.pid) + [p.pid for p in procs]
+    roles = {bridge.proc.pid: "front end"} | {p.pid: "load generator" for p in procs}
     time.sleep(max(0.0, t_start + warmup_s - time.time()))
-    before, t0 = scrape(port), time.time()
+    before, cpu_before, t0 = scrape(port), thread_times(pids), time.time()
     time.sleep(max(0.0, t_start + warmup_s + seconds - time.time()))
-    after, t1 = scrape(port), time.time()
+    after, cpu_after, t1 = scrape(port), thread_times(pids), time.time()
+    cpu = cpu_use(cpu_before, cpu_after, t1 - t0, roles)
     reports = []
     for p in procs:
         out, _ = p.communicate(timeout=120)
         if p.returncode:
             raise RuntimeError(f"load generator exited with {p.returncode}")
         reports.append(json.loads(out.strip().splitlines()[-1]))
-    return reports, per_worker(before, after, t1 - t0, model)
+    return reports, per_worker(before, after, t1 - t0, model), cpu
 
 
 def record(
@@ -271,6 +331,8 @@ def record(
         "fps_per_session": round(fps, 2),
         "within_frame": p99 <= FRAME_MS and fps > 57,
         "ticks": int(steps.size),
+        "ticks_incomplete": sum(r["ticks_incomplete"] for r in reports),
+        "generator_send_lag_p99_ms": max(r["send_lag_p99_ms"] for r in reports),
         "frames_published": published,
         "frames_received": received,
         "frames_lost": max(0, published - received),
@@ -307,11 +369,17 @@ def bench_model(
     log.unlink(missing_ok=True)
     with BridgeProcess(*serve_args, start_timeout_s=600, log_path=log) as bridge:
         for n in counts:
-            reports, per_w = run_scenario(
+            reports, per_w, cpu = run_scenario(
                 bridge, manifest.name, n, args.generators, args.warmup, args.seconds
             )
-            out.append(record(manifest.name, n, workers, reports, per_w, baseline))
+            out.append(record(manifest.name, n, workers, reports, per_w, baseline) | {"cpu": cpu})
             print(_row(out[-1]), flush=True)
+            for c in sorted(cpu, key=lambda c: -c["cpu_percent"]):
+                threads = ", ".join(f"{name} {u:.0f}" for name, u in c["busiest_threads"])
+                print(
+                    f"    cpu {c['role']:<15} {c['cpu_percent']:>6.0f} %  busiest threads: {threads}",
+                    flush=True,
+                )
     return out
 
 
@@ -424,7 +492,9 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    motion_counts: Sequence[int] = MOTION_SESSIONS
+    motion_counts: Sequence[int] = (
+        [int(n) for n in str(args.sessions).split(",")] if args.sessions else MOTION_SESSIONS
+    )
     face_counts: Sequence[int] = FACE_SESSIONS
     if args.quick:
         motion_counts, face_counts = (8, 64), (2,)

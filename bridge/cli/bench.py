@@ -31,6 +31,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--generators", type=int, default=4, help="load-generator processes (clients)")
     parser.add_argument(
+        "--sessions", help="motion session counts instead of 256,1024,2048 (a list such as 2048)"
+    )
+    parser.add_argument(
         "--prepare-workers",
         type=int,
         default=4,
