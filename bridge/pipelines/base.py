@@ -55,6 +55,10 @@ class Pipeline(ABC, Generic[StateT, StepT]):
     accepts: ClassVar[tuple[str, ...]]
     # Inputs that may be dropped when a newer one of the same session is queued (latest wins).
     droppable: ClassVar[bool]
+    # Whether the scheduler weighs clients against a fair share of its queued work: for inputs whose
+    # cost is pre-processing (images). Where the work is the frames (feature rows, audio), each
+    # session's own frame bound already caps a client at its sessions' bounds, the share's floor.
+    fair_share: ClassVar[bool] = False
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine

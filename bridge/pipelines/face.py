@@ -53,6 +53,7 @@ class FacePipeline(Pipeline[FaceState, np.ndarray | None]):
     name: ClassVar[str] = "face"
     accepts: ClassVar[tuple[str, ...]] = ("image",)
     droppable: ClassVar[bool] = True  # only the newest camera frame matters
+    fair_share: ClassVar[bool] = True  # images: detection and cropping cost by pixels
 
     _mapper = FlameToArkit.default()
 

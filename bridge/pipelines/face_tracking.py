@@ -142,6 +142,7 @@ class FaceTrackingPipeline(Pipeline[TrackingState, TrackStep]):
     name: ClassVar[str] = "face"
     accepts: ClassVar[tuple[str, ...]] = ("image",)
     droppable: ClassVar[bool] = True
+    fair_share: ClassVar[bool] = True  # images: detection and cropping cost by pixels
     preferred: ClassVar[bool] = True  # the face pipeline's default model when it is loaded
 
     def __init__(self, engine: Engine) -> None:

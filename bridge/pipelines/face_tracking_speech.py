@@ -75,6 +75,7 @@ class FaceSpeechPipeline(Pipeline[VoicedState, Any]):
     name: ClassVar[str] = "face"
     accepts: ClassVar[tuple[str, ...]] = ("image", "audio")
     droppable: ClassVar[bool] = False  # audio is never dropped; images are superseded in prepare
+    fair_share: ClassVar[bool] = True  # images: detection and cropping cost by pixels
 
     def __init__(self, tracker: FaceTrackingPipeline, speech: SpeechPipeline) -> None:
         super().__init__(tracker.engine)

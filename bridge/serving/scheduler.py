@@ -215,7 +215,7 @@ class Scheduler:
         accepted = []
         now = time.perf_counter()
         with self._wake:
-            work = self._client_work(items)
+            work = self._client_work(items) if self.pipeline.fair_share else None
             for session, item in items:
                 if not self.pipeline.droppable and self._pending(session) >= self.max_pending:
                     accepted.append(False)
@@ -226,9 +226,11 @@ class Scheduler:
                 if self.pipeline.droppable:
                     dropped = len(session.inbox)
                     session.inbox.clear()
+                    session.inbox_frames = 0
                     session.inputs_dropped += dropped
                     self._stats.inputs_dropped += dropped
                 session.inbox.append((now, item))
+                session.inbox_frames += self.pipeline.steps_for(session.state, item)
                 self._active[session.id] = session
                 last = self._senders.get(session.id)
                 self._senders[session.id] = (now, now - last[0] if last else FORGET_S)
@@ -285,8 +287,7 @@ class Scheduler:
     def _pending(self, session: Session) -> int:
         """Frames queued or about to be (the unit of the pending bound): inputs not pre-processed yet
         count as the frames they make."""
-        queued = sum(self.pipeline.steps_for(session.state, item) for _, item in session.inbox)
-        return self._steps_frames(session) + queued
+        return self._steps_frames(session) + session.inbox_frames
 
     # ------------------------------------------------------------------------------- loop
     def _loop(self) -> None:
@@ -305,6 +306,7 @@ class Scheduler:
         for s in sessions:
             with self._wake:
                 s.inbox.clear()
+                s.inbox_frames = 0
             s.steps.clear()
             self._outbox.pop(s.id, None)
             if not s.closed:
@@ -499,6 +501,7 @@ class Scheduler:
                 if not s.inbox:
                     return
                 t_queued, item = s.inbox.popleft()
+                s.inbox_frames -= self.pipeline.steps_for(s.state, item)
             t0 = time.perf_counter()
             try:
                 steps = self.pipeline.prepare(s.state, item)

@@ -33,6 +33,7 @@ class Session:
     # Decoded inputs waiting for pre-processing and engine steps waiting for the engine; both are
     # touched only by the session's scheduler thread, except `inbox`, which the I/O thread appends to.
     inbox: deque[tuple[float, Input]] = field(default_factory=deque)  # (perf_counter at submit, input)
+    inbox_frames: int = 0  # the frames the inbox's inputs make (`steps_for`), kept with it under its lock
     steps: deque[Step[Any]] = field(default_factory=deque)
     topic: bytes = field(init=False)  # PUB topic of its frames, built once
 
