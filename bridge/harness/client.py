@@ -3,6 +3,7 @@
 It is what the harness, the demo and the benchmarks use, and a reference for plugin authors. It
 speaks CURVE when given the bridge's public key, and survives a bridge restart: `reconnect()` makes
 fresh sockets, says hello again and reopens every session it had open (docs/protocol.md section 7).
+With `resume_after_s` it follows the "resume at newest" rule of docs/protocol.md section 1.
 """
 
 from __future__ import annotations
@@ -39,6 +40,10 @@ class BridgeError(Exception):
         self.reply = reply
 
 
+# The "resume at newest" rule's default (docs/protocol.md section 1; the Unreal and Unity cores use it).
+RESUME_AFTER_S = 0.25
+
+
 @dataclass
 class ReceivedFrame:
     frame: Frame
@@ -54,6 +59,10 @@ class BridgeClient:
     # CURVE: the bridge's public key (Z85) turns it on; the client's own pair is generated if not given.
     server_key: bytes | None = None
     client_keys: tuple[bytes, bytes] | None = None  # (public, secret), Z85
+    # Resume at newest (docs/protocol.md section 1): a frame read more than this long after the previous
+    # one presumes what is queued stale, drops it with the SUB socket and reads from a fresh one. Off (0)
+    # by default here, unlike the plugins (RESUME_AFTER_S): tests and benchmarks count every frame.
+    resume_after_s: float = 0.0
 
     def __post_init__(self) -> None:
         if self.server_key is not None and self.client_keys is None:
@@ -67,13 +76,20 @@ class BridgeClient:
         self.opened: dict[str, tuple[str, dict[str, Any]]] = {}  # open sessions: id -> (pipeline, options)
         self._subscriptions: list[bytes] = []
         self._client_name = "avatar-bridge harness"
+        self.resubscribes = 0  # fresh SUB sockets made by the resume-at-newest rule
         self._connect()
 
     def _connect(self) -> None:
         self.dealer = self._socket(zmq.DEALER)
         self.dealer.connect(f"tcp://{self.host}:{self.request_port}")
-        self.sub = self._socket(zmq.SUB)
-        self.sub.setsockopt(zmq.RCVHWM, 100000)
+        self.sub = self._sub_socket()
+        self._frames_endpoint = ""  # known after hello
+        self._last_read: float | None = None  # monotonic end of the previous recv_frames
+
+    def _sub_socket(self) -> zmq.Socket[bytes]:
+        sub = self._socket(zmq.SUB)
+        sub.setsockopt(zmq.RCVHWM, 100000)
+        return sub
 
     def _socket(self, kind: int) -> zmq.Socket[bytes]:
         sock = self.context.socket(kind)
@@ -104,7 +120,8 @@ class BridgeClient:
     def hello(self, client: str = "avatar-bridge harness") -> dict[str, Any]:
         self._client_name = client
         self.hello_reply = self.request("hello", v=1, client=client)
-        self.sub.connect(f"tcp://{self.host}:{self.hello_reply['frames_port']}")
+        self._frames_endpoint = f"tcp://{self.host}:{self.hello_reply['frames_port']}"
+        self.sub.connect(self._frames_endpoint)
         return self.hello_reply
 
     def subscribe(self, prefix: bytes = FRAME_TOPIC_PREFIX) -> None:
@@ -242,7 +259,15 @@ class BridgeClient:
     def recv_frames(self, timeout_ms: int = 0, limit: int = 10000) -> list[ReceivedFrame]:
         """Every frame that has arrived (waiting up to timeout_ms for the first); events go to `events`.
         A batch message counts as its rows, each the frame it means; a malformed one is dropped whole
-        (`invalid_frames`)."""
+        (`invalid_frames`). After a pause longer than `resume_after_s` nothing queued is returned:
+        the SUB socket is replaced first (`resubscribes`), and what arrives on the new one follows."""
+        if (
+            self.resume_after_s > 0
+            and self._last_read is not None
+            and time.monotonic() - self._last_read > self.resume_after_s
+            and self._frames_endpoint
+        ):
+            self._resubscribe()
         out: list[ReceivedFrame] = []
         wait = timeout_ms
         while len(out) < limit and self.sub.poll(wait):
@@ -259,7 +284,18 @@ class BridgeClient:
                     out.append(ReceivedFrame(decode_frame(payload), now))
             except ProtocolError as exc:
                 self.invalid_frames.append(f"{topic!r}: {exc}")
+        self._last_read = time.monotonic()
         return out
+
+    def _resubscribe(self) -> None:
+        """Drop the SUB socket and all it holds (linger 0), and subscribe a fresh one to the same
+        prefixes: the bridge sends it what it publishes from a few milliseconds on."""
+        self.sub.close(0)
+        self.sub = self._sub_socket()
+        for prefix in self._subscriptions:
+            self.sub.setsockopt(zmq.SUBSCRIBE, prefix)
+        self.sub.connect(self._frames_endpoint)
+        self.resubscribes += 1
 
     def _keep(self, message: dict[str, Any]) -> None:
         if message.get("op") == "error":
