@@ -13,6 +13,7 @@ error codes of docs/protocol.md section 6; messages never echo more than a short
 from __future__ import annotations
 
 import contextlib
+import math
 from dataclasses import dataclass, field
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -375,8 +376,10 @@ def _input(m: _InputItem) -> Input:
             ErrorCode.BAD_SIZE,
             f"features input: {rows}x{cols} f32le needs {rows * cols * 4} bytes, got {len(data)}",
         )
-    values = np.frombuffer(data, dtype=F32LE).reshape(rows, cols)
-    if not np.isfinite(values).all():
+    values = np.ndarray((rows, cols), F32LE, data)
+    # The sum is finite when every value is (one C call); only an overflowing or non-finite sum
+    # needs the element-wise check. At thousands of sessions this runs 10^5 times a second.
+    if not math.isfinite(values.sum()) and not np.isfinite(values).all():
         raise ProtocolError(ErrorCode.BAD_VALUE, "features input: values must be finite")
     return FeaturesInput(m.id, m.session, m.seq, m.t_capture_ns, ack, values)
 

@@ -252,7 +252,7 @@ class Scheduler:
             return None
         work: dict[bytes, tuple[int, int]] = {}
         for s in self._active.values():
-            units = self._inbox_work(s) + self._steps_frames(s)
+            units = self._inbox_work(s) + s.steps_frames
             if units:
                 held, sessions = work.get(s.owner, (0, 0))
                 work[s.owner] = (held + units, sessions + 1)
@@ -261,10 +261,6 @@ class Scheduler:
     def _inbox_work(self, session: Session) -> int:
         return sum(self.pipeline.work(session.state, item) for _, item in session.inbox)
 
-    def _steps_frames(self, session: Session) -> int:
-        """Frames the session's prepared steps make (lock held). A tuple first: the scheduler thread
-        pops steps without the lock (copying them is one C call)."""
-        return sum(self.pipeline.step_frames(step) for step in tuple(session.steps))
 
     def _admit_fairly(self, work: dict[bytes, tuple[int, int]], session: Session, item: Input) -> bool:
         """Whether the session's client is within its fair share of the queued work (it may cross it
@@ -287,7 +283,7 @@ class Scheduler:
     def _pending(self, session: Session) -> int:
         """Frames queued or about to be (the unit of the pending bound): inputs not pre-processed yet
         count as the frames they make."""
-        return self._steps_frames(session) + session.inbox_frames
+        return session.steps_frames + session.inbox_frames
 
     # ------------------------------------------------------------------------------- loop
     def _loop(self) -> None:
@@ -308,6 +304,7 @@ class Scheduler:
                 s.inbox.clear()
                 s.inbox_frames = 0
             s.steps.clear()
+            s.steps_frames = 0
             self._outbox.pop(s.id, None)
             if not s.closed:
                 self._report_error(s, ErrorCode.INTERNAL, message)
@@ -508,6 +505,7 @@ class Scheduler:
                 for step in steps:
                     step.t_queued = t_queued
                 s.steps.extend(steps)
+                s.steps_frames += sum(self.pipeline.step_frames(step) for step in steps)
                 self._stats.observe("pre", time.perf_counter() - t0)
             except Exception as exc:
                 log.exception("pre-processing failed for session %s", s.id)
@@ -515,6 +513,8 @@ class Scheduler:
 
     def _run(self, batch: list[Session], bulk: bool = False) -> None:
         steps = [s.steps.popleft() for s in batch]
+        for s, step in zip(batch, steps, strict=True):
+            s.steps_frames -= self.pipeline.step_frames(step)
         states = [s.state for s in batch]
         t_start = time.perf_counter()
         oldest = min(step.t_queued for step in steps)

@@ -35,6 +35,7 @@ class Session:
     inbox: deque[tuple[float, Input]] = field(default_factory=deque)  # (perf_counter at submit, input)
     inbox_frames: int = 0  # the frames the inbox's inputs make (`steps_for`), kept with it under its lock
     steps: deque[Step[Any]] = field(default_factory=deque)
+    steps_frames: int = 0  # the frames the steps make; the scheduler thread keeps it with `steps`
     topic: bytes = field(init=False)  # PUB topic of its frames, built once
 
     def __post_init__(self) -> None:
