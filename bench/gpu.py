@@ -449,7 +449,12 @@ def plot(records: list[dict[str, Any]], path: Path, title: str) -> None:
     fig, axes = plt.subplots(1, 1 + len(models), figsize=(6 + 4 * len(models), 4.5), squeeze=False)
     lat = axes[0][0]
     for model, workers in dict.fromkeys((r["model"], r["workers"]) for r in records):
-        rs = [r for r in records if r["model"] == model and r["workers"] == workers]
+        # A scenario with no complete tick has no latency (nan); the throughput plot still shows it.
+        rs = [
+            r
+            for r in records
+            if r["model"] == model and r["workers"] == workers and r["p99_ms"] == r["p99_ms"]
+        ]
         x = [r["sessions"] for r in rs]
         lat.plot(x, [r["p99_ms"] for r in rs], "o-", label=f"{model}, {workers} workers, p99")
         lat.plot(x, [r["p50_ms"] for r in rs], "s--", alpha=0.6, label=f"{model}, {workers} workers, p50")
