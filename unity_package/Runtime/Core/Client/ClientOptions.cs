@@ -30,6 +30,14 @@ namespace AvatarBridge.Core.Client
         /// Needs a bridge that publishes batches.
         /// </summary>
         public bool MotionBatch;
+        /// <summary>
+        /// Resume at newest (docs/protocol.md section 1): when the frame thread reads again more than
+        /// this long after its previous read (it was held up: the app suspended, a debugger, an
+        /// EventReceived handler that blocked), what is queued is presumed stale and dropped with the
+        /// frame connection; a fresh one subscribes to the same topics (SessionClient.Resubscribes).
+        /// 0 turns it off.
+        /// </summary>
+        public int ResumeAfterMs = 250;
         /// <summary>Largest frame accepted from the bridge (a batch of 2048 motion sessions is about 0.9 MB).</summary>
         public int MaxFrameBytes = 16 << 20;
     }

@@ -35,7 +35,10 @@ namespace AvatarBridge.Core.Client
         static readonly byte[] MotionBatchTopic = System.Text.Encoding.ASCII.GetBytes(ProtocolConstants.MotionBatchTopic);
         volatile BridgeSession[] _sessions = new BridgeSession[0];
         volatile ZmtpConnection _dealer;
-        volatile ZmtpConnection _sub;
+        volatile ZmtpConnection _sub; // replaced, and its topics resent, under _subGate
+        readonly object _subGate = new object();
+        readonly List<string> _subscriptions = new List<string>(); // of this connection, under _subGate
+        int _framesPort;
         volatile HelloInfo _hello;
         volatile string _lastError;
         volatile bool _stopping;
@@ -55,6 +58,7 @@ namespace AvatarBridge.Core.Client
         long _connects;
         long _inputsDropped;
         long _imagesReplaced;
+        long _resubscribes;
         volatile BridgeErrorException _lastInputError;
 
         public SessionClient(ClientOptions options)
@@ -84,6 +88,8 @@ namespace AvatarBridge.Core.Client
         public long BatchesDropped => _batches.Dropped;
         /// <summary>Successful connections since start (1 + reconnects).</summary>
         public long Connects => Interlocked.Read(ref _connects);
+        /// <summary>Fresh frame connections made by the resume-at-newest rule (ClientOptions.ResumeAfterMs).</summary>
+        public long Resubscribes => Interlocked.Read(ref _resubscribes);
 
         /// <summary>Raised on a background thread for every event the bridge publishes (opened, closed).</summary>
         public event Action<BridgeEvent> EventReceived;
@@ -267,6 +273,8 @@ namespace AvatarBridge.Core.Client
 
         ulong NextId() => (ulong)Interlocked.Increment(ref _nextId);
 
+        const int ReadPollMs = 50;
+
         // Monotonic milliseconds; Environment.TickCount wraps after 24.8 days of uptime.
         static long NowMs() => (long)(Stopwatch.GetTimestamp() * (1000.0 / Stopwatch.Frequency));
 
@@ -426,15 +434,19 @@ namespace AvatarBridge.Core.Client
             var hello = HelloInfo.FromReply(Request((w, id) => RequestEncoder.Hello(w, id, _options.ClientName)));
             _hello = hello;
 
-            int framesPort = _options.FramesPort > 0 ? _options.FramesPort : hello.FramesPort;
-            var sub = ZmtpConnection.Connect(_options.Host, framesPort, ZmtpSocketType.Sub, _options.ConnectTimeoutMs, _options.MaxFrameBytes, _stop.Token);
-            _sub = sub;
+            _framesPort = _options.FramesPort > 0 ? _options.FramesPort : hello.FramesPort;
+            var sub = ConnectFrames();
+            lock (_subGate)
+            {
+                _subscriptions.Clear();
+                _sub = sub;
+            }
             // All frames and events, filtered here: a session's id is unknown until its open reply, and
             // subscribing before opening is the only way not to miss its first frames (section 1).
             // Batched: motion through the batch topic, and each other session's topic once it is open
             // (a frame/ prefix would make the bridge encode every per-session frame as well).
-            sub.Subscribe(_options.MotionBatch ? ProtocolConstants.MotionBatchTopic : ProtocolConstants.FrameTopicPrefix);
-            sub.Subscribe(ProtocolConstants.EventTopicPrefix);
+            Subscribe(_options.MotionBatch ? ProtocolConstants.MotionBatchTopic : ProtocolConstants.FrameTopicPrefix);
+            Subscribe(ProtocolConstants.EventTopicPrefix);
             _frameThread = StartThread(() => ReadFrames(sub, generation), "AvatarBridge frames");
             Ping(null); // a round trip before any open usually gives the subscription time to reach the bridge
         }
@@ -473,7 +485,7 @@ namespace AvatarBridge.Core.Client
             {
                 var reply = Request((w, id) => RequestEncoder.Open(w, id, request.Pipeline, request.Model, request.Options));
                 var info = SessionInfo.FromReply(reply);
-                if (_options.MotionBatch && info.Pipeline != Pipeline.Motion) _sub?.Subscribe(info.Topic);
+                if (_options.MotionBatch && info.Pipeline != Pipeline.Motion) Subscribe(info.Topic);
                 session.Opened(info);
             }
             catch (BridgeErrorException e)
@@ -583,15 +595,78 @@ namespace AvatarBridge.Core.Client
             if (error.ErrorCode == ErrorCode.UnknownSession && error.Session != null) LoseSession(error.Session, error.Message);
         }
 
+        ZmtpConnection ConnectFrames() =>
+            ZmtpConnection.Connect(_options.Host, _framesPort, ZmtpSocketType.Sub, _options.ConnectTimeoutMs, _options.MaxFrameBytes, _stop.Token);
+
+        /// <summary>Subscribes the frame connection, and any that replaces it, to prefix.</summary>
+        void Subscribe(string prefix)
+        {
+            lock (_subGate)
+            {
+                _subscriptions.Add(prefix);
+                _sub?.Subscribe(prefix);
+            }
+        }
+
+        /// <summary>
+        /// Resume at newest: drops the frame connection and all it holds, connects a fresh one with the
+        /// same subscriptions. Throws when the bridge is gone (the connection then faults as usual) or
+        /// when Disconnect is under way.
+        /// </summary>
+        ZmtpConnection Resubscribe(ZmtpConnection stale, int generation)
+        {
+            lock (_subGate)
+            {
+                if (_sub == stale) _sub = null;
+            }
+            stale.Dispose();
+            var fresh = ConnectFrames();
+            lock (_subGate)
+            {
+                if (generation != Volatile.Read(ref _generation))
+                {
+                    fresh.Dispose();
+                    throw new ObjectDisposedException("frame connection", "the client is disconnecting");
+                }
+                try
+                {
+                    foreach (var prefix in _subscriptions) fresh.Subscribe(prefix);
+                }
+                catch
+                {
+                    fresh.Dispose();
+                    throw;
+                }
+                _sub = fresh;
+            }
+            Interlocked.Increment(ref _resubscribes);
+            return fresh;
+        }
+
         void ReadFrames(ZmtpConnection sub, int generation)
         {
             var topic = new byte[64];
             var scratch = new byte[4096];
             var batch = new byte[_options.MotionBatch ? 64 * 1024 : 0]; // grows to the largest batch seen
+            // Resume at newest: the thread looks at the socket at least every ReadPollMs, so a longer gap
+            // between two looks means it was held up, and what is queued is stale.
+            long resumeAfter = _options.ResumeAfterMs * Stopwatch.Frequency / 1000;
+            long lastRead = Stopwatch.GetTimestamp();
             try
             {
                 while (true)
                 {
+                    bool readable = sub.WaitReadable(ReadPollMs);
+                    long now = Stopwatch.GetTimestamp();
+                    bool paused = resumeAfter > 0 && now - lastRead > resumeAfter;
+                    lastRead = now;
+                    if (!readable) continue;
+                    if (paused)
+                    {
+                        sub = Resubscribe(sub, generation);
+                        lastRead = Stopwatch.GetTimestamp();
+                        continue;
+                    }
                     int topicLength;
                     if (!sub.ReceiveFrame(ref topic, 0, out topicLength)) continue; // not [topic, payload]: ignore
                     SessionInfo info;
@@ -744,9 +819,13 @@ namespace AvatarBridge.Core.Client
         void CloseSockets()
         {
             var dealer = _dealer;
-            var sub = _sub;
+            ZmtpConnection sub;
+            lock (_subGate)
+            {
+                sub = _sub;
+                _sub = null;
+            }
             _dealer = null;
-            _sub = null;
             dealer?.Dispose();
             sub?.Dispose();
         }

@@ -123,6 +123,12 @@ namespace AvatarBridge.Core.Zmtp
             return (flags & FlagMore) != 0;
         }
 
+        /// <summary>
+        /// Receive side: true when a frame has started arriving (buffered here or in the kernel), waiting
+        /// up to timeoutMs for one; also true when the peer closed (the next receive then throws).
+        /// </summary>
+        public bool WaitReadable(int timeoutMs) => _readStart < _readEnd || _socket.Poll(timeoutMs * 1000, SelectMode.SelectRead);
+
         /// <summary>Receives and discards the next message frame (e.g. a topic nobody asked for); returns its MORE flag.</summary>
         public bool SkipFrame()
         {

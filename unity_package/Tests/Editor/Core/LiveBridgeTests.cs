@@ -2,6 +2,7 @@ using System;
 using System.Collections.Generic;
 using System.Diagnostics;
 using System.Linq;
+using System.Threading;
 using AvatarBridge.Core.Client;
 using AvatarBridge.Core.MsgPack;
 using AvatarBridge.Core.Protocol;
@@ -47,6 +48,61 @@ namespace AvatarBridge.Tests.Core
                 }
                 Assert.Greater(client.RoundTripMs, 0);
                 Assert.Less(Math.Abs(client.ClockOffsetNs), 50000000L, "same machine: clocks agree within 50 ms");
+            }
+        }
+
+        /// <summary>
+        /// Resume at newest (docs/protocol.md section 1): the frame thread is held up (an EventReceived
+        /// handler that blocks for a second) while the bridge publishes 60 frames a second; the first
+        /// frame it hands on afterwards was published after the handler returned, the frames of the
+        /// hold are skipped, and the client counted one resubscribe. A steady stream never resubscribes.
+        /// </summary>
+        [Test]
+        public void PausedFrameThreadResumesAtTheNewestFrame()
+        {
+            using (var recorder = Live.Recorder())
+            using (var client = Live.Client())
+            {
+                var streamed = client.AddSession(new SessionRequest(Pipeline.Motion));
+                Live.WaitOpen(streamed);
+                string id = streamed.Info.Session;
+                int hold = 0;
+                long resumedNs = 0;
+                var atHold = default(FrameStatsSnapshot);
+                var resumed = new ManualResetEvent(false);
+                client.EventReceived += e =>
+                {
+                    if (Interlocked.Exchange(ref hold, 0) == 0) return;
+                    atHold = streamed.Stats.Snapshot();
+                    Thread.Sleep(4 * new ClientOptions().ResumeAfterMs); // the frame thread reads nothing meanwhile
+                    Interlocked.Exchange(ref resumedNs, WallClock.NowNs());
+                    resumed.Set();
+                };
+                int k = 0;
+                Func<Func<bool>, bool> streamUntil = done => Live.Eventually(() =>
+                {
+                    client.SendFeatures(streamed, 1, Live.Features(1, 35, k++), WallClock.NowNs());
+                    Thread.Sleep(16);
+                    return done();
+                }, 20000);
+
+                Assert.IsTrue(streamUntil(() => streamed.Stats.Snapshot().Received >= 30));
+                Assert.AreEqual(0, streamed.Stats.Snapshot().Lost, "a steady stream loses nothing");
+                Assert.AreEqual(0, client.Resubscribes, "a steady stream never resubscribes");
+
+                Interlocked.Exchange(ref hold, 1);
+                var trigger = client.AddSession(new SessionRequest(Pipeline.Motion)); // its `opened` event holds the thread
+                Assert.IsTrue(streamUntil(() => resumed.WaitOne(0) && streamed.Stats.Snapshot().Received >= atHold.Received + 20));
+                var after = streamed.Stats.Snapshot();
+                long skipped = after.Lost - atHold.Lost;
+                ulong first = atHold.LastSeq + 1 + (ulong)skipped; // the first frame handed on after the hold
+                Assert.Greater(skipped, 10, "the frames of the hold were dropped");
+                Assert.AreEqual(after.Received - atHold.Received, (long)(after.LastSeq - first + 1), "continuous after the resume");
+                Assert.IsTrue(Live.Eventually(() => recorder.Of(id).Any(f => f.Seq == first), 5000));
+                var published = recorder.Of(id).First(f => f.Seq == first).PublishNs;
+                Assert.GreaterOrEqual(published, Interlocked.Read(ref resumedNs), "published after the resume");
+                Assert.AreEqual(1, client.Resubscribes);
+                client.RemoveSession(trigger);
             }
         }
 
