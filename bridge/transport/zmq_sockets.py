@@ -9,9 +9,13 @@ What libzmq does, and what we add (docs/architecture.md, "Frame delivery"):
   makes libzmq refuse (Again) a message some matching subscriber has no room for; the message is then
   sent again lossy, so every other subscriber still gets it, and the stall is counted. libzmq skips a
   stalled subscriber silently until it reads again, so a stall counts once, not once per frame.
-- The kernel's send buffer grows by itself to megabytes (thousands of stale frames for a paused
-  subscriber); `frames_sndbuf` fixes it, so what a paused subscriber reads on resume before current
-  frames is at most `frames_hwm` messages plus `frames_sndbuf` bytes on our side.
+- The kernel's send buffer is left to Linux's autotuning (`frames_sndbuf` 0): a buffer smaller than
+  a message collapses TCP throughput (measured on loopback: 256 KiB batch messages through a 32 KiB
+  buffer, 3 MB/s instead of 185 MB/s; a 2048-session `batch/motion` call is ~1 MiB), which is what
+  capped the batch topic at scale. So what a paused subscriber reads on resume before current frames
+  is `frames_hwm` messages plus what the kernel buffered (up to net.ipv4.tcp_wmem's max, 4 MiB by
+  default); clients bound their own staleness ("resume at newest", docs/protocol.md section 1). A
+  fixed `frames_sndbuf` tightens it for a deployment whose messages all fit in it.
 - `hold=True` (offline frames) does not resend: the caller keeps the frame and retries, so a
   subscriber that keeps up gets every one.
 - Subscriptions: libzmq keeps every topic in a trie (about 40 bytes per topic byte); the frames
@@ -79,7 +83,7 @@ class TransportConfig:
     request_port: int = DEFAULT_REQUEST_PORT  # 0 picks a free port
     frames_port: int = DEFAULT_FRAMES_PORT
     frames_hwm: int = 64  # messages queued per subscriber; beyond it that subscriber misses frames
-    frames_sndbuf: int = 32768  # kernel send buffer per subscriber, bytes (Linux doubles it; 0: autotuning)
+    frames_sndbuf: int = 0  # kernel send buffer per subscriber, bytes; 0: autotuning (keep it > any message)
     subscription_hwm: int = 64  # subscription messages read per connection at a time
     request_hwm: int = 1000  # replies queued per client before libzmq drops them
     # Requests buffered per client connection before libzmq stops reading it (TCP pushes back): with
