@@ -45,7 +45,7 @@ AvatarLink::AvatarLink(Config config) : config_(std::move(config)) {
         handlers.onMalformedBatch = [this](const std::string&) { crowd_.countMalformed(); };
     }
     client_ = std::make_unique<BridgeClient>(endpoint(config_.host, config_.requestPort), std::move(handlers), config_.curve,
-                                             config_.network);
+                                             config_.network, config_.resumeAfter);
     supervisor_ = std::thread([this] {
         try {
             supervise();

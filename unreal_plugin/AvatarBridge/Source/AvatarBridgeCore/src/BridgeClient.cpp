@@ -2,6 +2,8 @@
 // library. BridgeClientLibzmq.cpp is the libzmq build (CURVE); exactly one of the two is compiled.
 #include "avatar_bridge/BridgeClient.hpp"
 
+#include <algorithm>
+#include <limits>
 #include <map>
 #include <mutex>
 
@@ -100,7 +102,8 @@ void BridgeClient::Impl::onPublished(std::vector<ZmtpPart>&& message, std::int64
     }
 }
 
-BridgeClient::BridgeClient(std::string requestEndpoint, Handlers handlers, CurveKeys curve, std::shared_ptr<Network> network)
+BridgeClient::BridgeClient(std::string requestEndpoint, Handlers handlers, CurveKeys curve, std::shared_ptr<Network> network,
+                           std::chrono::milliseconds resumeAfter)
     : impl_(std::make_unique<Impl>(std::move(handlers), std::move(curve))) {
 #if !defined(_WIN32)
     if (!network) {
@@ -110,9 +113,12 @@ BridgeClient::BridgeClient(std::string requestEndpoint, Handlers handlers, Curve
     Impl* impl = impl_.get();
     impl->dealer = std::make_unique<ZmtpPeer>(network, ZmtpSocketType::Dealer,
                                               [impl](std::vector<ZmtpPart>&& m, std::int64_t) { impl->onReply(std::move(m)); });
-    impl->sub = std::make_unique<ZmtpPeer>(network, ZmtpSocketType::Sub, [impl](std::vector<ZmtpPart>&& m, std::int64_t at) {
-        impl->onPublished(std::move(m), at);
-    });
+    ZmtpPeer::Options subOptions;
+    subOptions.resumeAfterMs =
+        static_cast<int>(std::clamp<std::chrono::milliseconds::rep>(resumeAfter.count(), 0, std::numeric_limits<int>::max()));
+    impl->sub = std::make_unique<ZmtpPeer>(
+        network, ZmtpSocketType::Sub,
+        [impl](std::vector<ZmtpPart>&& m, std::int64_t at) { impl->onPublished(std::move(m), at); }, subOptions);
     std::string host;
     int port = 0;
     if (!network) {
@@ -213,5 +219,7 @@ std::uint64_t BridgeClient::framesReceived() const noexcept { return impl_->fram
 std::uint64_t BridgeClient::batchesReceived() const noexcept { return impl_->batchesReceived; }
 
 std::uint64_t BridgeClient::decodeErrors() const noexcept { return impl_->decodeErrors; }
+
+std::uint64_t BridgeClient::resubscribes() const noexcept { return impl_->sub->resubscribes(); }
 
 }  // namespace avatar_bridge

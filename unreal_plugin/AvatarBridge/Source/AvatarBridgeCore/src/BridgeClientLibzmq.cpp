@@ -3,9 +3,11 @@
 #include "avatar_bridge/BridgeClient.hpp"
 
 #include <array>
+#include <chrono>
 #include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -18,7 +20,8 @@
 
 namespace avatar_bridge {
 
-namespace {
+// Named, not anonymous: Impl (external linkage) holds a queue of them, which GCC's -Wsubobject-linkage refuses.
+namespace libzmq_client {
 
 // What the public methods ask of the I/O thread, which alone touches the sockets.
 struct Command {
@@ -32,11 +35,13 @@ struct Command {
     std::shared_ptr<std::promise<Reply>> promise;
 };
 
-}  // namespace
+}  // namespace libzmq_client
+
+using libzmq_client::Command;
 
 struct BridgeClient::Impl {
-    Impl(std::string endpoint, Handlers h, CurveKeys keys)
-        : handlers(std::move(h)), requestEndpoint(std::move(endpoint)), curve(std::move(keys)) {}
+    Impl(std::string endpoint, Handlers h, CurveKeys keys, std::chrono::milliseconds resume)
+        : handlers(std::move(h)), requestEndpoint(std::move(endpoint)), curve(std::move(keys)), resumeAfter(resume) {}
 
     void enqueue(Command command);
     void run();
@@ -44,6 +49,8 @@ struct BridgeClient::Impl {
     Handlers handlers;
     std::string requestEndpoint;
     CurveKeys curve;
+    const std::chrono::milliseconds resumeAfter;
+    std::atomic<std::uint64_t> resubscribes{0};
     std::atomic<std::uint64_t> framesReceived{0};
     std::atomic<std::uint64_t> batchesReceived{0};
     std::atomic<std::uint64_t> decodeErrors{0};
@@ -61,6 +68,9 @@ struct BridgeClient::Impl {
 namespace {
 
 constexpr int kReconnectIntervalMs = 100;
+// With a SUB, the I/O thread wakes at least this often, so that a gap between two of its reads longer than
+// resumeAfter means it was held up, not that the bridge was quiet.
+constexpr std::chrono::milliseconds kReadPoll{20};
 
 zmq::socket_t makeSocket(zmq::context_t& context, zmq::socket_type type, const CurveKeys& curve) {
     zmq::socket_t s(context, type);
@@ -76,8 +86,9 @@ zmq::socket_t makeSocket(zmq::context_t& context, zmq::socket_type type, const C
 
 }  // namespace
 
-BridgeClient::BridgeClient(std::string requestEndpoint, Handlers handlers, CurveKeys curve, std::shared_ptr<Network> /*network*/)
-    : impl_(std::make_unique<Impl>(std::move(requestEndpoint), std::move(handlers), std::move(curve))) {
+BridgeClient::BridgeClient(std::string requestEndpoint, Handlers handlers, CurveKeys curve, std::shared_ptr<Network> /*network*/,
+                           std::chrono::milliseconds resumeAfter)
+    : impl_(std::make_unique<Impl>(std::move(requestEndpoint), std::move(handlers), std::move(curve), resumeAfter)) {
     CurveKeys& keys = impl_->curve;
     if (keys.enabled()) {
         char publicKey[41];
@@ -126,6 +137,8 @@ std::uint64_t BridgeClient::framesReceived() const noexcept { return impl_->fram
 std::uint64_t BridgeClient::batchesReceived() const noexcept { return impl_->batchesReceived; }
 
 std::uint64_t BridgeClient::decodeErrors() const noexcept { return impl_->decodeErrors; }
+
+std::uint64_t BridgeClient::resubscribes() const noexcept { return impl_->resubscribes; }
 
 void BridgeClient::Impl::enqueue(Command command) {
     const std::lock_guard<std::mutex> lock(mutex);
@@ -209,6 +222,7 @@ void BridgeClient::Impl::run() {
     std::optional<zmq::socket_t> sub;
     std::string framesEndpoint;
     std::set<std::string> subscriptions;
+    std::optional<std::chrono::steady_clock::time_point> lastRead;  // of the current SUB
     std::map<std::uint64_t, std::shared_ptr<std::promise<Reply>>> pending;
 
     const auto setTransportError = [&](std::string what) {
@@ -233,6 +247,19 @@ void BridgeClient::Impl::run() {
         }
         s.connect(framesEndpoint);
         sub = std::move(s);
+        lastRead.reset();
+    };
+    // Resume at newest (BridgeClient.hpp): every wake-up and every receive is a read; true when the previous
+    // one was longer ago than resumeAfter, and then what the SUB holds is stale.
+    const auto pausedTooLong = [&] {
+        const auto now = std::chrono::steady_clock::now();
+        const bool paused = resumeAfter.count() > 0 && lastRead && now - *lastRead > resumeAfter;
+        lastRead = now;
+        return paused;
+    };
+    const auto resumeAtNewest = [&] {
+        openSub();  // the old socket closes with linger 0: its queue is dropped
+        ++resubscribes;
     };
     const auto failPending = [&] {
         for (auto& [id, promise] : pending) {
@@ -332,7 +359,14 @@ void BridgeClient::Impl::run() {
 
     const auto receivePublished = [&] {
         zmq::message_t topic;
-        while (sub->recv(topic, zmq::recv_flags::dontwait)) {
+        for (;;) {
+            if (pausedTooLong()) {  // a handler held this thread up
+                resumeAtNewest();
+                return;
+            }
+            if (!sub->recv(topic, zmq::recv_flags::dontwait)) {
+                return;
+            }
             const std::int64_t arrival = WallClock::nowNs();
             if (!topic.more()) {
                 decodeError("PUB message without a payload frame");
@@ -380,7 +414,11 @@ void BridgeClient::Impl::run() {
             if (sub) {
                 items[count++] = {sub->handle(), 0, ZMQ_POLLIN, 0};
             }
-            zmq::poll(items.data(), count, std::chrono::milliseconds(-1));
+            zmq::poll(items.data(), count, sub && resumeAfter.count() > 0 ? kReadPoll : std::chrono::milliseconds(-1));
+            if (sub && pausedTooLong()) {
+                resumeAtNewest();
+                continue;
+            }
             if (items[0].revents & ZMQ_POLLIN) {
                 running = runCommands();
                 continue;  // the sockets may have been replaced; poll again with fresh handles

@@ -1,5 +1,6 @@
 #include "avatar_bridge/ZmtpPeer.hpp"
 
+#include <chrono>
 #include <string_view>
 
 #include "avatar_bridge/WallClock.hpp"
@@ -213,8 +214,20 @@ void ZmtpPeer::readLoop() {
         lock.unlock();
 
         error.clear();
+        // Each receive returns within pollMs; a longer gap means this thread was held up (resume at newest).
+        const auto resumeAfter = std::chrono::milliseconds(type_ == ZmtpSocketType::Sub ? options_.resumeAfterMs : 0);
+        auto lastRead = std::chrono::steady_clock::now();
+        bool resubscribe = false;
         for (;;) {
             const IoStatus s = connection->receive(message, options_.pollMs, error);
+            const auto now = std::chrono::steady_clock::now();
+            const bool paused = resumeAfter.count() > 0 && now - lastRead > resumeAfter;
+            lastRead = now;
+            if (s == IoStatus::Ok && paused) {
+                resubscribe = true;  // this message and all queued behind it are stale
+                ++resubscribes_;
+                break;
+            }
             if (s == IoStatus::Ok) {
                 if (onMessage_) {
                     onMessage_(std::move(message), WallClock::nowNs());
@@ -235,7 +248,8 @@ void ZmtpPeer::readLoop() {
         if (current_ == connection) {
             current_.reset();
         }
-        const bool replaced = generation_ != generation;  // reset or new endpoint: connect again at once
+        // Reset, new endpoint or resubscribe: connect again at once.
+        const bool replaced = resubscribe || generation_ != generation;
         if (!replaced && !stopping_) {
             lastError_ = "tcp://" + host + ":" + std::to_string(port) + ": " + (error.empty() ? "connection lost" : error);
             pause(lock, options_.reconnectIntervalMs, generation);

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <condition_variable>
 #include <filesystem>
@@ -544,6 +545,82 @@ TEST(Live, CloseEndsTheSession) {
     const auto again = c.call([&](std::uint64_t id) { return RequestEncoder::close(id, open.session); });
     ASSERT_TRUE(std::holds_alternative<ErrorReply>(again));
     EXPECT_EQ(std::get<ErrorReply>(again).code, 200);
+}
+
+// Resume at newest (docs/protocol.md §1): the frame thread is held up in a handler for longer than
+// resumeAfter while the bridge publishes 60 frames a second; the first frame handed on afterwards was
+// published after the handler returned, and the client counted one resubscribe. A steady stream never
+// resubscribes, and the fresh subscription keeps the session's topic.
+TEST(Live, PausedReceiverResumesAtTheNewestFrame) {
+    Connection feeder;
+    const OpenReply open = feeder.open("motion");
+    std::mutex mutex;
+    std::condition_variable changed;
+    std::vector<FrameHeader> seen;
+    bool holdNext = false;
+    std::int64_t resumedNs = 0;
+    BridgeClient::Handlers handlers;
+    handlers.onFrame = [&](DecodedFrame&& frame, std::int64_t) {
+        std::unique_lock<std::mutex> lock(mutex);
+        if (holdNext) {  // this thread stops reading; frames queue up behind it
+            holdNext = false;
+            lock.unlock();
+            std::this_thread::sleep_for(4 * BridgeClient::kDefaultResumeAfter);
+            lock.lock();
+            resumedNs = WallClock::nowNs();
+            return;
+        }
+        seen.push_back(frame.header());
+        changed.notify_all();
+    };
+    BridgeClient watcher(requestEndpoint(), handlers);
+    watcher.connectFrames(framesEndpoint());
+    watcher.subscribe(open.topic);
+    std::this_thread::sleep_for(200ms);
+    std::atomic<bool> feeding{true};
+    std::thread feed([&] {
+        const auto row = randomFeatures(1, 7);
+        for (std::uint64_t seq = 0; feeding; ++seq) {
+            feeder.client.send(RequestEncoder::features(feeder.input(open.session, seq), 1, 35, row.data(), row.size() * 4));
+            std::this_thread::sleep_for(std::chrono::microseconds(16667));
+        }
+    });
+    const auto waitSeen = [&](std::size_t count) {
+        std::unique_lock<std::mutex> lock(mutex);
+        return changed.wait_for(lock, 20s, [&] { return seen.size() >= count; });
+    };
+    const auto continuous = [&](std::size_t from, std::size_t to) {
+        const std::lock_guard<std::mutex> lock(mutex);
+        for (std::size_t i = from + 1; i < to; ++i) {
+            if (seen[i].seq != seen[i - 1].seq + 1) {
+                return false;
+            }
+        }
+        return true;
+    };
+
+    ASSERT_TRUE(waitSeen(30));
+    EXPECT_TRUE(continuous(0, 30));
+    EXPECT_EQ(watcher.resubscribes(), 0u);
+    std::size_t before = 0;
+    {
+        const std::lock_guard<std::mutex> lock(mutex);
+        before = seen.size();
+        holdNext = true;
+    }
+    ASSERT_TRUE(waitSeen(before + 1));
+    {
+        const std::lock_guard<std::mutex> lock(mutex);
+        ASSERT_NE(resumedNs, 0);
+        EXPECT_GE(seen[before].tPublishNs, resumedNs);  // nothing queued during the hold came through
+        EXPECT_GT(seen[before].seq, seen[before - 1].seq + 10);  // the frames of the hold were skipped
+    }
+    EXPECT_EQ(watcher.resubscribes(), 1u);
+    ASSERT_TRUE(waitSeen(before + 20));
+    EXPECT_TRUE(continuous(before, before + 20));
+    EXPECT_EQ(watcher.resubscribes(), 1u);
+    feeding = false;
+    feed.join();
 }
 
 namespace {

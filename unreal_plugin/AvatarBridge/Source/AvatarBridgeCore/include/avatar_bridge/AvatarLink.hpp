@@ -48,6 +48,9 @@ public:
         // (FrameClock), before it reaches the feed's mailbox. For engines that push from the receive thread
         // (Unreal's Live Link sources do) instead of polling takeAll(). Must not throw; must not block long.
         std::function<void(SubjectFeed& feed, const SubjectFeed::Attachment& attachment, const SubjectPose& pose)> onPose;
+        // Resume at newest (BridgeClient.hpp, docs/protocol.md §1): after the receive thread was held up this
+        // long, queued frames are dropped for a fresh subscription; 0: off.
+        std::chrono::milliseconds resumeAfter = BridgeClient::kDefaultResumeAfter;
         std::chrono::milliseconds heartbeat{500};
         std::chrono::milliseconds requestTimeout{1500};
         std::chrono::milliseconds retryInterval{250};
@@ -76,6 +79,8 @@ public:
     std::optional<HelloReply> lastHello() const;
     // Every (re)connection that completed a hello; 1 after the first.
     std::uint64_t connections() const { return connections_; }
+    // Fresh frame subscriptions made by the resume-at-newest rule.
+    std::uint64_t resubscribes() const noexcept { return client_->resubscribes(); }
 
     // Never blocks; a snapshot that stays valid while held.
     std::shared_ptr<const std::vector<std::shared_ptr<SubjectFeed>>> feeds() const { return feeds_.load(); }

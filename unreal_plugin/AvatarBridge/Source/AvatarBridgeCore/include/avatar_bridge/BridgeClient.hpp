@@ -27,10 +27,18 @@ namespace avatar_bridge {
 // the DEALER's receiving thread, frames decoded on the SUB's (zero-copy: the views point into the
 // received message) and handed to the handlers there.
 //
+// Resume at newest (docs/protocol.md §1): the SUB's receiving thread notes when it last read (or waited to
+// read). A read more than `resumeAfter` after the previous one (the thread was held up: a stopped process,
+// a debugger, a handler that blocked) presumes whatever is queued stale: the SUB connection is dropped
+// with all it holds and a fresh one subscribes to the same prefixes (counted in resubscribes()), so the
+// first frame handed on after a pause is one published after it. 0 turns the rule off.
+//
 // This class moves messages; it knows nothing of sessions. AvatarLink adds the handshake, heartbeat and
 // reconnect logic on top.
 class BridgeClient {
 public:
+    static constexpr std::chrono::milliseconds kDefaultResumeAfter{250};
+
     struct Handlers {
         // Receiving thread. `arrivalNs`: wall clock (CLOCK_REALTIME) when the message was received.
         std::function<void(DecodedFrame&& frame, std::int64_t arrivalNs)> onFrame;
@@ -57,7 +65,8 @@ public:
     // default build then reports why in transportError() and never connects). `network` is where the ZMTP
     // build opens its TCP streams; null means POSIX sockets (not on Windows, where it must be given).
     BridgeClient(std::string requestEndpoint, Handlers handlers, CurveKeys curve = {},
-                 std::shared_ptr<Network> network = nullptr);
+                 std::shared_ptr<Network> network = nullptr,
+                 std::chrono::milliseconds resumeAfter = kDefaultResumeAfter);
     ~BridgeClient();
 
     BridgeClient(const BridgeClient&) = delete;
@@ -97,6 +106,8 @@ public:
     std::uint64_t framesReceived() const noexcept;
     std::uint64_t batchesReceived() const noexcept;  // `batch/` messages, decodable or not
     std::uint64_t decodeErrors() const noexcept;
+    // Fresh SUB connections made by the resume-at-newest rule.
+    std::uint64_t resubscribes() const noexcept;
 
 private:
     struct Impl;

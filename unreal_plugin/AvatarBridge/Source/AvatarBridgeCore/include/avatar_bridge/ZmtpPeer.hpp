@@ -32,6 +32,9 @@ public:
         int sendTimeoutMs = 1000;  // a peer that takes nothing for this long is dropped and reconnected
         int pollMs = 20;           // how often blocked threads look at the stop flag
         std::size_t maxQueued = 1000;
+        // SUB: a receive that returns more than this long after the previous one drops its message and the
+        // connection, and connects again at once (resume at newest, BridgeClient.hpp); 0: never.
+        int resumeAfterMs = 0;
     };
 
     // Starts the threads (std::system_error if they cannot start). `onMessage` runs on the reader thread.
@@ -57,6 +60,7 @@ public:
 
     bool connected() const noexcept;
     std::uint64_t connections() const noexcept { return connections_; }
+    std::uint64_t resubscribes() const noexcept { return resubscribes_; }
     // Why the last connection attempt failed or the last connection ended; empty while connected.
     std::string lastError() const;
 
@@ -83,6 +87,7 @@ private:
     bool stopping_ = false;
 
     std::atomic<std::uint64_t> connections_{0};
+    std::atomic<std::uint64_t> resubscribes_{0};
     std::atomic<bool> readerDone_{false};
     std::atomic<bool> writerDone_{false};
     std::thread reader_;
