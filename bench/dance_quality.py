@@ -7,12 +7,23 @@ motion, the student and the teacher on mismatched music, and the untrained refer
 Bailando's Beat Align Score against the songs' beats (after a 4 s warm-up), foot skating (m/s), jerk
 (m/s³), PFC, and diversity across songs.
 
-Music: four held-out synthetic songs (seeds ≥ 9000, which training never draws; known beats), then a
-real recording: `music_game.wav` from Debian's `chromium-bsu-data` (Brian Redfern, Expat licence, see
-/usr/share/doc/chromium-bsu-data/copyright), a 6.5 s game-music loop played 5 times as the game
-loops it. Its beats are not known: they are estimated offline from the whole clip (onset-envelope
-autocorrelation for the period, comb sum for the phase), independently of the dancer's causal
-tracker. Without the package (`apt-get install chromium-bsu-data`) that row is skipped, saying so.
+Music, three held-out blocks, each with its own table:
+- four synthetic songs (`bridge.media.songs`, seeds ≥ 9000, which training never draws; known beats);
+- real instruments: five songs we compose as MIDI (`bridge.media.midi_songs`: GM drum kit, bass,
+  chords or lead; hip hop, waltz in 3/4, house, triplet swing, punk; 76-176 BPM) played by Debian's
+  `fluidsynth` with `fluid-soundfont-gm`; the beats are the MIDI grid, known exactly. Skipped,
+  saying so, without fluidsynth or the sound font;
+- real recordings that ship in Debian packages, 32.5 s each: `music_game.wav` from
+  `chromium-bsu-data` (Brian Redfern, Expat licence), a 6.5 s game-music loop played 5 times as the
+  game loops it; and two excerpts of Michael Kievernagel's songs in `asc-music` (GPL-2+):
+  `time_to_strike.mp3` from 20 s and `frontiers.mp3` from 200 s. Their beats are not known: they
+  are estimated offline from the whole clip (onset-envelope autocorrelation for the period, comb sum
+  for the phase), independently of the dancer's causal tracker; the excerpts are where librosa's
+  beat tracker agrees with that estimate (tempo, and ≥ 97 % of beats within 3 frames). A song whose
+  package is missing is skipped, saying so.
+In the MIDI and real blocks the mismatched control dances to the next song of the block and is
+scored against this song's beats (every song has a different tempo); the synthetic block's control
+dances to a synthetic song at 120 (or 90) BPM.
 
 `--video DIR` writes pictures of the committed student (realtime, ONNX) dancing to a held-out song
 (seed 9201, 112 BPM, 20 s): DIR/dance.bvh (for Blender), DIR/dance.mp4 (the skeleton from a front
@@ -23,42 +34,90 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
-import tempfile
-import wave
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
+import soundfile
 import torch
 from scipy.ndimage import gaussian_filter1d
 
 from bridge.choreography.choreographer import choreograph
 from bridge.choreography.metrics import beat_align_score, diversity, foot_skating, jerk, joints_of, pfc
+from bridge.media.midi_songs import fluidsynth_available, midi_song
 from bridge.media.songs import synthesize_song
 from bridge.models.motion import AIST_STYLES, DanceLSTM, build_dance_lstm
 from bridge.outputs.bvh import CM_PER_M, bvh_text
 from bridge.outputs.session import DEFAULT_BODY_RIG
+from bridge.outputs.video import write_contact_sheet, write_dance_video
 from bridge.pipelines.music_features import MusicFeatureStream
 from bridge.rig.rotations import axis_angle_to_quat
-from bridge.rig.smpl import PARENTS
 from bridge.runtime.engine import Engine
 
 WARMUP = 240
 SONGS = ((97.0, 9001, 5), (143.0, 9002, 2), (78.0, 9003, 8), (172.0, 9004, 0))
-REAL = Path("/usr/share/games/chromium-bsu/wav/music_game.wav")
-REAL_STYLE = 3  # middle_hiphop
+# (genre, BPM, seed, style id): seeds ≥ 9000 as for the synthetic songs; a style that suits the genre.
+MIDI_SONGS = (
+    ("hiphop", 76.0, 9101, 3),  # middle_hiphop
+    ("waltz", 100.0, 9102, 9),  # ballet_jazz
+    ("house", 124.0, 9103, 5),  # house
+    ("swing", 140.0, 9104, 8),  # street_jazz
+    ("punk", 176.0, 9105, 0),  # break
+)
+REAL_SECONDS = 32.5
+BLOCKS = ("synthetic", "midi", "real")
+
+
+@dataclass(frozen=True)
+class RealSong:
+    package: str
+    path: Path
+    start_s: float
+    loops: int  # a short game loop is played back to back, as the game does
+    style: int
+
+
+REAL_SONGS = (
+    RealSong("chromium-bsu-data", Path("/usr/share/games/chromium-bsu/wav/music_game.wav"), 0.0, 5, 3),
+    RealSong("asc-music", Path("/usr/share/games/asc/music/time_to_strike.mp3"), 20.0, 1, 1),  # pop
+    RealSong("asc-music", Path("/usr/share/games/asc/music/frontiers.mp3"), 200.0, 1, 4),  # la_hiphop
+)
 ENGINES = Path(__file__).resolve().parents[1] / "engines"
 F32 = npt.NDArray[np.float32]
 Dancer = Callable[[F32, int], npt.NDArray[np.float64]]
+Beats = npt.NDArray[np.int64]
 
 
-def _song_rows(bpm: float, seed: int, seconds: float) -> tuple[F32, npt.NDArray[np.int64]]:
+@dataclass(frozen=True)
+class Clip:
+    name: str
+    rows: F32  # the served features, one row per 60 Hz frame
+    beats: Beats  # music beat frames after the warm-up, counted from its end
+    style: int
+    seed: int  # of the random-motion control
+
+
+def _scored(beat_frames: npt.NDArray[np.int64], frames: int) -> Beats:
+    """The beats BAS is scored on: after the warm-up (frames counted from its end), not the last 10."""
+    return beat_frames[(beat_frames > WARMUP) & (beat_frames < frames - 10)] - WARMUP
+
+
+def _song_rows(bpm: float, seed: int, seconds: float) -> tuple[F32, Beats]:
     song = synthesize_song(seconds, bpm, seed)
     rows = MusicFeatureStream(song.sample_rate, 60.0).push(song.pcm)
-    beats = np.round(song.beats * 60).astype(np.int64)
-    return rows, beats[(beats > WARMUP) & (beats < len(rows) - 10)] - WARMUP
+    return rows, _scored(np.round(song.beats * 60).astype(np.int64), len(rows))
+
+
+def _midi_clips(seconds: float) -> list[Clip]:
+    clips = []
+    for genre, bpm, seed, style in MIDI_SONGS:
+        song, pcm = midi_song(genre, bpm, seconds, seed)
+        rows = MusicFeatureStream(48000, 60.0).push(pcm)
+        beats = _scored(np.round(song.beats * 60).astype(np.int64), len(rows))
+        clips.append(Clip(f"{genre} {bpm:.0f} BPM {song.beats_per_bar}/4", rows, beats, style, seed))
+    return clips
 
 
 def offline_beats(envelope: npt.NDArray[np.float64], fps: float = 60.0) -> npt.NDArray[np.int64]:
@@ -81,15 +140,17 @@ def offline_beats(envelope: npt.NDArray[np.float64], fps: float = 60.0) -> npt.N
     return np.round(grid + phase).astype(np.int64)[: int((e.size - phase) / period)]
 
 
-def _real_rows() -> tuple[F32, npt.NDArray[np.int64]] | None:
-    if not REAL.exists():
-        return None
-    with wave.open(str(REAL)) as w:
-        pcm = np.frombuffer(w.readframes(w.getnframes()), np.int16).astype(np.float32) / 32768.0
-        rate = w.getframerate()
-    rows = MusicFeatureStream(rate, 60.0).push(np.tile(pcm, 5))
-    beats = offline_beats(rows[:, 0].astype(np.float64))
-    return rows, beats[(beats > WARMUP) & (beats < len(rows) - 10)] - WARMUP
+def _real_clip(song: RealSong, seed: int) -> Clip:
+    """A loop is played whole, `loops` times (cutting it would break its beat grid at each seam);
+    a song gives REAL_SECONDS from its start time."""
+    with soundfile.SoundFile(str(song.path)) as f:
+        rate = int(f.samplerate)
+        f.seek(int(song.start_s * rate))
+        pcm = np.asarray(f.read(-1 if song.loops > 1 else int(REAL_SECONDS * rate), "float32", True))
+    rows = MusicFeatureStream(rate, 60.0).push(np.tile(pcm.mean(axis=1), song.loops))
+    beats = _scored(offline_beats(rows[:, 0].astype(np.float64)), len(rows))
+    where = f" from {song.start_s:.0f} s" if song.start_s else f" x{song.loops}" if song.loops > 1 else ""
+    return Clip(f"{song.path.name}{where}", rows, beats, song.style, seed)
 
 
 def torch_dancer(model: DanceLSTM) -> Dancer:
@@ -138,8 +199,9 @@ def score(
 
 
 def _clip_poses(
-    rows: F32, other: F32, style: int, seed: int, dancers: dict[str, Dancer]
+    rows: F32, other: F32 | None, style: int, seed: int, dancers: dict[str, Dancer]
 ) -> dict[str, npt.NDArray[np.float64]]:
+    """Every motion on `rows`; with `other`, the dancers and the teacher also dance to that music."""
     rng = np.random.default_rng(seed)
     rand = gaussian_filter1d(rng.standard_normal((len(rows), 75)), 15, axis=0) * 3.0
     rand[:, 72:] = 0.0
@@ -149,12 +211,64 @@ def _clip_poses(
     }
     for name, dance in dancers.items():
         poses[name] = dance(rows, style)
-        if name != "untrained LSTM":
+        if name != "untrained LSTM" and other is not None:
             poses[f"{name}, mismatched music"] = dance(other[: len(rows)], style)
-    poses["teacher, mismatched music"] = choreograph(other[: len(rows)], AIST_STYLES[style], seed=0).astype(
-        np.float64
-    )
+    if other is not None:
+        teacher = choreograph(other[: len(rows)], AIST_STYLES[style], seed=0)
+        poses["teacher, mismatched music"] = teacher.astype(np.float64)
     return poses
+
+
+def _cross_scored(
+    name: str, n: int, poses: Sequence[dict[str, npt.NDArray[np.float64]]], beats: Beats
+) -> dict[str, float]:
+    """The mismatched control without dancing again: the motion `name` made for every other song of
+    the block, scored against song n's beats (the metrics averaged over those songs)."""
+    runs = []
+    for m, other in enumerate(poses):
+        if m != n:
+            motion = other[name]
+            runs.append(score({name: motion}, beats[beats < len(motion) - WARMUP - 10])[name])
+    return {k: float(np.mean([r[k] for r in runs])) for k in runs[0]}
+
+
+def _block(
+    title: str, clips: Sequence[tuple[Clip, F32 | None]], dancers: dict[str, Dancer]
+) -> dict[str, object]:
+    """Every motion on every clip, and the mismatched controls: the motion made for the clip's other
+    music when it has one, else (None) every other clip's motion cross-scored on this clip's beats.
+    Prints and returns the mean metrics, diversity across clips and each clip's BAS per motion."""
+    poses = [_clip_poses(c.rows, other, c.style, c.seed, dancers) for c, other in clips]
+    results: dict[str, list[dict[str, float]]] = {}
+    joints: dict[str, list[npt.NDArray[np.float64]]] = {}
+    for n, ((clip, other), p) in enumerate(zip(clips, poses, strict=True)):
+        scored = score(p, clip.beats)
+        motions = {name: p[name] for name in p}
+        if other is None:
+            for name in ("teacher", *(d for d in dancers if d != "untrained LSTM")):
+                scored[f"{name}, mismatched music"] = _cross_scored(name, n, poses, clip.beats)
+                motions[f"{name}, mismatched music"] = p[name]  # the same motions: the same diversity
+        for name in sorted(scored, key=_row_order):
+            results.setdefault(name, []).append(scored[name])
+            joints.setdefault(name, []).append(joints_of(motions[name]))
+    table = {
+        name: {k: float(np.mean([r[k] for r in rs])) for k in rs[0]} | {"diversity": diversity(joints[name])}
+        for name, rs in results.items()
+    }
+    _print(title, table)
+    per_clip = {
+        clip.name: {name: rs[n]["bas"] for name, rs in results.items()} for n, (clip, _) in enumerate(clips)
+    }
+    for name, bas in per_clip.items():
+        student, mismatched, teacher = bas["student"], bas["student, mismatched music"], bas["teacher"]
+        print(f"  {name:<32} BAS student {student:.3f}, mismatched {mismatched:.3f}, teacher {teacher:.3f}")
+    return {"mean": table, "bas_per_clip": per_clip}
+
+
+def _row_order(name: str) -> tuple[bool, bool, str]:
+    """Teacher and students first, then their mismatched controls, then random and untrained."""
+    control = name.startswith(("random", "untrained"))
+    return control, "mismatched" in name, name
 
 
 def _print(title: str, table: dict[str, dict[str, float]]) -> None:
@@ -167,12 +281,6 @@ def _print(title: str, table: dict[str, dict[str, float]]) -> None:
 
 def write_pictures(out: Path, dance: Dancer) -> list[Path]:
     """BVH, MP4 (with the song) and a contact sheet of `dance` on a held-out song."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.axes import Axes
-
     out.mkdir(parents=True, exist_ok=True)
     song = synthesize_song(20.0, 112.0, 9201)
     rows = MusicFeatureStream(song.sample_rate, 60.0).push(song.pcm)
@@ -181,52 +289,10 @@ def write_pictures(out: Path, dance: Dancer) -> list[Path]:
     bvh = out / "dance.bvh"
     bvh.write_text(bvh_text(DEFAULT_BODY_RIG, quats, poses[:, 72:], 1 / 60, CM_PER_M))
     joints = joints_of(poses)
-    beat = np.zeros(len(rows), bool)
-    beat[np.round(song.beats * 60).astype(int)[song.beats * 60 < len(rows) - 0.5]] = True
-    fig = plt.figure(figsize=(4.8, 4.8), dpi=100)
-
-    def draw(ax: Axes, i: int) -> None:
-        j = joints[i]
-        ax.clear()
-        for k, p in enumerate(PARENTS):
-            if p >= 0:
-                ax.plot([j[p, 0], j[k, 0]], [j[p, 1], j[k, 1]], "-", color="tab:blue", lw=3)
-        ax.plot([-1, 1], [j[:, 1].min() - 0.01] * 2, color="gray", lw=1)
-        ax.set_xlim(-1.0, 1.0)
-        ax.set_ylim(-1.3, 0.7)
-        ax.set_aspect("equal")
-        ax.axis("off")
-        near = beat[max(0, i - 2) : i + 3].any()
-        ax.set_title(f"{i / 60:5.2f} s" + ("  BEAT" if near else ""), color="red" if near else "black")
-
-    mp4 = out / "dance.mp4"
-    with tempfile.TemporaryDirectory() as tmp:
-        wav = Path(tmp) / "song.wav"
-        with wave.open(str(wav), "wb") as w:
-            w.setnchannels(1)
-            w.setsampwidth(2)
-            w.setframerate(song.sample_rate)
-            w.writeframes((np.clip(song.pcm, -1, 1) * 32767).astype(np.int16).tobytes())
-        cmd = ["ffmpeg", "-y", "-loglevel", "error", "-f", "rawvideo", "-pix_fmt", "rgba", "-s", "480x480"]
-        cmd += ["-r", "30", "-i", "-", "-i", str(wav), "-c:v", "libx264", "-pix_fmt", "yuv420p"]
-        cmd += ["-c:a", "aac", "-shortest", str(mp4)]
-        with subprocess.Popen(cmd, stdin=subprocess.PIPE) as ff:
-            assert ff.stdin is not None
-            ax = fig.add_subplot()
-            for i in range(0, len(rows), 2):
-                draw(ax, i)
-                fig.canvas.draw()
-                ff.stdin.write(bytes(fig.canvas.buffer_rgba()))  # type: ignore[attr-defined]
-            ff.stdin.close()
-    plt.close(fig)
-    sheet = plt.figure(figsize=(9, 3), dpi=80)
+    mp4 = write_dance_video(out / "dance.mp4", joints, 60.0, song.pcm, song.sample_rate, song.beats)
     start = int(song.beats[np.searchsorted(song.beats, 10.0)] * 60)  # a beat 10 s in, then half beats
-    step = round(3600 / 112 / 2)
-    for n in range(6):
-        draw(sheet.add_subplot(1, 6, n + 1), start + n * step)
-    png = out / "dance.png"
-    sheet.savefig(png)
-    plt.close(sheet)
+    frames = [start + n * round(3600 / 112 / 2) for n in range(6)]
+    png = write_contact_sheet(out / "dance.png", joints, 60.0, frames, song.beats)
     return [bvh, mp4, png]
 
 
@@ -236,6 +302,13 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=30.0)
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--video", type=Path, default=None, help="write dance.bvh/.mp4/.png here and stop")
+    ap.add_argument(
+        "--blocks",
+        nargs="+",
+        choices=BLOCKS,
+        default=list(BLOCKS),
+        help="which music blocks to run (default all)",
+    )
     a = ap.parse_args()
     engine = Engine.load(ENGINES / "dance_lstm.manifest.json", warmup=False)
     if a.video is not None:
@@ -248,30 +321,33 @@ def main() -> None:
 
         dancers["student (torch)"] = torch_dancer(load_trained(a.student)[0])
     dancers["untrained LSTM"] = torch_dancer(build_dance_lstm())
-    results: dict[str, list[dict[str, float]]] = {}
-    clips: dict[str, list[npt.NDArray[np.float64]]] = {}
-    for bpm, seed, style in SONGS:
-        rows, beats = _song_rows(bpm, seed, a.seconds)
-        other, _ = _song_rows(120.0 if abs(bpm - 120.0) > 10 else 90.0, seed + 50, a.seconds)
-        poses = _clip_poses(rows, other, style, seed, dancers)
-        for name, m in score(poses, beats).items():
-            results.setdefault(name, []).append(m)
-            clips.setdefault(name, []).append(joints_of(poses[name]))
-    table = {
-        name: {k: float(np.mean([r[k] for r in rs])) for k in rs[0]} | {"diversity": diversity(clips[name])}
-        for name, rs in results.items()
-    }
-    _print(f"{len(SONGS)} held-out synthetic songs, {a.seconds:.0f} s each", table)
-    report: dict[str, object] = {"synthetic": table}
-    real = _real_rows()
-    if real is None:
-        print(f"\nreal recording: {REAL} is missing (apt-get install chromium-bsu-data); row skipped")
-    else:
-        rows, beats = real
-        other, _ = _song_rows(120.0, 9050, len(rows) / 60.0)
-        real_table = score(_clip_poses(rows, other, REAL_STYLE, 9050, dancers), beats)
-        _print(f"real recording: chromium-bsu-data music_game.wav x5 ({len(rows) / 60:.1f} s)", real_table)
-        report["real_recording"] = real_table
+    report: dict[str, object] = {}
+    if "synthetic" in a.blocks:
+        synthetic = []
+        for bpm, seed, style in SONGS:
+            rows, beats = _song_rows(bpm, seed, a.seconds)
+            other, _ = _song_rows(120.0 if abs(bpm - 120.0) > 10 else 90.0, seed + 50, a.seconds)
+            synthetic.append((Clip(f"synthetic {bpm:.0f} BPM", rows, beats, style, seed), other))
+        title = f"{len(SONGS)} held-out synthetic songs, {a.seconds:.0f} s each"
+        report["synthetic"] = _block(title, synthetic, dancers)
+    if "midi" in a.blocks:
+        missing = fluidsynth_available()
+        if missing is not None:
+            print(f"\nreal instruments: {missing}; block skipped")
+        else:
+            midi = _midi_clips(a.seconds)
+            title = f"real instruments (fluidsynth GM): {len(midi)} MIDI songs, {a.seconds:.0f} s each"
+            report["real_instruments"] = _block(title, [(clip, None) for clip in midi], dancers)
+    if "real" in a.blocks:
+        for song in REAL_SONGS:
+            if not song.path.exists():
+                print(f"\nreal recording {song.path} is missing (apt-get install {song.package}); skipped")
+        real = [_real_clip(song, 9050 + n) for n, song in enumerate(REAL_SONGS) if song.path.exists()]
+        if len(real) > 1:
+            title = f"real recordings: {len(real)} songs from Debian packages, {REAL_SECONDS} s each"
+            report["real_recordings"] = _block(title, [(clip, None) for clip in real], dancers)
+        elif real:
+            print("\nreal recordings: only one is installed; the mismatched control needs two; skipped")
     if a.json:
         a.json.write_text(json.dumps(report, indent=2))
 

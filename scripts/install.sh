@@ -33,10 +33,11 @@ apt_install() {  # only what is missing, so a re-run costs no apt-get update
 if [[ $dev == 1 ]] && command -v apt-get >/dev/null; then
     # C++ core: g++, CMake, libzmq, cppzmq, msgpack-cxx, GoogleTest; clang, libc++ and the sanitizer
     # runtimes for scripts/test_cpp.sh's one-TU and ASan/UBSan/TSan jobs. C# core: Mono, NUnit.
-    # Speech and music tests: espeak-ng (speech synthesis), fluidsynth + fluid-soundfont-gm (MIDI rendering).
+    # Speech and music tests: espeak-ng (speech synthesis), fluidsynth + fluid-soundfont-gm (MIDI rendering),
+    # ffmpeg (the demo's dance video and its ffprobe check).
     apt_install g++ make cmake pkg-config libzmq3-dev cppzmq-dev libmsgpack-cxx-dev libgtest-dev \
         clang libc++-dev libc++abi-dev libclang-rt-14-dev \
-        mono-devel nunit-console libnunit-cil-dev espeak-ng fluidsynth fluid-soundfont-gm
+        mono-devel nunit-console libnunit-cil-dev espeak-ng fluidsynth fluid-soundfont-gm ffmpeg
 fi
 
 if [[ ! -x "$VENV/bin/python" ]]; then

@@ -19,9 +19,23 @@ def avatar_bridge(*args: str, timeout: float = 120) -> subprocess.CompletedProce
     )
 
 
-def test_demo_writes_a_bvh_a_png_and_a_summary(tmp_path: Path) -> None:
-    done = avatar_bridge("demo", "--out", str(tmp_path), "--seconds", "2")
+def _streams(mp4: Path) -> dict[str, dict[str, str]]:
+    """ffprobe's view of a media file: codec and duration per stream type (it must decode the file)."""
+    probe = subprocess.run(
+        ["ffprobe", "-v", "error", "-show_entries", "stream=codec_type,codec_name,duration", "-of", "json",
+         str(mp4)], capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return {s["codec_type"]: s for s in json.loads(probe.stdout)["streams"]}
+
+
+def test_demo_writes_a_bvh_a_png_a_video_and_a_summary(tmp_path: Path) -> None:
+    video = tmp_path / "dance.mp4"
+    done = avatar_bridge("demo", "--out", str(tmp_path), "--seconds", "2", "--video", str(video))
     assert done.returncode == 0, done.stdout + done.stderr
+    # The dance video: H.264 frames and the music muxed in as AAC, both about the clip's 2 s.
+    streams = _streams(video)
+    assert streams["video"]["codec_name"] == "h264" and streams["audio"]["codec_name"] == "aac"
+    assert all(1.5 < float(streams[k]["duration"]) < 2.5 for k in ("video", "audio"))
     bvh = (tmp_path / "dance.bvh").read_text()
     assert bvh.startswith("HIERARCHY") and "MOTION" in bvh
     assert (tmp_path / "demo.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -3,6 +3,8 @@
 Starts a bridge on the bundled engines, drives a face session with a generated webcam clip and a
 motion session with generated music at the same time, then writes a BVH of the dance, a PNG of
 latency and channels, and a JSON summary; a synthesized phrase drives a speech session (speech.png).
+With `--video PATH`, the dance as received is also drawn (the skeleton from a front camera) into an
+MP4 with the music it danced to muxed in (bridge.outputs.video; needs matplotlib and ffmpeg).
 """
 
 from __future__ import annotations
@@ -14,17 +16,25 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+import soundfile
+
 from bridge.cli.demo_speech import talk
 from bridge.cli.serve import face_tracking_dirs
 from bridge.harness.client import BridgeClient
 from bridge.harness.plots import plot_run
 from bridge.harness.run import HarnessReport, run_harness
-from bridge.harness.sources import face_frames
-from bridge.outputs.bvh import write_bvh
+from bridge.harness.sources import AUDIO_RATE, face_frames, read_wav
+from bridge.media.music import synthesize_music
+from bridge.outputs.bvh import fill_gaps, write_bvh
 from bridge.outputs.recorder import Recording
 from bridge.outputs.session import SessionInfo
+from bridge.outputs.video import VideoError, write_dance_video
 from bridge.paths import default_engines_dir
 from bridge.protocol.events import BodyRig, decode_rig
+from bridge.protocol.frames import MotionFrame
+from bridge.rig.forward_kinematics import forward_kinematics_quat
 from bridge.serving.server import Bridge, ServeConfig
 from bridge.transport.zmq_sockets import TransportConfig
 
@@ -57,10 +67,40 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="write face-tracking debug pictures (landmarks, head axes) here",
     )
+    parser.add_argument(
+        "--video",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="also write the dance as an MP4 with its music (needs matplotlib and ffmpeg)",
+    )
+    parser.add_argument("--bpm", type=float, default=120.0, help="tempo of the generated music")
+
+
+def _write_music(path: Path, seconds: float, bpm: float) -> npt.NDArray[np.float64]:
+    """The motion session's music as a 16-bit WAV (what the harness streams); returns its beat times."""
+    pcm, beats = synthesize_music(seconds, bpm=bpm, sample_rate=AUDIO_RATE)
+    soundfile.write(str(path), pcm, AUDIO_RATE, subtype="PCM_16")
+    return beats
+
+
+def _write_video(
+    path: Path, frames: list[MotionFrame], fps: float, music: Path, beats: npt.ArrayLike
+) -> Path:
+    """The received dance (rotations through forward kinematics) drawn over the music it got."""
+    quats, root = fill_gaps(frames)
+    joints, _ = forward_kinematics_quat(quats, root)
+    rate, pcm = read_wav(music)
+    start = frames[0].header.seq  # frame seq s answers audio chunk s: the music starts at that chunk
+    return write_dance_video(
+        path, joints, fps, pcm[round(start * rate / fps) :], rate, np.asarray(beats) - start / fps
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
+    music = args.out / "music.wav"
+    beats = _write_music(music, args.seconds, args.bpm)
     tracking = face_tracking_dirs(None)
     config = ServeConfig(
         transport=TransportConfig(request_port=0, frames_port=0),
@@ -83,11 +123,17 @@ def run(args: argparse.Namespace) -> int:
             with lock:
                 progress.update(1)
 
-    def drive(pipeline: str, options: dict[str, object]) -> None:
+    def drive(pipeline: str, options: dict[str, object], audio: Path | None = None) -> None:
         client = BridgeClient("127.0.0.1", bridge.sockets.request_port)
         try:
             reports[pipeline] = run_harness(
-                client, pipeline, seconds=args.seconds, options=options, keep_frames=True, on_tick=tick
+                client,
+                pipeline,
+                seconds=args.seconds,
+                input_path=audio,
+                options=options,
+                keep_frames=True,
+                on_tick=tick,
             )
         finally:
             client.close()
@@ -95,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
     speech: dict[str, Any] = {}
     workers = [
         threading.Thread(target=drive, args=("face", {})),
-        threading.Thread(target=drive, args=("motion", {"style": args.style})),
+        threading.Thread(target=drive, args=("motion", {"style": args.style}, music)),
         # A synthesized phrase drives a speech session's mouth (speech.png).
         threading.Thread(target=lambda: speech.update(talk(bridge.sockets.request_port, args.out))),
     ]
@@ -119,7 +165,13 @@ def run(args: argparse.Namespace) -> int:
     info = SessionInfo(motion.session, "motion", rig, fps=motion.opened["fps"], model=motion.opened["model"])
     bvh = args.out / "dance.bvh"
     write_bvh(Recording(info, [r.frame for r in motion.frames]), bvh)
-    written = [bvh]
+    written = [bvh, music]
+    if args.video is not None:
+        frames = [r.frame for r in motion.frames if isinstance(r.frame, MotionFrame)]
+        try:
+            written.append(_write_video(args.video, frames, info.fps or 60.0, music, beats))
+        except VideoError as exc:
+            print(f"--video skipped: {exc}")
     if importlib.util.find_spec("matplotlib") is None:
         print(f"demo.png skipped: matplotlib is not installed ({DEMO_EXTRA})")
     else:
@@ -143,5 +195,8 @@ def run(args: argparse.Namespace) -> int:
             f"{r.latency_ms_p99:>7.2f} {r.engine_ms_p50:>9.2f}"
         )
     print(f"\nwrote {', '.join(map(str, [*written, args.out / 'summary.json']))}")
-    print("note: the bundled models are untrained reference weights: the motion is not a real dance.")
+    used = [bridge.pipelines[name][model] for name, model in bridge.defaults.items()]
+    untrained = [p.engine.manifest.name for p in used if not p.engine.manifest.trained]
+    if untrained:
+        print(f"note: untrained reference weights (their output means nothing): {', '.join(untrained)}")
     return 0 if all(r.ok for r in reports.values()) else 1

@@ -121,7 +121,8 @@ def compose(genre: str, bpm: float, seconds: float, seed: int) -> MidiSong:
             if bar % 4 == 0:
                 hit(CRASH, b, 90)
         if genre == "house":
-            hit(KICK, b, 110)
+            if p:
+                hit(KICK, b, 110)  # four on the floor
             hit(OPEN_HAT, _eighth(b, sw), 70)
             if p % 2 == 1:
                 hit(CLAP, b, 100)
@@ -146,8 +147,7 @@ def compose(genre: str, bpm: float, seconds: float, seed: int) -> MidiSong:
                 hit(KICK, _eighth(b, sw), 95)
         # Bass.
         if genre == "swing":
-            walk = (0, 4, 7, 9)[p] if p else 0
-            bass.note(1, root + walk, b, 0.9, 95)
+            bass.note(1, root + (0, 4, 7, 9)[p], b, 0.9, 95)  # walking up the chord
         elif genre == "waltz":
             if p == 0:
                 bass.note(1, root, b, 0.9, 100)

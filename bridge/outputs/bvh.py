@@ -47,12 +47,14 @@ def write_bvh(recording: Recording, path: str | Path, *, scale: float = CM_PER_M
             DEFAULT_FPS,
         )
         fps = DEFAULT_FPS
-    joints, root = _fill_gaps(frames)
+    joints, root = fill_gaps(frames)
     Path(path).write_text(bvh_text(rig, joints, root, 1.0 / fps, scale))
     return len(joints)
 
 
-def _fill_gaps(frames: list[MotionFrame]) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+def fill_gaps(frames: list[MotionFrame]) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """Joint rotations (N, J, 4) and root translations (N, 3), one row per seq from the first frame
+    to the last (a lost frame repeats the one before it, so row i stays at time i / fps)."""
     index: list[int] = []  # frame per BVH frame: a seq gap repeats the frame before it
     for k, frame in enumerate(frames):
         if k:
