@@ -34,6 +34,7 @@ class Song:
     timbre: str
     beats: _F64  # beat times, seconds
     beat_in_bar: npt.NDArray[np.int64]  # 0 = downbeat
+    hats_per_beat: int  # 1 = a hi-hat on each beat, 2 = on every eighth as well (in full sections)
 
 
 def _tone(freq: float, n: int, sr: int, timbre: str, rng: np.random.Generator) -> _F64:
@@ -125,5 +126,13 @@ def synthesize_song(
             add(b, np.asarray(chord, np.float64), 0.05 if section != 1 else 0.09)
     pcm /= max(1e-9, float(np.abs(pcm).max()))
     return Song(
-        (0.9 * pcm).astype(np.float32), sr, float(bpm), meter, sw, timbre, beats, pos.astype(np.int64)
+        (0.9 * pcm).astype(np.float32),
+        sr,
+        float(bpm),
+        meter,
+        sw,
+        timbre,
+        beats,
+        pos.astype(np.int64),
+        hat_every,
     )

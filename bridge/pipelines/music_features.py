@@ -16,8 +16,9 @@ What differs from FACT's offline librosa pipeline, because a stream cannot see t
   Hann over 21 frames) instead of librosa's centred 41-frame window.
 - onset peaks are picked online from past envelope values plus the ones the window already
   covers (see Timing), with the running maximum instead of the song's range for normalisation;
-- beats come from an online tracker (autocorrelation tempo + comb phase over the last 6 s of the
-  onset envelope) instead of offline dynamic programming seeded with the known BPM. The tempo is
+- beats come from an online tracker (autocorrelation tempo over the last 6 s of "loud" onset
+  envelopes, which leave out quiet hi-hats, + comb phase over the onset envelope; see _BeatRows)
+  instead of offline dynamic programming seeded with the known BPM. The tempo is
   re-estimated every `tempo_every` frames (default TEMPO_EVERY = 15, 250 ms at 60 FPS), the beat
   phase every frame: a beat is still emitted on the frame it falls on; only a tempo change reaches
   the beat grid up to tempo_every - 1 frames later (on top of the 6 s window it is estimated over).
@@ -94,16 +95,26 @@ _CENS_FRAMES = 21
 _CENS_STEPS = np.array([0.05, 0.1, 0.2, 0.4])  # CENS quantisation: a value above k of these counts k
 _BEAT_HISTORY_S = 6.0
 _BEAT_MIN_BPM, _BEAT_MAX_BPM = 60.0, 200.0
-# Log-normal tempo prior: librosa's centre (start_bpm 120) but half its width (1 octave), since dance
-# music sits in 80-160 BPM and the wide prior lets alternating kick/snare pull the tempo an octave down.
-_BEAT_PRIOR_BPM = 120.0
-_BEAT_PRIOR_OCTAVES = 0.5
-# Metrical-level check: alternating kick/snare makes the two-beat lag the strongest autocorrelation
-# peak above ~150 BPM (half-tempo lock). When the half lag has a peak at least this fraction of the
-# winner's, and the faster tempo is still a tempo, the faster level is the beat. Measured on the
-# synthesizer's music: the ratio is 0.55-0.8 at 160-180 BPM and below 0.1 at 70-150 BPM.
-_BEAT_HALF_LAG_RATIO = 0.4
-_BEAT_DOUBLE_MAX_BPM = 200.0
+# Tempo prior, explicit about the range dance music is made in: flat from 70 to 180 BPM, a log-normal
+# fall-off (a quarter octave) outside it. Which metrical level inside it is the beat is left to the
+# fastest-level rule below, not to a preference for 120 BPM.
+_BEAT_PRIOR_BPM = 120.0  # the tempo before the first estimate
+_BEAT_RANGE_BPM = (70.0, 180.0)
+_BEAT_PRIOR_FALLOFF_OCTAVES = 0.25
+# The tempo comes from a second, "loud" onset envelope: the same dB-mel flux with its floor 30 dB (not
+# 80) below the loudest value so far, so quiet events (hi-hats on the eighths, swung or straight)
+# hardly move it while kicks, snares and bass notes do. The beat is the fastest metrical level whose
+# autocorrelation peak reaches this fraction of the best one (kick/snare alternation makes the
+# two-beat lag the best above ~150 BPM; the one-beat lag still reaches well over half of it).
+_BEAT_LOUD_DB = (30.0, 45.0)
+_BEAT_LEVEL_RATIO = 0.5
+_BEAT_MULTIPLES = 4  # the period is refined from the autocorrelation peaks at 1..4 periods
+# Breaks (drums thinned to the downbeats) show only the bar, of 3 or 4 beats (see _tempo).
+_BEAT_BAR_BEATS = (3, 4)
+# Meter accents come from the loud flux of the mel bands below ~250 Hz (kick and bass): the
+# downbeat carries the bar's kick and bass note, while snares (broadband noise) dominate the full
+# envelope and would pass for downbeats.
+_ACCENT_BANDS = slice(0, 9)
 # Downbeat / meter: accents (envelope at each beat) per position in a bar of 3 or 4, decayed per beat.
 _METER_DECAY = 0.97
 _BARS_PER_PHRASE = 4
@@ -284,12 +295,14 @@ def _grown(a: npt.NDArray[np.generic], rows: int) -> npt.NDArray[np.generic]:
 class _BeatRows:
     """The online beat tracker of every stream of a batch, a row each, stepped for many rows at once.
 
-    Tempo (every `tempo_every` frames): autocorrelation of the last few seconds of the envelope,
-    weighted by a log-normal prior around 120 BPM, peak refined by parabolic interpolation, then the
-    metrical-level check (a strong peak at half the lag means the faster level is the beat). Phase
-    (every frame): a comb at that period, summed over the past, picks how many frames ago the latest
-    beat was; a beat is emitted when that is "now" and the previous beat is at least half a period
-    back. Each beat's accent (the envelope around it) goes to its stream's meter tracker.
+    Tempo (every `tempo_every` frames): autocorrelation of the last few seconds of the loud envelope
+    (the full one while the loud one is flat), weighted by a prior flat over 70-180 BPM; the beat is
+    the fastest lag whose peak reaches half the best (metrical level), its period refined from the
+    peaks at 1..4 periods; a slower estimate no stronger than a bar of the current period (a break
+    that keeps only the downbeats) keeps the current period. Phase (every frame): a comb at that
+    period over the full envelope, summed over the past, picks how many frames ago the latest beat
+    was; a beat is emitted when that is "now" and the previous beat is at least half a period back.
+    Each beat's accent (the low-band loud flux around it) goes to its stream's meter tracker.
     """
 
     def __init__(self, fps: float, tempo_every: int) -> None:
@@ -300,12 +313,17 @@ class _BeatRows:
         self.max_lag = math.ceil(fps * 60.0 / _BEAT_MIN_BPM)
         self.lags = np.arange(self.min_lag, self.max_lag + 1)
         bpm = 60.0 * fps / self.lags
-        self.prior = np.exp(-0.5 * (np.log2(bpm / _BEAT_PRIOR_BPM) / _BEAT_PRIOR_OCTAVES) ** 2)
+        lo, hi = _BEAT_RANGE_BPM
+        outside = np.maximum(np.log2(bpm / hi), 0.0) + np.maximum(np.log2(lo / bpm), 0.0)
+        self.prior = np.exp(-0.5 * (outside / _BEAT_PRIOR_FALLOFF_OCTAVES) ** 2)
         self.n_fft = 1 << (2 * self.size - 1).bit_length()
-        # Per row: the last `size` envelope values (oldest first; zeros before the stream's first),
-        # values seen, when the next tempo estimate is due (in values seen), the latest beat's frame,
-        # the beat period in frames and whether it has been estimated yet.
+        # Per row: the last `size` values of the full and the loud envelope (oldest first; zeros before
+        # the stream's first), the low-band flux of the last 3 frames, values seen, when the next tempo
+        # estimate is due (in values seen), the latest beat's frame, the beat period in frames and
+        # whether it has been estimated yet.
         self.env = np.zeros((0, self.size))
+        self.loud = np.zeros((0, len(_BEAT_LOUD_DB), self.size))
+        self.low = np.zeros((0, 3))
         self.count = np.zeros(0, np.int64)
         self.tempo_due = np.zeros(0, np.int64)
         self.last_beat = np.zeros(0, np.int64)
@@ -313,30 +331,41 @@ class _BeatRows:
         self.has_tempo = np.zeros(0, np.bool_)
 
     def grow(self, rows: int) -> None:
-        for name in ("env", "count", "tempo_due", "last_beat", "period", "has_tempo"):
+        for name in ("env", "loud", "low", "count", "tempo_due", "last_beat", "period", "has_tempo"):
             setattr(self, name, _grown(getattr(self, name), rows))
 
     def reset(self, rows: _I64) -> None:
         self.env[rows] = 0.0
+        self.loud[rows] = 0.0
+        self.low[rows] = 0.0
         self.count[rows] = 0
         self.tempo_due[rows] = 2 * self.max_lag  # the first estimate once two longest periods are in
         self.last_beat[rows] = _NEVER
         self.period[rows] = self.fps * 60.0 / _BEAT_PRIOR_BPM
         self.has_tempo[rows] = False
 
-    def step(self, rows: _I64, ix: _Index, value: _F64, frame: _I64) -> tuple[_Bool, _F64]:
-        """Add the envelope of each row's ``frame + 1`` (one frame of look-ahead); which rows have a
-        beat at ``frame``, and its accent. `ix` selects `rows` (a slice when they are consecutive)."""
+    def step(
+        self, rows: _I64, ix: _Index, value: _F64, loud: _F64, low: _F64, frame: _I64
+    ) -> tuple[_Bool, _F64]:
+        """Add the full envelope, loud envelope and low-band loud flux of each row's ``frame + 1`` (one
+        frame of look-ahead); which rows have a beat at ``frame``, and its accent. `ix` selects `rows`
+        (a slice when they are consecutive)."""
         env = self.env[ix]
         env[:, :-1] = env[:, 1:]
         env[:, -1] = value
+        loud_env = self.loud[ix]
+        loud_env[:, :, :-1] = loud_env[:, :, 1:]
+        loud_env[:, :, -1] = loud
+        low_env = self.low[ix]
+        low_env[:, :-1] = low_env[:, 1:]
+        low_env[:, -1] = low
         count = self.count[ix] + 1
-        self.env[ix], self.count[ix] = env, count
+        self.env[ix], self.loud[ix], self.low[ix], self.count[ix] = env, loud_env, low_env, count
         beat = np.zeros(rows.size, np.bool_)
         accent = np.zeros(rows.size)
         due = np.flatnonzero((count >= 2 * self.max_lag) & (count >= self.tempo_due[ix]))
         if due.size:
-            self._tempo(rows[due], self._centred(env[due], count[due]), count[due])
+            self._tempo(rows[due], env[due], loud_env[due], count[due])
         # A beat needs a tempo, the previous beat half a period back, and a window that is not flat
         # (silence); only those rows run the comb.
         can = np.flatnonzero(
@@ -353,8 +382,8 @@ class _BeatRows:
         hit = can[is_beat]
         self.last_beat[rows[hit]] = frame[hit]
         beat[hit] = True
-        # Accent: the strongest envelope within a frame of the beat (e[:, -2] is this frame).
-        accent[hit] = e[is_beat, -4:].max(axis=1)
+        # Accent: the strongest low-band flux within a frame of the beat (low_env[:, -2] is this frame).
+        accent[hit] = low_env[hit].max(axis=1)
         return beat, accent
 
     def _centred(self, env: _F64, count: _I64) -> _F64:
@@ -365,25 +394,67 @@ class _BeatRows:
             centred[np.arange(self.size)[None, :] < (self.size - n)[:, None]] = 0.0
         return centred
 
-    def _tempo(self, rows: _I64, e: _F64, count: _I64) -> None:
+    def _autocorrelation(self, e: _F64, lags: int) -> _F64:
         spec = np.fft.rfft(e, self.n_fft, axis=1)
-        ac = np.fft.irfft(spec * np.conj(spec), self.n_fft, axis=1)[:, : self.max_lag + 2]
-        at = np.arange(rows.size)
-        score = ac[:, self.lags] * self.prior
-        i = np.argmax(score, axis=1)
+        ac: _F64 = np.fft.irfft(spec * np.conj(spec), self.n_fft, axis=1)[:, :lags]
+        return ac
+
+    def _tempo(self, rows: _I64, env: _F64, loud: _F64, count: _I64) -> None:
+        reach = min(self.size - 2, _BEAT_MULTIPLES * (self.max_lag + 1) + 2)
+        n, floors, size = loud.shape
+        acs = self._autocorrelation(
+            self._centred(loud.reshape(n * floors, size), np.repeat(count, floors)), reach
+        ).reshape(n, floors, reach)
+        flat = acs[:, 0, 0] <= 0.0  # nothing within 30 dB of the loudest (a quiet passage): the full envelope
+        if flat.any():
+            acs[flat] = self._autocorrelation(self._centred(env[flat], count[flat]), reach)[:, None, :]
+        acs /= np.maximum(acs[:, :, :1], 1e-300)
+        # A peak's mass over three lags: a period between two lags (22.5 frames at 160 BPM) spreads its
+        # peak over both, which would let a sharp peak at an integer lag (2 periods: 45) win alone.
+        score = (acs[:, :, self.lags - 1] + acs[:, :, self.lags] + acs[:, :, self.lags + 1]) * self.prior
+        best = score.max(axis=2, keepdims=True)
+        # Metrical level: per floor, the fastest local peak of at least _BEAT_LEVEL_RATIO of the best
+        # (the best itself qualifies, so there is always one); the faster of the floors' picks. A
+        # snare can sit below the 30 dB floor and only show at 45, eighth hats show at neither.
+        edge = np.full((n, floors, 1), -np.inf)
+        left = np.concatenate([edge, score[:, :, :-1]], axis=2)
+        right = np.concatenate([score[:, :, 1:], edge], axis=2)
+        level = (score >= left) & (score >= right) & (score >= _BEAT_LEVEL_RATIO * best) & (best > 0.0)
+        level |= score == best
+        i = np.argmax(level, axis=2).min(axis=1)
         lag = self.lags[i].astype(np.float64)
-        k = np.clip(i, 1, score.shape[1] - 2)
-        a, b, c = score[at, k - 1], score[at, k], score[at, k + 1]
-        denom = a - 2.0 * b + c
-        vertex = (i == k) & (denom < 0.0)
-        lag += np.where(vertex, 0.5 * (a - c) / np.where(vertex, denom, -1.0), 0.0)
-        half = lag / 2.0
-        lo = np.floor(half).astype(np.int64) - 1
-        near = ac[at[:, None], lo[:, None] + np.arange(4)].max(axis=1)
-        faster = (60.0 * self.fps / half <= _BEAT_DOUBLE_MAX_BPM) & (
-            near >= _BEAT_HALF_LAG_RATIO * ac[at, np.rint(lag).astype(np.int64)]
-        )
-        lag = np.where(faster, half, lag)
+        ac = acs.sum(axis=1)
+        at = np.arange(n)
+        # Refine: the peak near each multiple m·lag (within ±5 %), parabolic, weighted by m (a peak m
+        # periods out pins the period m times finer).
+        total, weight = np.zeros(rows.size), np.zeros(rows.size)
+        for m in range(1, _BEAT_MULTIPLES + 1):
+            centre = m * lag
+            r = np.maximum(1, np.ceil(0.05 * centre)).astype(np.int64)
+            width = int(r.max())
+            offs = np.arange(-width, width + 1)
+            cand = np.rint(centre).astype(np.int64)[:, None] + offs[None, :]
+            usable = (np.abs(offs)[None, :] <= r[:, None]) & (cand >= 1) & (cand <= reach - 2)
+            vals = np.where(usable, ac[at[:, None], np.clip(cand, 1, reach - 2)], -np.inf)
+            j = np.argmax(vals, axis=1)
+            k = cand[at, j]
+            ok = usable[at, j] & (vals[at, j] > 0.0)
+            kc = np.clip(k, 1, reach - 2)
+            a, b, c = ac[at, kc - 1], ac[at, kc], ac[at, kc + 1]
+            denom = a - 2.0 * b + c
+            vertex = ok & (b >= a) & (b >= c) & (denom < 0.0)  # a local peak: the vertex is within ±0.5
+            pos = k + np.where(vertex, 0.5 * (a - c) / np.where(vertex, denom, -1.0), 0.0)
+            total += np.where(ok, pos, 0.0)
+            weight += np.where(ok, float(m), 0.0)
+        lag = np.clip(np.where(weight > 0, total / np.maximum(weight, 1), lag), self.min_lag, self.max_lag)
+        # A break (drums thinned to the downbeats) shows only the bar: a slower estimate whose peak is
+        # no higher than the one at a bar of the current period (3 or 4 of them) keeps the current one.
+        current = self.period[rows]
+        bars = np.rint(np.asarray(_BEAT_BAR_BEATS, np.float64)[None, :] * current[:, None]).astype(np.int64)
+        bar_peak = ac[at[:, None], np.clip(bars, 1, reach - 1)].max(axis=1)
+        fresh_peak = ac[at, np.clip(np.rint(lag).astype(np.int64), 1, reach - 1)]
+        keep = self.has_tempo[rows] & (lag > 1.5 * current) & (bar_peak >= fresh_peak)
+        lag = np.where(keep, current, lag)
         ok = ac[:, 0] > 0.0  # a flat window has no tempo: keep the last one, try again next frame
         self.period[rows[ok]] = lag[ok]
         self.has_tempo[rows[ok]] = True
@@ -448,6 +519,8 @@ class MusicFeatureBatch:
         self._env_max = np.zeros(0)
         self._last_peak = np.zeros(0, np.int64)
         self._cens = np.zeros((0, _CENS_FRAMES, N_CHROMA))
+        self._loud = np.zeros((0, len(_BEAT_LOUD_DB)))  # the loud and low-band flux of frame j+2
+        self._low = np.zeros(0)
         self._beats = _BeatRows(self.fps, self.tempo_every)
 
     def open(self, sample_rate: int) -> MusicFeatureStream:
@@ -516,6 +589,8 @@ class MusicFeatureBatch:
         rows = max(rows, 2 * self._has_prev.size)
         for name in ("_prev_db", "_has_prev", "_db_max", "_env", "_env_max", "_last_peak", "_cens"):
             setattr(self, name, _grown(getattr(self, name), rows))
+        for name in ("_loud", "_low"):
+            setattr(self, name, _grown(getattr(self, name), rows))
         self._beats.grow(rows)
 
     def _reset(self, rows: _I64) -> None:
@@ -526,6 +601,8 @@ class MusicFeatureBatch:
         self._env_max[rows] = 1e-6
         self._last_peak[rows] = _NEVER
         self._cens[rows] = 0.0
+        self._loud[rows] = 0.0
+        self._low[rows] = 0.0
         self._beats.reset(rows)
 
     def _wave(self, rows: _I64, windows: _F64, frames: _I64) -> tuple[npt.NDArray[np.float32], _Bool, _F64]:
@@ -543,8 +620,20 @@ class MusicFeatureBatch:
         self._db_max[ix] = db_max
         np.maximum(mel_db, (db_max - TOP_DB)[:, None], out=mel_db)
         # This window gives the envelope of frame j+2: mean positive dB flux from frame j-1 to j.
-        flux = np.add.reduce(np.maximum(0.0, mel_db - self._prev_db[ix]), axis=1) / N_MELS
-        flux[~self._has_prev[ix]] = 0.0
+        prev_db = self._prev_db[ix]
+        flux = np.add.reduce(np.maximum(0.0, mel_db - prev_db), axis=1) / N_MELS
+        # The beat tracker's loud flux: both frames floored 30 dB below the loudest so far (module doc).
+        loud = np.empty((rows.size, len(_BEAT_LOUD_DB)))
+        for f, floor_db in enumerate(_BEAT_LOUD_DB):
+            floor = (db_max - floor_db)[:, None]
+            rise = np.maximum(0.0, np.maximum(mel_db, floor) - np.maximum(prev_db, floor))
+            loud[:, f] = np.add.reduce(rise, axis=1) / N_MELS
+            if f == 0:
+                low = np.add.reduce(rise[:, _ACCENT_BANDS], axis=1) / (
+                    _ACCENT_BANDS.stop - _ACCENT_BANDS.start
+                )
+        no_prev = ~self._has_prev[ix]
+        flux[no_prev], loud[no_prev], low[no_prev] = 0.0, 0.0, 0.0
         self._prev_db[ix], self._has_prev[ix] = mel_db, True
         env = self._env[ix]
         env[:, :-1] = env[:, 1:]
@@ -556,7 +645,9 @@ class MusicFeatureBatch:
         out[:, _MFCC] = np.einsum("fm,km->fk", mel_db, t.dct)
         out[:, _CHROMA] = self._chroma_cens(ix, np.einsum("fb,cb->fc", power, t.chroma))
         out[:, _PEAK] = self._peaks(rows, ix, env, frames)
-        beat, accent = self._beats.step(rows, ix, env[:, -2], frames)
+        # The tracker takes frame j+1's values: this window's loud and low-band flux wait one wave.
+        beat, accent = self._beats.step(rows, ix, env[:, -2], self._loud[ix], self._low[ix], frames)
+        self._loud[ix], self._low[ix] = loud, low
         out[:, _BEAT] = beat
         return out, beat, accent
 

@@ -1,0 +1,60 @@
+"""The streaming beat tracker on hard points of bench/beat_tracking.py's grid (issue 14: tempo within
+±2 % from 70 to 180 BPM), all songs side by side in one MusicFeatureBatch."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bridge.media.songs import Song, synthesize_song
+from bridge.pipelines.music_features import HOP, MusicFeatureBatch
+
+FPS = 60.0
+RATE = round(FPS * HOP)  # the analysis rate: no resampler
+SECONDS = 24.0
+WARM_UP = 8.0
+# (bpm, beats per bar, swing, seed, hats per beat the seed gives): the two misses docs/dance.md named
+# (85 BPM with loud straight eighth hats read as 170, 175 BPM 3/4 read as 77.5), eighth hats in 3/4 and
+# swung triplet hats at 70 BPM (read as 140 and 105), kick/snare alternation at 160 BPM (read as 80)
+# and 180 BPM 3/4 into a break that keeps only the downbeats (read as 60, the bar).
+CASES = [
+    (85.0, 4, 0.0, 4002, 2),
+    (175.0, 3, 0.0, 3006, 1),
+    (70.0, 3, 0.0, 3026, 2),
+    (70.0, 4, 1.0 / 3.0, 4033, 2),
+    (160.0, 4, 0.0, 4000, 1),
+    (180.0, 3, 0.0, 3001, 2),
+]
+
+
+def _songs() -> list[Song]:
+    songs = [synthesize_song(SECONDS, bpm, seed, RATE, meter, swing) for bpm, meter, swing, seed, _ in CASES]
+    assert [s.hats_per_beat for s in songs] == [c[4] for c in CASES]  # the case is what it says
+    return songs
+
+
+def test_tempo_meter_and_downbeat_on_hard_grid_points() -> None:
+    songs = _songs()
+    batch = MusicFeatureBatch(FPS)
+    streams = [batch.open(RATE) for _ in songs]
+    step = 15 * HOP  # a quarter second of audio per run
+    rows: list[list[np.ndarray]] = [[] for _ in songs]
+    tempo: list[list[float]] = [[] for _ in songs]
+    for start in range(0, songs[0].pcm.size - step + 1, step):
+        made = [s.feed(song.pcm[start : start + step]) for s, song in zip(streams, songs, strict=True)]
+        batch.run()
+        for i, (s, r) in enumerate(zip(streams, made, strict=True)):
+            rows[i].append(r)
+            if (start + step) / RATE > WARM_UP:
+                tempo[i].append(s.meter.tempo_bpm)
+    for song, s, t, fed in zip(songs, streams, tempo, rows, strict=True):
+        case = (song.bpm, song.beats_per_bar, song.swing)
+        error = np.abs(np.array(t) / song.bpm - 1.0)
+        assert error.max() <= 0.02, (case, float(error.max()))  # held at every estimate after warm-up
+        assert s.meter.beats_per_bar == song.beats_per_bar, case
+        # Detected beats land on true beats, and the latest one is in its true place in the bar.
+        beats = np.flatnonzero(np.concatenate(fed)[:, 34])
+        truth = np.round(song.beats * FPS)
+        late = beats[beats >= WARM_UP * FPS]
+        assert np.mean([np.abs(truth - b).min() <= 2 for b in late]) >= 0.9, case
+        last = int(np.argmin(np.abs(truth - beats[-1])))
+        assert s.meter.beat_in_bar == song.beat_in_bar[last], case
