@@ -13,7 +13,7 @@ Music, three held-out blocks, each with its own table:
   chords or lead; hip hop, waltz in 3/4, house, triplet swing, punk; 76-176 BPM) played by Debian's
   `fluidsynth` with `fluid-soundfont-gm`; the beats are the MIDI grid, known exactly. Skipped,
   saying so, without fluidsynth or the sound font;
-- real recordings that ship in Debian packages, 32.5 s each: `music_game.wav` from
+- real recordings that ship in Debian packages, about 32.5 s each: `music_game.wav` from
   `chromium-bsu-data` (Brian Redfern, Expat licence), a 6.5 s game-music loop played 5 times as the
   game loops it; and two excerpts of Michael Kievernagel's songs in `asc-music` (GPL-2+):
   `time_to_strike.mp3` from 20 s and `frontiers.mp3` from 200 s. Their beats are not known: they
@@ -21,9 +21,9 @@ Music, three held-out blocks, each with its own table:
   for the phase), independently of the dancer's causal tracker; the excerpts are where librosa's
   beat tracker agrees with that estimate (tempo, and ≥ 97 % of beats within 3 frames). A song whose
   package is missing is skipped, saying so.
-In the MIDI and real blocks the mismatched control dances to the next song of the block and is
-scored against this song's beats (every song has a different tempo); the synthetic block's control
-dances to a synthetic song at 120 (or 90) BPM.
+In the MIDI and real blocks the mismatched control needs no second dance: each song's motion is
+scored against the beats of every other song of the block (the mean over them; every song has a
+different tempo). The synthetic block's control dances to a synthetic song at 120 (or 90) BPM.
 
 `--video DIR` writes pictures of the committed student (realtime, ONNX) dancing to a held-out song
 (seed 9201, 112 BPM, 20 s): DIR/dance.bvh (for Blender), DIR/dance.mp4 (the skeleton from a front
@@ -344,7 +344,7 @@ def main() -> None:
                 print(f"\nreal recording {song.path} is missing (apt-get install {song.package}); skipped")
         real = [_real_clip(song, 9050 + n) for n, song in enumerate(REAL_SONGS) if song.path.exists()]
         if len(real) > 1:
-            title = f"real recordings: {len(real)} songs from Debian packages, {REAL_SECONDS} s each"
+            title = f"real recordings: {len(real)} songs from Debian packages, about {REAL_SECONDS} s each"
             report["real_recordings"] = _block(title, [(clip, None) for clip in real], dancers)
         elif real:
             print("\nreal recordings: only one is installed; the mismatched control needs two; skipped")
