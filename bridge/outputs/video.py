@@ -56,19 +56,29 @@ def _beat_marks(frames: int, fps: float, beats_s: npt.ArrayLike | None) -> npt.N
     return marks
 
 
-def _draw(ax: Axes, joints: F64, i: int, fps: float, beat: bool) -> None:
-    j = joints[i]
-    ax.clear()
-    for k, p in enumerate(PARENTS):
-        if p >= 0:
-            ax.plot([j[p, 0], j[k, 0]], [j[p, 1], j[k, 1]], "-", color="tab:blue", lw=3)
-    ax.plot([-1, 1], [j[:, 1].min() - 0.01] * 2, color="gray", lw=1)  # the floor under the lowest joint
-    cx = float(joints[:, 0, 0].mean())  # the camera looks at the dance's mean root, not each frame's
-    ax.set_xlim(cx - 1.0, cx + 1.0)
-    ax.set_ylim(-1.3, 0.7)
-    ax.set_aspect("equal")
-    ax.axis("off")
-    ax.set_title(f"{i / fps:5.2f} s" + ("  BEAT" if beat else ""), color="red" if beat else "black")
+class _Skeleton:
+    """The skeleton's artists on one axes, moved from frame to frame (cheaper than drawing anew)."""
+
+    def __init__(self, ax: Axes, joints: F64, fps: float) -> None:
+        self.joints, self.fps = joints, fps
+        self.bones = [(p, k) for k, p in enumerate(PARENTS) if p >= 0]
+        self.lines = [ax.plot([], [], "-", color="tab:blue", lw=3)[0] for _ in self.bones]
+        cx = float(joints[:, 0, 0].mean())  # the camera looks at the dance's mean root, not each frame's
+        self.floor = ax.plot([cx - 1.0, cx + 1.0], [0.0, 0.0], color="gray", lw=1)[0]
+        ax.set_xlim(cx - 1.0, cx + 1.0)
+        ax.set_ylim(-1.3, 0.7)
+        ax.set_aspect("equal")
+        ax.axis("off")
+        self.title = ax.set_title("")
+
+    def show(self, i: int, beat: bool) -> None:
+        j = self.joints[i]
+        for line, (p, k) in zip(self.lines, self.bones, strict=True):
+            line.set_data([j[p, 0], j[k, 0]], [j[p, 1], j[k, 1]])
+        floor = float(j[:, 1].min()) - 0.01  # under the lowest joint
+        self.floor.set_ydata([floor, floor])
+        self.title.set_text(f"{i / self.fps:5.2f} s" + ("  BEAT" if beat else ""))
+        self.title.set_color("red" if beat else "black")
 
 
 def write_dance_video(
@@ -103,10 +113,10 @@ def write_dance_video(
             cmd += ["-c:v", "libx264", "-pix_fmt", "yuv420p", "-c:a", "aac", "-shortest", str(path)]
             with subprocess.Popen(cmd, stdin=subprocess.PIPE, stderr=subprocess.PIPE) as ff:
                 assert ff.stdin is not None
-                ax = fig.add_subplot()
+                skeleton = _Skeleton(fig.add_subplot(), j, fps)
                 try:
                     for i in range(0, len(j), step):
-                        _draw(ax, j, i, fps, bool(marks[i]))
+                        skeleton.show(i, bool(marks[i]))
                         fig.canvas.draw()
                         ff.stdin.write(bytes(fig.canvas.buffer_rgba()))  # type: ignore[attr-defined]
                 except BrokenPipeError:
@@ -133,7 +143,7 @@ def write_contact_sheet(
     sheet = plt.figure(figsize=(1.5 * len(frames), 3), dpi=80)
     try:
         for n, i in enumerate(frames):
-            _draw(sheet.add_subplot(1, len(frames), n + 1), j, i, fps, bool(marks[i]))
+            _Skeleton(sheet.add_subplot(1, len(frames), n + 1), j, fps).show(i, bool(marks[i]))
         path.parent.mkdir(parents=True, exist_ok=True)
         sheet.savefig(path)
     finally:
