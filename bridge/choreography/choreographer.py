@@ -23,10 +23,10 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from bridge.choreography.moves import MOVES, base_pose, knee_bend
+from bridge.choreography.moves import MOVES, knee_bend
 from bridge.choreography.styles import STYLES
 from bridge.pipelines.music_features import MeterTracker
-from bridge.rig.forward_kinematics import forward_kinematics
+from bridge.rig.foot_plant import feet, plant_root
 from bridge.rig.rotations import axis_angle_to_quat, quat_to_axis_angle
 from bridge.rig.smpl import JOINT_LIMIT_ROWS, NUM_JOINTS
 
@@ -34,8 +34,6 @@ __all__ = ["STATE_SIZE", "Choreographer", "choreograph"]
 
 F64 = npt.NDArray[np.float64]
 _MOVE_NAMES = tuple(MOVES)
-_TOES = (10, 11)
-_ANKLES = (7, 8)
 _ENV, _MFCC, _BEAT = 0, slice(1, 21), 34
 
 
@@ -69,15 +67,6 @@ def _slerp(a: F64, b: F64, w: F64) -> F64:
     ka = np.where(small, 1 - ww, np.sin((1 - ww) * theta) / np.where(small, 1, s))
     kb = np.where(small, ww, np.sin(ww * theta) / np.where(small, 1, s))
     return np.asarray(quat_to_axis_angle(ka * qa + kb * qb), np.float64)
-
-
-def _ground() -> float:
-    """Height of the lowest contact point of the neutral stance with the root at the origin: the floor."""
-    joints = forward_kinematics(base_pose(1))[0]
-    return float(joints[list(_TOES + _ANKLES), 1].min())
-
-
-_GROUND = _ground()
 
 
 class Choreographer:
@@ -189,21 +178,23 @@ class Choreographer:
         return flat.reshape(n, NUM_JOINTS, 3), np.where(w >= 0.5, swing_new, swing_old).astype(np.float64)
 
     def _plant(self, pose: F64, swing: F64) -> F64:
-        """Root translation per frame that keeps the weight-bearing foot where it was put down."""
+        """Root translation per frame that keeps the weight-bearing foot (the leg that does not swing)
+        where it was put down (bridge.rig.foot_plant, shared with the served post-processing)."""
         s = self.state
-        local = forward_kinematics(pose)  # root at the origin
-        contact_y = np.minimum(local[:, _TOES, 1], local[:, _ANKLES, 1])  # (T, 2) per foot
-        toes = local[:, _TOES]
+        toes, contact_y = feet(axis_angle_to_quat(pose))
         root = np.zeros((pose.shape[0], 3))
-        plant = s[_F["plant"]].reshape(2, 3)
+        plant = s[_F["plant"]].reshape(1, 2, 3)
+        first = s[_F["t"]][0] - pose.shape[0]  # the frame index of pose[0]; 0: the dance starts now
         for i in range(pose.shape[0]):
-            prev_root = s[_F["root"]]
             stance = int(s[_F["stance"]][0]) if swing[i] < 0 else 1 - int(swing[i])
-            if stance != int(s[_F["stance"]][0]) or s[_F["t"]][0] - pose.shape[0] + i == 0:
-                for foot in (0, 1) if s[_F["t"]][0] - pose.shape[0] + i == 0 else (stance,):
-                    plant[foot] = prev_root + toes[i, foot]
-            r = plant[stance] - toes[i, stance]
-            r[1] = _GROUND - float(contact_y[i].min())
+            replant = np.zeros((1, 2), bool)
+            if first + i == 0:
+                replant[:] = True
+            elif stance != int(s[_F["stance"]][0]):
+                replant[0, stance] = True
+            r = plant_root(
+                toes[i : i + 1], contact_y[i : i + 1], np.array([stance]), replant, plant, s[None, _F["root"]]
+            )[0]
             root[i] = r
             s[_F["root"]] = r
             s[_F["stance"]] = stance

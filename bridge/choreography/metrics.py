@@ -21,7 +21,16 @@ from scipy.signal import argrelextrema
 
 from bridge.rig.forward_kinematics import forward_kinematics
 
-__all__ = ["beat_align_score", "diversity", "foot_skating", "jerk", "joints_of", "kinematic_beats", "pfc"]
+__all__ = [
+    "beat_align_score",
+    "diversity",
+    "foot_skating",
+    "jerk",
+    "joints_of",
+    "kinematic_beats",
+    "pfc",
+    "planted",
+]
 
 F64 = npt.NDArray[np.float64]
 _FEET = (7, 8, 10, 11)  # ankles and toes
@@ -32,6 +41,26 @@ def joints_of(poses: npt.ArrayLike) -> F64:
     """(T, 75) poses → (T, 24, 3) world joint positions."""
     p = np.asarray(poses, np.float64)
     return forward_kinematics(p[:, :72].reshape(-1, 24, 3), p[:, 72:75])
+
+
+def planted(poses: npt.ArrayLike) -> F64:
+    """(B, T, 75) raw model poses → the same poses as served with foot planting: each frame through
+    the motion post-processing (guard, joint limits, planted feet; no low-pass), the rows of one
+    call as sessions; the root translation is the planted one."""
+    from bridge.pipelines.motion_post import MotionPost  # the served post, not a copy of its rules
+    from bridge.pipelines.output_guard import GuardStats
+    from bridge.rig.rotations import quat_to_axis_angle
+
+    p = np.asarray(poses, np.float32)
+    b, t = p.shape[:2]
+    post = MotionPost(GuardStats(), 1.0 / 60.0, foot_plant=True)
+    slots = np.arange(b)
+    post.prepare(b, slots)
+    quats, out = np.empty((b, t, 24, 4), np.float32), np.empty((b, t, 75), np.float64)
+    for i in range(t):
+        quats[:, i], out[:, i, 72:], _ = post.step(slots, p[:, i], np.zeros(b, np.float32))
+    out[..., :72] = np.asarray(quat_to_axis_angle(quats), np.float64).reshape(b, t, 72)
+    return out
 
 
 def kinematic_beats(joints: F64) -> npt.NDArray[np.int64]:

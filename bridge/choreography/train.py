@@ -5,22 +5,36 @@ meters, swing and timbres from each song's seed, styles cycled; features from th
 streaming extractor exactly as served (bridge.pipelines.music_features at 48 kHz); the target is the
 choreographer's motion on those features (dancer seed 0, the bench's teacher).
 
-Why the student ignores `pose.previous`: a step model fed the previous *target* pose in training
-learns to copy it and drifts once it runs on its own outputs (the first run: MSE 0.005, BAS 0.05).
-The choreographer's motion is a causal function of the music alone, so the student is trained to be
-one too: its pose projection is zero and frozen (the served input is still there, multiplied by
-zero), and its own h/c state carries the beat phase and the move. Then the realtime loop that feeds
-each output back runs exactly what was trained — no exposure bias, nothing to drift — and a whole
-window trains in one cuDNN call. Loss: pose MSE plus velocity and acceleration MSE (each over the
-target's variance), so the timing of the motion, which the Beat Align Score reads, is learnt and not
-only its average pose. The 35 raw features (MFCC 0 is about -400 ± 140) are standardised with the
-training set's mean and spread, and that standardisation is folded into the first LSTM layer's input
-weights at the end, so the exported graph is the untrained model's graph. Validation: BAS on songs
-with seeds the data and the bench never use; the best checkpoint is kept. Writes DIR/dance_lstm.pt
-({"state_dict", "training"}: what `python -m bridge.choreography.export --weights` exports) and
-DIR/training.json (the same record with the loss log). Deterministic for a seed on the CPU; a GPU
-run reproduces within float tolerance, not bit for bit. `--cache` saves the generated data for
-reruns with other settings.
+Targets: the teacher's 72 joint angles and its root height; its horizontal root translation (which
+wanders over the floor as the planted feet carry it, and no model can know from the music) is not a
+target (zero): the served post-processing plants the student's feet the same way (the manifest's
+`post_processing: ["foot_plant"]`, bridge.rig.foot_plant), so the student only has to say how the
+body moves. Loss: pose MSE plus velocity and acceleration MSE (each over the target's variance), so
+the timing of the motion, which the Beat Align Score reads, is learnt and not only its average pose;
+`--feet` adds the velocity MSE of the ankles and toes relative to the pelvis (forward kinematics of
+the leg chains), which is what makes planted feet slide.
+
+Two ways to give the student `pose.previous` (`--pose-input`):
+- `blind`: the pose projection is zero and frozen (the served input is still there, multiplied by
+  zero); the student dances from the music and its own h/c state, so the realtime loop that feeds
+  each output back runs exactly what was trained and a whole window trains in one cuDNN call.
+- `fed`: teacher forcing on the previous target pose with input noise (`--pose-noise`, a fraction of
+  each value's spread) and scheduled sampling: `--passes` passes over each window, each later pass
+  feeding, with probability rising linearly to `--sampling` over the first half of training, the
+  previous pass's own prediction of the previous frame instead of the target (a pass is one cuDNN
+  call: the previous pose enters every step's input; for T=1 that is the served graph). The
+  student can then read its beat phase and its move from its own last pose, as the served loop
+  feeds it back. (The served graph conditions a T>1 call on the pose before the call, so offline
+  chunks of such a model see one previous pose per chunk: `avatar-bridge dance` steps T=1.)
+
+The 35 raw features (MFCC 0 is about -400 ± 140) are standardised with the training set's mean and
+spread, and that standardisation is folded into the first LSTM layer's input weights at the end, so
+the exported graph is the untrained model's graph. Validation: BAS of the free-running student
+(T=1 steps, each output fed back, feet planted as served) on songs with seeds the data and the bench
+never use; the best checkpoint is kept. Writes DIR/dance_lstm.pt ({"state_dict", "training"}: what
+`python -m bridge.choreography.export --weights` exports) and DIR/training.json (the same record
+with the loss log). Deterministic for a seed on the CPU; a GPU run reproduces within float
+tolerance, not bit for bit. `--cache` saves the generated data for reruns with other settings.
 """
 
 from __future__ import annotations
@@ -38,9 +52,10 @@ import numpy.typing as npt
 import torch
 
 from bridge.choreography.choreographer import choreograph
-from bridge.choreography.metrics import beat_align_score, joints_of
+from bridge.choreography.metrics import beat_align_score, joints_of, planted
 from bridge.media.songs import synthesize_song
 from bridge.models.motion import AIST_STYLES, N_FEATURES, DanceLSTM
+from bridge.rig.smpl import PARENTS, REST_OFFSETS
 
 __all__ = ["VALIDATION_SEED", "blind_to_pose", "fold_standardisation", "make_clip", "train"]
 
@@ -51,7 +66,8 @@ BURN_IN = 60  # frames of each training window that only warm the state up
 DATA = (
     "synthetic songs from bridge.media.songs (tempo uniform 70-180 BPM, 4/4 and 3/4, swing, 4 timbres, "
     "8-bar sections; song seeds 0..songs-1), features from bridge.pipelines.music_features at 48 kHz as "
-    "served, targets from bridge.choreography.choreograph (dancer seed 0, styles cycled)"
+    "served, targets from bridge.choreography.choreograph (dancer seed 0, styles cycled): its 72 joint "
+    "angles and root height, no horizontal root translation (the served post plants the feet)"
 )
 
 
@@ -97,30 +113,68 @@ def fold_standardisation(model: DanceLSTM, mean: torch.Tensor, std: torch.Tensor
         b -= w[:, :N_FEATURES] @ mean
 
 
+_LEGS = (0, 1, 2, 4, 5, 7, 8, 10, 11)  # pelvis, hips, knees, ankles, toes (bridge.rig.smpl order)
+_FEET = (5, 6, 7, 8)  # ankles and toes among _LEGS
+
+
+def _rotations(v: torch.Tensor) -> torch.Tensor:
+    """Axis-angle (..., 3) → rotation matrices (..., 3, 3) (Rodrigues, stable at zero)."""
+    theta = torch.sqrt((v * v).sum(-1) + 1e-12)[..., None, None]  # no NaN gradient at zero
+    x, y, z = v.unbind(-1)
+    o = torch.zeros_like(x)
+    k = torch.stack([o, -z, y, z, o, -x, -y, x, o], dim=-1).reshape(*v.shape[:-1], 3, 3)
+    a = torch.sinc(theta / torch.pi)  # sin θ / θ
+    b = 0.5 * torch.sinc(theta / (2 * torch.pi)) ** 2  # (1 - cos θ) / θ²
+    return torch.eye(3, device=v.device) + a * k + b * (k @ k)
+
+
+def _feet(pose: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
+    """Ankle and toe positions (..., 4, 3) relative to the pelvis, from poses (..., 75)."""
+    r = _rotations(pose[..., :72].reshape(*pose.shape[:-1], 24, 3)[..., list(_LEGS), :])
+    world_r, world_p = [r[..., 0, :, :]], [torch.zeros_like(pose[..., :3])]
+    for i, j in enumerate(_LEGS[1:], start=1):
+        parent = _LEGS.index(PARENTS[j])
+        world_p.append(world_p[parent] + (world_r[parent] @ offsets[i, :, None])[..., 0])
+        world_r.append(world_r[parent] @ r[..., i, :, :])
+    return torch.stack([world_p[i] for i in _FEET], dim=-2)
+
+
+def _fed_forward(
+    model: DanceLSTM, f: torch.Tensor, prev: torch.Tensor, style: torch.Tensor, h0: torch.Tensor
+) -> torch.Tensor:
+    """DanceLSTM's forward with a previous pose per step (B, T, 75) instead of one per call: for
+    T=1 this is the served graph."""
+    emb = model.style_embedding(style)[:, None].expand(-1, f.shape[1], -1)
+    cond = torch.cat([emb, torch.tanh(model.pose_projection(prev))], dim=-1)
+    state = (h0.transpose(0, 1).contiguous(), h0.transpose(0, 1).contiguous())
+    y, _ = model.lstm(torch.cat([f, cond], dim=-1), state)
+    return model.pose_limit * torch.tanh(model.head(y))
+
+
 def _scores(
     model: DanceLSTM,
     clips: list[tuple[F32, F32, int, npt.NDArray[np.int64]]],
     norm: tuple[torch.Tensor, torch.Tensor],
 ) -> float:
-    """Mean BAS of the student on whole clips (one call each: for a pose-blind model this is exactly
-    the realtime loop)."""
+    """Mean BAS of the free-running student on whole clips, as served: T=1 steps with each output
+    fed back as the previous pose, feet planted by the served post-processing."""
     device = next(model.parameters()).device
-    out = []
     model.eval()
     with torch.no_grad():
-        for rows, _, style, beats in clips:
-            f = (torch.tensor(rows, device=device) - norm[0]) / norm[1]
-            h, c = model.zero_state(1)
-            pose = model(
-                f[None],
-                torch.zeros(1, 75, device=device),
-                torch.tensor([style], device=device),
-                h.to(device),
-                c.to(device),
-            )[0]
-            b = beats[(beats > WARMUP) & (beats < len(rows) - 10)] - WARMUP
-            out.append(beat_align_score(joints_of(pose[0].cpu().numpy())[WARMUP:], b))
+        f = (torch.tensor(np.stack([c[0] for c in clips]), device=device) - norm[0]) / norm[1]
+        style = torch.tensor([c[2] for c in clips], device=device)
+        h, c = (s.to(device) for s in model.zero_state(len(clips)))
+        prev, poses = torch.zeros(len(clips), 75, device=device), []
+        for t in range(f.shape[1]):
+            out, h, c = model(f[:, t : t + 1], prev, style, h, c)
+            prev = out[:, 0]
+            poses.append(prev)
+        served = planted(torch.stack(poses, dim=1).cpu().numpy())
     model.train()
+    out = []
+    for pose, (rows, _, _, beats) in zip(served, clips, strict=True):
+        b = beats[(beats > WARMUP) & (beats < len(rows) - 10)] - WARMUP
+        out.append(beat_align_score(joints_of(pose)[WARMUP:], b))
     return float(np.mean(out))
 
 
@@ -137,6 +191,12 @@ def train(
     velocity: float = 1.0,
     acceleration: float = 0.5,
     cache: Path | None = None,
+    hidden: int = 256,
+    pose_input: str = "blind",
+    pose_noise: float = 0.2,
+    passes: int = 2,
+    sampling: float = 0.5,
+    feet: float = 0.0,
 ) -> Path:
     torch.manual_seed(seed)
     t0 = time.time()
@@ -157,6 +217,7 @@ def train(
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     feats = torch.tensor(feats_np, device=device)
     poses = torch.tensor(poses_np, device=device)
+    poses[..., [72, 74]] = 0.0  # no horizontal root target: the served post plants the feet
     styles = torch.tensor(styles_np, device=device)
     mean = feats.reshape(-1, N_FEATURES).mean(0)
     std = feats.reshape(-1, N_FEATURES).std(0) + 1e-3
@@ -164,11 +225,16 @@ def train(
     pos_var = poses.var(dim=(0, 1)).mean()
     vel_var = poses.diff(dim=1).var(dim=(0, 1)).mean()
     acc_var = poses.diff(n=2, dim=1).var(dim=(0, 1)).mean()
-    model = DanceLSTM()
+    model = DanceLSTM(hidden=hidden)
     with torch.no_grad():
         model.pose_limit.copy_(poses.abs().amax(dim=(0, 1)).cpu() * 1.1 + 0.02)
-    blind_to_pose(model)
+    fed = pose_input == "fed"
+    if not fed:
+        blind_to_pose(model)
     model.to(device)
+    pose_std = poses.reshape(-1, 75).std(0)
+    offsets = torch.tensor(REST_OFFSETS[list(_LEGS)], dtype=torch.float32, device=device)
+    feet_var = _feet(poses[:8], offsets).diff(dim=1).var(dim=(0, 1)).mean()
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.Adam(params, lr=lr)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, lr, total_steps=max(steps, 1), pct_start=0.05)
@@ -186,6 +252,10 @@ def train(
         "hours": round(hours, 2),
         "seed": seed,
         "steps": steps,
+        "hidden": hidden,
+        "pose_input": pose_input,
+        **({"pose_noise": pose_noise, "passes": passes, "sampling": sampling} if fed else {}),
+        **({"feet": feet} if feet else {}),
         "validation_bas": best,
         "log": log,
         "device": str(device),
@@ -198,14 +268,30 @@ def train(
         start = torch.where(torch.rand(batch, generator=gen, device=device) < 0.25, 0, start)
         rows = start[:, None] + torch.arange(window, device=device)[None]
         f, y = feats[idx[:, None], rows], poses[idx[:, None], rows]
-        pred = model(f, zero_pose, styles[idx], h0, h0)[0][:, BURN_IN:]
+        if fed:
+            # The previous target pose (zeros before a song's first frame, as a session starts), noisy.
+            prev = torch.where((rows > 0)[..., None], poses[idx[:, None], (rows - 1).clamp_min(0)], 0.0)
+            prev = prev + pose_noise * pose_std * torch.randn(prev.shape, generator=gen, device=device)
+            p_own = min(1.0, 2.0 * step / max(steps, 1)) * sampling
+            for _ in range(passes - 1):
+                with torch.no_grad():
+                    own = _fed_forward(model, f, prev, styles[idx], h0)
+                own = torch.cat([prev[:, :1], own[:, :-1]], dim=1)  # its prediction of the frame before
+                take = torch.rand(prev.shape[:2], generator=gen, device=device)[..., None] < p_own
+                prev = torch.where(take, own, prev)
+            pred = _fed_forward(model, f, prev, styles[idx], h0)[:, BURN_IN:]
+        else:
+            pred = model(f, zero_pose, styles[idx], h0, h0)[0][:, BURN_IN:]
         y = y[:, BURN_IN:]
         lp = ((pred - y) ** 2).mean() / pos_var
         lv = ((pred.diff(dim=1) - y.diff(dim=1)) ** 2).mean() / vel_var
         la = ((pred.diff(n=2, dim=1) - y.diff(n=2, dim=1)) ** 2).mean() / acc_var
         loss = lp + velocity * lv + acceleration * la
+        if feet:  # the feet's motion relative to the pelvis: what the planted root cannot hide
+            lf = ((_feet(pred, offsets).diff(dim=1) - _feet(y, offsets).diff(dim=1)) ** 2).mean() / feet_var
+            loss = loss + feet * lf
         opt.zero_grad()
-        loss.backward()
+        torch.autograd.backward(loss)
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         opt.step()
         sched.step()
@@ -241,7 +327,7 @@ def train(
 def _save(model: DanceLSTM, mean: torch.Tensor, std: torch.Tensor, path: Path, info: dict[str, Any]) -> None:
     """A CPU copy of `model` with the standardisation folded in, and how it was made (what
     bridge.choreography.export puts in the manifest)."""
-    copy = DanceLSTM()
+    copy = DanceLSTM(hidden=model.hidden)
     copy.load_state_dict({k: v.cpu() for k, v in model.state_dict().items()})
     fold_standardisation(copy, mean.cpu(), std.cpu())
     training = {k: v for k, v in info.items() if k != "log"}
@@ -264,6 +350,12 @@ def main() -> None:
     ap.add_argument(
         "--cache", type=Path, default=None, help="reuse (or write) the generated data here (.npz)"
     )
+    ap.add_argument("--hidden", type=int, default=256, help="LSTM hidden size (the h/c state width)")
+    ap.add_argument("--pose-input", choices=("blind", "fed"), default="blind", help="see above")
+    ap.add_argument("--pose-noise", type=float, default=0.2, help="fed: noise on the previous pose")
+    ap.add_argument("--passes", type=int, default=2, help="fed: scheduled-sampling passes per window")
+    ap.add_argument("--sampling", type=float, default=0.5, help="fed: final share of own predictions")
+    ap.add_argument("--feet", type=float, default=0.0, help="weight of the feet's velocity loss")
     a = ap.parse_args()
     a.out.mkdir(parents=True, exist_ok=True)
     print(
@@ -280,6 +372,12 @@ def main() -> None:
             a.velocity,
             a.acceleration,
             a.cache,
+            a.hidden,
+            a.pose_input,
+            a.pose_noise,
+            a.passes,
+            a.sampling,
+            a.feet,
         )
     )
 

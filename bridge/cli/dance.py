@@ -4,7 +4,8 @@ Offline, no server: each file is decoded as `serve --audio` decodes it (bridge.s
 features of all songs come from one `MusicFeatureBatch` (the served extractor), and every frame step
 is one batched engine call over all songs still playing, through the motion pipeline's own
 `run_batch` (state slots, `pose.previous` from the guard) and its post-processing (`post.step`:
-guard, joint limits, low-pass). A song that has ended leaves the batch (its rows are masked out, not
+guard, joint limits, the `--text` energy, low-pass, and the planted feet the model's manifest asks
+for). A song that has ended leaves the batch (its rows are masked out, not
 padded into the call). More songs than the engine's largest batch run in groups of that size.
 Writes DIR/<song>.bvh per song and DIR/summary.json.
 """
@@ -81,6 +82,7 @@ def dance_songs(
     style: str = DEFAULT_STYLE,
     smoothing: float = DEFAULT_SMOOTHING,
     progress: bool = False,
+    energy: float = 1.0,
 ) -> list[Danced]:
     """Dance every (pcm, rate) song with `engine`; one engine call per frame step per group of songs."""
     pipeline = MotionPipeline(engine)
@@ -91,7 +93,8 @@ def dance_songs(
     results: list[Danced] = []
     for start in range(0, len(songs), pipeline.max_batch):
         group = range(start, min(start + pipeline.max_batch, len(songs)))
-        states = [pipeline.open_session({"style": style, "smoothing": smoothing}) for _ in group]
+        options = {"style": style, "smoothing": smoothing, "energy": energy}
+        states = [pipeline.open_session(options) for _ in group]
         lengths = np.array([len(rows[i]) for i in group])
         frames = int(lengths.max(initial=0))
         # Padded to the longest song of the group; each song's rows past its end are never filled.
@@ -99,12 +102,15 @@ def dance_songs(
         root = np.zeros((len(group), frames, 3), np.float32)
         held = np.zeros(len(group), np.int64)
         alpha = np.array([s.alpha for s in states], np.float32)
+        energies = np.array([s.energy for s in states], np.float32)
         for t in range(frames):
             live = np.flatnonzero(lengths > t)  # songs that have ended are masked out of the call
             steps = [Step(rows[group[k]][t : t + 1], t, 0) for k in live]
             result = pipeline.run_batch([states[k] for k in live], steps)
             slots = np.array([states[k].slot.index for k in live], np.int64)
-            joints[live, t], root[live, t], bad = pipeline.post.step(slots, result.rows[:, 0], alpha[live])
+            joints[live, t], root[live, t], bad = pipeline.post.step(
+                slots, result.rows[:, 0], alpha[live], energies[live]
+            )
             held[live] += bad
             done += len(live)
             if progress:
@@ -132,10 +138,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    style = args.style or DEFAULT_STYLE
+    style, energy = args.style or DEFAULT_STYLE, 1.0
     if args.text is not None:
-        # The trained model takes a style only: the instruction's energy word is not used here.
-        style, _ = style_for_text(args.text)
+        # The model takes the style; the instruction's energy word scales the motion's amplitude
+        # in the post-processing (the session option `energy`).
+        style, energy = style_for_text(args.text)
     t0 = time.perf_counter()
     try:
         songs = [read_song(path) for path in args.songs]
@@ -147,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
         (args.engines or default_engines_dir()) / MANIFEST, backend="onnxruntime", warmup=False
     )
     try:
-        danced = dance_songs(engine, songs, style, args.smoothing, progress=True)
+        danced = dance_songs(engine, songs, style, args.smoothing, progress=True, energy=energy)
     except ProtocolError as exc:  # an unknown style or a smoothing out of range
         print(f"dance: {exc}", file=sys.stderr)
         return 2
@@ -173,7 +180,7 @@ def run(args: argparse.Namespace) -> int:
             }
         )
         print(f"{bvh}: {len(d.joints)} frames, {len(pcm) / rate:.1f} s, {d.tempo:.1f} BPM")
-    summary = {"style": style, "model": engine.manifest.name, "songs": written}
+    summary = {"style": style, "energy": energy, "model": engine.manifest.name, "songs": written}
     summary |= {"decode_s": t_read - t0, "wall_s": wall}
     (args.out / "summary.json").write_text(json.dumps(summary, indent=2))
     print(f"{len(danced)} songs in {wall:.1f} s; summary in {args.out / 'summary.json'}")

@@ -28,6 +28,7 @@ import torch
 from bridge.models.face import DECA_LAYOUT, DECA_PARAMS, build_emoca_size, build_face_small
 from bridge.models.motion import AIST_STYLES, N_FEATURES, N_JOINT_VALUES, N_POSE, DanceLSTM, build_dance_lstm
 from bridge.runtime.manifest import (
+    FOOT_PLANT,
     ModelManifest,
     Profile,
     StatePair,
@@ -46,8 +47,9 @@ UNTRAINED = (
 )
 TRAINED_DANCE = (
     "Our own model, distilled from our rule-based choreographer (bridge.choreography) on our own "
-    "synthetic songs; no mocap or dance data set. It ignores pose.previous (zero weights) and dances "
-    "from the music and its h/c state; see the training field and docs/dance.md."
+    "synthetic songs; no mocap or dance data set. Its horizontal root translation is not trained: "
+    "the post-processing plants its feet (post_processing: foot_plant); see the training field and "
+    "docs/dance.md."
 )
 IMAGE = (3, 224, 224)
 
@@ -259,10 +261,12 @@ def export_dance_lstm(
                 profile("offline", (1, 16), (4, 64), (8, 128)),
             ),
             description=(
-                "2-layer LSTM (hidden 256) music-to-dance step with explicit h/c state; AIST++ layout "
-                f"(60 FPS, 35 music features, 24 SMPL joints axis-angle + root translation). {what}"
+                f"2-layer LSTM (hidden {model.hidden}) music-to-dance step with explicit h/c state; "
+                "AIST++ layout (60 FPS, 35 music features, 24 SMPL joints axis-angle + root "
+                f"translation). {what}"
             ),
             styles=AIST_STYLES,
+            post_processing=() if trained is None else (FOOT_PLANT,),
             training=training or {},
         )
     )

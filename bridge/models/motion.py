@@ -117,6 +117,7 @@ def build_dance_lstm(seed: int = 0) -> DanceLSTM:
 
 def load_dance_lstm(path: Path) -> DanceLSTM:
     """Trained weights from a checkpoint of bridge.choreography.train ({"state_dict", "training"})."""
-    model = DanceLSTM()
-    model.load_state_dict(torch.load(path, weights_only=True)["state_dict"])
+    state = torch.load(path, weights_only=True)["state_dict"]
+    model = DanceLSTM(hidden=int(state["lstm.weight_hh_l0"].shape[1]))
+    model.load_state_dict(state)
     return model.eval()

@@ -25,7 +25,7 @@ import numpy as np
 
 from bridge.filters.low_pass import smoothing_factor, time_constant
 from bridge.pipelines.base import BatchResult, FailedRow, Pipeline, Step
-from bridge.pipelines.motion_post import create_motion_post
+from bridge.pipelines.motion_post import ENERGY_RANGE, create_motion_post
 from bridge.pipelines.music_features import MusicFeatureBatch, MusicFeatureStream
 from bridge.pipelines.options import check_options
 from bridge.pipelines.output_guard import RESTART_AFTER
@@ -59,6 +59,7 @@ class MotionState:
     offline: bool
     options: dict[str, Any]  # what it was opened with, to rebuild it on a hot restart
     features: MusicFeatureStream | None = None
+    energy: float = 1.0  # amplitude around the neutral stance (bridge.pipelines.motion_post)
 
 
 def smoothing_cutoff_hz(smoothing: float, fps: float) -> float:
@@ -81,7 +82,9 @@ class MotionPipeline(Pipeline[MotionState, np.ndarray]):
         self.music = MusicFeatureBatch(self.fps)
 
     def open_session(self, options: dict[str, Any]) -> MotionState:
-        check_options(self.name, options, {"style": str, "smoothing": (float, int), "mode": str})
+        check_options(
+            self.name, options, {"style": str, "smoothing": (float, int), "mode": str, "energy": (float, int)}
+        )
         styles = self.engine.manifest.styles
         style = options.get("style", DEFAULT_STYLE if DEFAULT_STYLE in styles else styles[0])
         if style not in styles:
@@ -96,6 +99,12 @@ class MotionPipeline(Pipeline[MotionState, np.ndarray]):
             raise ProtocolError(
                 ErrorCode.BAD_VALUE, f"motion: mode must be one of {', '.join(MODES)}, got '{mode}'"
             )
+        energy = float(options.get("energy", 1.0))
+        if not ENERGY_RANGE[0] <= energy <= ENERGY_RANGE[1]:
+            raise ProtocolError(
+                ErrorCode.BAD_VALUE,
+                f"motion: energy must be in [{ENERGY_RANGE[0]}, {ENERGY_RANGE[1]}], got {energy}",
+            )
         cutoff = smoothing_cutoff_hz(smoothing, self.fps)
         return MotionState(
             style=styles.index(style),
@@ -103,6 +112,7 @@ class MotionPipeline(Pipeline[MotionState, np.ndarray]):
             alpha=smoothing_factor(time_constant(cutoff), 1.0 / self.fps) if smoothing > 0 else 0.0,
             offline=mode == "offline",
             options=options,
+            energy=energy,
         )
 
     def rig(self, state: MotionState) -> BodyRig:
@@ -173,6 +183,7 @@ class MotionPipeline(Pipeline[MotionState, np.ndarray]):
         n, length = pose.shape[:2]
         slots = _slots(states)
         alpha = np.fromiter((s.alpha for s in states), np.float32, n)
+        energy = np.fromiter((s.energy for s in states), np.float32, n)
         # The wire's ranges (docs/protocol.md): seq is any uint64, t_capture_ns is at most 2^63 - 1.
         input_seqs = np.fromiter((s.input_seq for s in steps), np.uint64, n)
         capture_ns = np.fromiter((s.t_capture_ns for s in steps), np.int64, n)
@@ -182,7 +193,9 @@ class MotionPipeline(Pipeline[MotionState, np.ndarray]):
             joints = np.empty((m, length, smpl.NUM_JOINTS, 4), np.float32)
             root = np.empty((m, length, 3), np.float32)
             for t in range(length):
-                joints[:, t], root[:, t], _ = self.post.step(slots[rows], pose[rows, t], alpha[rows])
+                joints[:, t], root[:, t], _ = self.post.step(
+                    slots[rows], pose[rows, t], alpha[rows], energy[rows]
+                )
             ids, first = sessions[rows], np.asarray(seqs[rows], np.uint64)
 
             def encode(i: slice) -> list[Sequence[bytes]]:

@@ -1,20 +1,26 @@
 """Motion post-processing for a whole batch at once: output guard, joint clamp, axis-angle -> quaternion,
-low-pass. One numpy pass per step over every session in the batch, no Python loop per session.
+low-pass, and, where the model's manifest asks for it (`post_processing: ["foot_plant"]`), planted
+feet. One numpy pass per step over every session in the batch, no Python loop per session.
 
 Per-session filter and guard state lives in rows indexed by the session's state slot (the same
 `SlotPool` index as its recurrent state), so a batch gathers and scatters it by index. Each rule is
 a per-session one applied row-wise (the tests keep those per-session versions as oracles, in
 tests/oracles/): a bad output is replaced by the session's last good one, a good one is clamped to
-the joint limits and a root speed; the filters are second order with sign continuity.
+the joint limits and a root speed; the filters are second order with sign continuity. Foot planting
+(bridge.rig.foot_plant, the choreographer's rule) replaces the root translation of the filtered pose:
+the stance foot is the lower one (with hysteresis), it stays where it was put down, and the lowest
+foot contact is on the floor; a model that asks for it is one whose own root translation slides.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
+from bridge.choreography.moves import base_pose
 from bridge.pipelines.output_guard import (
     ANGLE_MARGIN_RAD,
     GROSS_ROOT_SPEED_M_S,
@@ -22,17 +28,25 @@ from bridge.pipelines.output_guard import (
     GuardStats,
 )
 from bridge.rig import smpl
+from bridge.rig.foot_plant import feet, lower_foot, plant_root
 from bridge.rig.rotations import axis_angle_to_quat
 from bridge.rig.smpl import JOINT_LIMIT_ROWS
 from bridge.runtime.engine import Engine
+from bridge.runtime.manifest import FOOT_PLANT
 
 __all__ = ["BatchPost", "MotionPost", "create_motion_post"]
+
+log = logging.getLogger(__name__)
 
 F32 = npt.NDArray[np.float32]
 ANGLES = smpl.NUM_JOINTS * 3
 POSE_DIM = ANGLES + 3
 _LO, _HI = JOINT_LIMIT_ROWS[:, 0], JOINT_LIMIT_ROWS[:, 1]
 _GROSS_LO, _GROSS_HI = _LO - ANGLE_MARGIN_RAD, _HI + ANGLE_MARGIN_RAD  # beyond these an output is bad
+# The session option `energy` scales each joint angle's distance from the dance's neutral stance
+# (arms down, knees soft: bridge.choreography.moves.base_pose), within the joint limits.
+NEUTRAL = base_pose(1).reshape(ANGLES).astype(np.float32)
+ENERGY_RANGE = (0.25, 2.0)
 
 
 class BatchPost(Protocol):
@@ -49,7 +63,7 @@ class BatchPost(Protocol):
     def restart_due(self, slots: npt.NDArray[np.int64], after: int) -> npt.NDArray[np.bool_]: ...
 
     def step(
-        self, slots: npt.NDArray[np.int64], pose: F32, alpha: F32
+        self, slots: npt.NDArray[np.int64], pose: F32, alpha: F32, energy: F32 | None = None
     ) -> tuple[F32, F32, npt.NDArray[np.bool_]]: ...
 
 
@@ -65,8 +79,18 @@ class DevicePostBackend(Protocol):
 def create_motion_post(engine: Engine, stats: GuardStats, dt: float) -> BatchPost:
     backend = engine.backend
     device = backend.post_device if isinstance(backend, DevicePostBackend) else None
+    foot_plant = FOOT_PLANT in engine.manifest.post_processing
+    if device is not None and foot_plant:
+        # The device post has no foot planting: this model's post-processing stays on the host
+        # rather than serving different motion (docs/tensorrt.md, device_post).
+        log.warning(
+            "%s: device_post skipped: its manifest asks for foot_plant, which only the host "
+            "post-processing does; motion post-processing runs on the host",
+            engine.manifest.name,
+        )
+        device = None
     if device is None:
-        return MotionPost(stats, dt)
+        return MotionPost(stats, dt, foot_plant)
     from bridge.pipelines.motion_post_torch import DeviceMotionPost  # torch only where the backend has it
 
     return DeviceMotionPost(stats, dt, device)
@@ -77,9 +101,10 @@ class MotionPost:
 
     chunk = 512  # numpy releases the GIL inside its loops: large batches go to worker threads
 
-    def __init__(self, stats: GuardStats, dt: float) -> None:
+    def __init__(self, stats: GuardStats, dt: float, foot_plant: bool = False) -> None:
         self.stats = stats
         self.dt = dt
+        self.foot_plant = foot_plant
         self.capacity = 0
         self._alloc(0)
 
@@ -93,7 +118,12 @@ class MotionPost:
         self.q_stages = np.zeros((capacity, 2, j, 4), np.float32)
         self.q_out = np.zeros((capacity, j, 4), np.float32)
         self.r_stages = np.zeros((capacity, 2, 3), np.float32)
-        for name in ("last_good", "has_good", "bad_run", "started", "q_stages", "q_out", "r_stages"):
+        self.planted = np.zeros(capacity, bool)  # foot planting: the row has a stance foot
+        self.stance = np.zeros(capacity, np.int64)  # 0 left, 1 right
+        self.plant = np.zeros((capacity, 2, 3), np.float64)  # where each foot's toe was put down
+        self.plant_root = np.zeros((capacity, 3), np.float64)  # the last planted root translation
+        names = ("last_good", "has_good", "bad_run", "started", "q_stages", "q_out", "r_stages")
+        for name in (*names, "planted", "stance", "plant", "plant_root"):
             if name in old:
                 getattr(self, name)[: self.capacity] = old[name]
         self.capacity = capacity
@@ -106,6 +136,8 @@ class MotionPost:
         self.has_good[fresh] = False
         self.bad_run[fresh] = 0
         self.started[fresh] = False
+        self.planted[fresh] = False
+        self.plant_root[fresh] = 0.0  # a new dancer starts at the origin
 
     def previous(self, slots: npt.NDArray[np.int64]) -> F32:
         """The last good pose of each slot: the model's `pose.previous`."""
@@ -116,11 +148,12 @@ class MotionPost:
         return self.bad_run[slots] >= after
 
     def step(
-        self, slots: npt.NDArray[np.int64], pose: F32, alpha: F32
+        self, slots: npt.NDArray[np.int64], pose: F32, alpha: F32, energy: F32 | None = None
     ) -> tuple[F32, F32, npt.NDArray[np.bool_]]:
         """Post-process one model output per session: `pose` (B, 75) raw, `alpha` (B,) low-pass
-        factors (0: no smoothing). Returns joint quaternions (B, 24, 4), root (B, 3) and which rows
-        were held (bad). Updates the rows of `slots`."""
+        factors (0: no smoothing), `energy` (B,) amplitude around the neutral stance (None: all 1).
+        Returns joint quaternions (B, 24, 4), root (B, 3) and which rows were held (bad). Updates
+        the rows of `slots`; the model's pose.previous stays its own (unscaled) output."""
         # Work in slot order: when the batch is a contiguous run of slots (every session of the
         # engine stepping at once, the realtime steady state) the state rows are views, not copies.
         order = np.argsort(slots)
@@ -129,6 +162,10 @@ class MotionPost:
         if len(ordered) and ordered[-1] - ordered[0] + 1 == len(ordered):
             rows = slice(int(ordered[0]), int(ordered[-1]) + 1)
         guarded, held = self._guard(rows, pose[order])
+        if energy is not None and (energy != 1.0).any():
+            e = energy[order, None]
+            scaled = NEUTRAL + e * (guarded[:, :ANGLES] - NEUTRAL)
+            guarded[:, :ANGLES] = np.clip(scaled, _LO, _HI)
         joints = axis_angle_to_quat(guarded[:, :ANGLES].reshape(-1, smpl.NUM_JOINTS, 3)).astype(np.float32)
         root = guarded[:, ANGLES:]
         a = alpha[order]
@@ -139,6 +176,8 @@ class MotionPost:
             joints[smooth], root[smooth] = self._low_pass(
                 ordered[smooth], joints[smooth], root[smooth], a[smooth]
             )
+        if self.foot_plant:
+            root = self._plant(rows, joints)
         out_joints, out_root, out_held = np.empty_like(joints), np.empty_like(root), np.empty_like(held)
         out_joints[order], out_root[order], out_held[order] = joints, root, held
         return out_joints, out_root, out_held
@@ -171,6 +210,22 @@ class MotionPost:
             self.stats.held += n_bad
             self.stats.clamped += int((clamped & good).sum())
         return x, bad
+
+    def _plant(self, rows: slice | npt.NDArray[np.int64], joints: F32) -> F32:
+        """Root translations (B, 3) of the output poses `joints` (B, 24, 4) with planted feet; the
+        model's own root translation is not used."""
+        toes, contact_y = feet(joints)
+        started = self.planted[rows]
+        was = self.stance[rows]
+        stance = lower_foot(contact_y, was, started)
+        replant = np.zeros((len(stance), 2), bool)
+        replant[~started] = True  # a new row puts both feet down where they are
+        replant[np.flatnonzero(started & (stance != was)), stance[started & (stance != was)]] = True
+        plant = self.plant[rows]
+        root = plant_root(toes, contact_y, stance, replant, plant, self.plant_root[rows])
+        self.plant[rows], self.plant_root[rows], self.stance[rows] = plant, root, stance
+        self.planted[rows] = True
+        return root.astype(np.float32)
 
     def _low_pass(
         self, rows: slice | npt.NDArray[np.int64], q: F32, root: F32, alpha: F32

@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from bridge.pipelines.motion_post import ANGLES, POSE_DIM
+from bridge.pipelines.motion_post import ANGLES, NEUTRAL, POSE_DIM
 from bridge.pipelines.output_guard import (
     ANGLE_MARGIN_RAD,
     GROSS_ROOT_SPEED_M_S,
@@ -40,6 +40,7 @@ class DeviceMotionPost:
         self.capacity = 0
         self._lo = torch.as_tensor(JOINT_LIMIT_ROWS[:, 0], device=device)
         self._hi = torch.as_tensor(JOINT_LIMIT_ROWS[:, 1], device=device)
+        self._neutral = torch.as_tensor(NEUTRAL, device=device)
         self.rows: dict[str, torch.Tensor] = {}
         self._grow(0)
 
@@ -81,12 +82,16 @@ class DeviceMotionPost:
 
     @torch.no_grad()
     def step(
-        self, slots: npt.NDArray[np.int64], pose: F32, alpha: F32
+        self, slots: npt.NDArray[np.int64], pose: F32, alpha: F32, energy: F32 | None = None
     ) -> tuple[F32, F32, npt.NDArray[np.bool_]]:
         idx = torch.as_tensor(slots, device=self.device)
         x = torch.as_tensor(np.ascontiguousarray(pose, np.float32)).to(self.device, non_blocking=True)
         a = torch.as_tensor(np.ascontiguousarray(alpha, np.float32)).to(self.device, non_blocking=True)
         out, bad, clamped = self._guard(idx, x)
+        if energy is not None and (energy != 1.0).any():  # as MotionPost: around the neutral stance
+            e = torch.as_tensor(np.ascontiguousarray(energy, np.float32)).to(self.device)[:, None]
+            scaled = self._neutral + e * (out[:, :ANGLES] - self._neutral)
+            out = torch.cat((torch.minimum(torch.maximum(scaled, self._lo), self._hi), out[:, ANGLES:]), 1)
         joints, root = self._quats(out), out[:, ANGLES:]
         joints, root = self._low_pass(idx, joints, root, a)
         counts = torch.stack((bad.sum(), (clamped & ~bad).sum())).cpu().tolist()

@@ -24,10 +24,12 @@ from typing import Annotated, Any, Literal, get_args
 import msgspec
 
 __all__ = [
+    "FOOT_PLANT",
     "FORMAT_VERSION",
     "INPUT_ROLES",
     "MANIFEST_SUFFIX",
     "OUTPUT_ROLES",
+    "POST_STAGES",
     "ManifestError",
     "ModelManifest",
     "Profile",
@@ -57,6 +59,10 @@ StaticShape = tuple[int, ...]
 # pipeline serves, the other two are loaded beside it.
 Task = Literal["face", "motion", "face_landmarks", "face_detector", "face_blendshapes", "speech"]
 TASKS: tuple[str, ...] = get_args(Task)
+# Optional post-processing stages a manifest may ask for, and the task whose pipeline runs each:
+# foot_plant = root translation from the planted stance foot (bridge.pipelines.motion_post).
+FOOT_PLANT = "foot_plant"
+POST_STAGES: dict[str, str] = {FOOT_PLANT: "motion"}
 
 
 class ManifestError(ValueError):
@@ -214,6 +220,8 @@ class ModelManifest:
     profiles: tuple[Profile, ...]
     description: str
     styles: tuple[str, ...] = ()
+    # Post-processing stages the model asks for beyond its task's default ones (POST_STAGES).
+    post_processing: tuple[str, ...] = ()
     # How a trained model was made (data, seed, command, code version): free-form, written as given.
     training: dict[str, Any] = field(default_factory=dict, compare=False)
     _by_input_role: dict[str, TensorSpec] = field(init=False, repr=False, compare=False)
@@ -252,6 +260,7 @@ class ModelManifest:
             "onnx_path": self.onnx_path.name,
             "onnx_sha256": self.onnx_sha256,
             "styles": list(self.styles),
+            **({"post_processing": list(self.post_processing)} if self.post_processing else {}),
             **({"training": self.training} if self.training else {}),
             "inputs": [_spec_to_dict(s) for s in self.inputs],
             "outputs": [_spec_to_dict(s) for s in self.outputs],
@@ -391,6 +400,7 @@ class _RawManifest(msgspec.Struct, forbid_unknown_fields=True):
     styles: list[str] = []
     state: list[_RawState] = []
     profiles: list[_RawProfile] = []
+    post_processing: list[str] = []
     training: dict[str, Any] = {}
 
 
@@ -413,6 +423,10 @@ def _build(raw: _RawManifest, manifest_file: Path) -> ModelManifest:
         raise ManifestError(
             f"format_version {raw.format_version} is not supported (this bridge reads {FORMAT_VERSION})"
         )
+    for stage in raw.post_processing:
+        if POST_STAGES.get(stage) != raw.task:
+            known = ", ".join(f"{k} ({t})" for k, t in POST_STAGES.items())
+            raise ManifestError(f"post_processing {stage!r} is not a {raw.task} stage (known: {known})")
     inputs = tuple(_spec(d) for d in raw.inputs)
     outputs = tuple(_spec(d) for d in raw.outputs)
     state = tuple(StatePair(d.input, d.output, tuple(d.shape), d.dtype, d.batch_axis) for d in raw.state)
@@ -438,6 +452,7 @@ def _build(raw: _RawManifest, manifest_file: Path) -> ModelManifest:
         profiles=tuple(profiles),
         description=raw.description,
         styles=tuple(raw.styles),
+        post_processing=tuple(raw.post_processing),
         training=raw.training,
     )
 
