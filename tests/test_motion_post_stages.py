@@ -12,12 +12,15 @@ import numpy as np
 import pytest
 
 from bridge.choreography.moves import MOVES
+from bridge.media.songs import synthesize_song
 from bridge.models.export import export_dance_lstm
 from bridge.pipelines.motion import MotionPipeline
 from bridge.pipelines.motion_post import NEUTRAL, MotionPost
+from bridge.pipelines.music_features import MusicFeatureStream
 from bridge.pipelines.output_guard import GuardStats
 from bridge.protocol.codec import ProtocolError
 from bridge.protocol.errors import ErrorCode
+from bridge.protocol.requests import FeaturesInput
 from bridge.rig.foot_plant import FLOOR_Y, feet
 from bridge.rig.smpl import JOINT_LIMIT_ROWS
 from bridge.runtime.engine import Engine
@@ -157,3 +160,26 @@ def test_device_post_scales_energy_as_the_host_post() -> None:
         want, _, _ = host.step(np.arange(2), raw[:, t], alpha, energy)
         got, _, _ = device.step(np.arange(2), raw[:, t], alpha, energy)
         np.testing.assert_allclose(got, want, atol=1e-5)
+
+
+def test_offline_chunks_of_a_model_on_its_previous_pose_equal_realtime() -> None:
+    song = synthesize_song(4.0, 128.0, seed=9301)
+    rows = MusicFeatureStream(song.sample_rate, 60.0).push(song.pcm)[:150]
+    with Engine.load(ENGINES / "dance_lstm.manifest.json", warmup=False) as engine:
+        assert engine.manifest.steps_on_previous_pose
+        pipeline = MotionPipeline(engine)
+        poses = []
+        for mode in ("offline", "realtime"):
+            state = pipeline.open_session({"mode": mode, "smoothing": 0.0})
+            steps = pipeline.prepare(state, FeaturesInput(0, "s", 1, 0, False, rows))
+            assert len(steps) == (2 if mode == "offline" else 150)
+            slot = np.array([state.slot.index])
+            out = []
+            for step in steps:
+                raw = pipeline.run_batch([state], [step]).rows
+                out += [
+                    pipeline.post.step(slot, raw[:, t], np.zeros(1, np.float32))[1]
+                    for t in range(raw.shape[1])
+                ]
+            poses.append(np.concatenate(out))
+    np.testing.assert_allclose(poses[0], poses[1], atol=1e-5)

@@ -267,6 +267,8 @@ def export_dance_lstm(
             ),
             styles=AIST_STYLES,
             post_processing=() if trained is None else (FOOT_PLANT,),
+            # A student trained on its own previous pose (bridge.choreography.train --pose-input fed).
+            steps_on_previous_pose=bool(training and training.get("pose_input") == "fed"),
             training=training or {},
         )
     )

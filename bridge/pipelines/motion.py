@@ -3,7 +3,8 @@
 Realtime sessions produce one frame per engine step (time length 1). Offline sessions (option
 `mode: "offline"`) send whole sequences: each input is cut into chunks of up to OFFLINE_MAX_STEPS
 rows, and one engine call runs a chunk of every ready offline session at once (time length up to
-128), one frame per row.
+128), one frame per row; for a model whose manifest says `steps_on_previous_pose` (it reads each
+frame's previous pose) a chunk is stepped frame by frame instead, its outputs fed back.
 
 A session's recurrent state (h, c) is one row of the engine's batched state store and its guard
 and filter state one row of `MotionPost`, both at the session's slot index: a batch gathers and
@@ -164,6 +165,24 @@ class MotionPipeline(Pipeline[MotionState, np.ndarray]):
             "style": np.fromiter((s.style for s in states), np.int64, len(states)),
         }
         t0 = time.perf_counter()
+        length = inputs["features"].shape[1]
+        if length > 1 and self.engine.manifest.steps_on_previous_pose:
+            # An offline chunk of a model that reads each frame's previous pose: stepped frame by
+            # frame, each output fed back within the joint limits as the guard keeps it in realtime
+            # (a held or speed-clamped output is the guard's alone), so offline motion is realtime's.
+            feats, poses = inputs["features"], []
+            for t in range(length):
+                inputs["features"] = feats[:, t : t + 1]
+                out = self.state_slots.step(inputs, slots, size, fresh if t == 0 else fresh[:0])
+                poses.append(np.concatenate((out["pose.axis_angle"], out["pose.root_translation"]), axis=2))
+                inputs["pose.previous"] = poses[-1][:, 0].copy()
+                np.clip(
+                    inputs["pose.previous"][:, :72],
+                    smpl.JOINT_LIMIT_ROWS[:, 0],
+                    smpl.JOINT_LIMIT_ROWS[:, 1],
+                    out=inputs["pose.previous"][:, :72],
+                )
+            return BatchResult(np.concatenate(poses, axis=1), (time.perf_counter() - t0) * 1e6)
         outputs = self.state_slots.step(inputs, slots, size, fresh)
         engine_us = (time.perf_counter() - t0) * 1e6
         pose = np.concatenate((outputs["pose.axis_angle"], outputs["pose.root_translation"]), axis=2)

@@ -222,6 +222,8 @@ class ModelManifest:
     styles: tuple[str, ...] = ()
     # Post-processing stages the model asks for beyond its task's default ones (POST_STAGES).
     post_processing: tuple[str, ...] = ()
+    # Motion: every step conditions on the previous frame's pose, so calls run at time length 1.
+    steps_on_previous_pose: bool = False
     # How a trained model was made (data, seed, command, code version): free-form, written as given.
     training: dict[str, Any] = field(default_factory=dict, compare=False)
     _by_input_role: dict[str, TensorSpec] = field(init=False, repr=False, compare=False)
@@ -261,6 +263,7 @@ class ModelManifest:
             "onnx_sha256": self.onnx_sha256,
             "styles": list(self.styles),
             **({"post_processing": list(self.post_processing)} if self.post_processing else {}),
+            **({"steps_on_previous_pose": True} if self.steps_on_previous_pose else {}),
             **({"training": self.training} if self.training else {}),
             "inputs": [_spec_to_dict(s) for s in self.inputs],
             "outputs": [_spec_to_dict(s) for s in self.outputs],
@@ -401,6 +404,7 @@ class _RawManifest(msgspec.Struct, forbid_unknown_fields=True):
     state: list[_RawState] = []
     profiles: list[_RawProfile] = []
     post_processing: list[str] = []
+    steps_on_previous_pose: bool = False
     training: dict[str, Any] = {}
 
 
@@ -453,6 +457,7 @@ def _build(raw: _RawManifest, manifest_file: Path) -> ModelManifest:
         description=raw.description,
         styles=tuple(raw.styles),
         post_processing=tuple(raw.post_processing),
+        steps_on_previous_pose=raw.steps_on_previous_pose,
         training=raw.training,
     )
 
