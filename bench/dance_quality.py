@@ -45,7 +45,15 @@ import torch
 from scipy.ndimage import gaussian_filter1d
 
 from bridge.choreography.choreographer import choreograph
-from bridge.choreography.metrics import beat_align_score, diversity, foot_skating, jerk, joints_of, pfc
+from bridge.choreography.metrics import (
+    beat_align_score,
+    diversity,
+    foot_skating,
+    jerk,
+    joints_of,
+    pfc,
+    planted,
+)
 from bridge.media.midi_songs import fluidsynth_available, midi_song
 from bridge.media.songs import synthesize_song
 from bridge.models.motion import AIST_STYLES, DanceLSTM, build_dance_lstm
@@ -55,6 +63,7 @@ from bridge.outputs.video import write_contact_sheet, write_dance_video
 from bridge.pipelines.music_features import MusicFeatureStream
 from bridge.rig.rotations import axis_angle_to_quat
 from bridge.runtime.engine import Engine
+from bridge.runtime.manifest import FOOT_PLANT
 
 WARMUP = 240
 SONGS = ((97.0, 9001, 5), (143.0, 9002, 2), (78.0, 9003, 8), (172.0, 9004, 0))
@@ -178,6 +187,8 @@ def served_dancer(engine: Engine) -> Dancer:
             o, state = engine.run(inputs, state)
             prev = np.concatenate([o["pose.axis_angle"][:, 0], o["pose.root_translation"][:, 0]], axis=1)
             out.append(prev[0])
+        if FOOT_PLANT in engine.manifest.post_processing:  # as served: the post plants the feet
+            return planted(np.array(out)[None])[0]
         return np.array(out, np.float64)
 
     return run
