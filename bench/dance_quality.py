@@ -188,7 +188,7 @@ def served_dancer(engine: Engine) -> Dancer:
             prev = np.concatenate([o["pose.axis_angle"][:, 0], o["pose.root_translation"][:, 0]], axis=1)
             out.append(prev[0])
         if FOOT_PLANT in engine.manifest.post_processing:  # as served: the post plants the feet
-            return planted(np.array(out)[None])[0]
+            return np.asarray(planted(np.array(out)[None])[0], np.float64)
         return np.array(out, np.float64)
 
     return run
