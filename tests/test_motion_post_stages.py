@@ -77,8 +77,12 @@ def test_only_a_manifest_that_asks_for_it_plants_feet(tmp_path: Path) -> None:
     assert committed.post_processing == ("foot_plant",)
     reference = export_dance_lstm(tmp_path)  # the seeded untrained reference asks for nothing
     assert reference.post_processing == ()
-    for manifest, planted in ((committed, True), (reference, False)):
-        with Engine.load(manifest, warmup=False) as engine:
+    for manifest, backend, planted in (
+        (committed, "onnxruntime", True),
+        (reference, "onnxruntime", False),
+        (committed, "choreographer", False),  # the teacher plants its own feet
+    ):
+        with Engine.load(manifest, backend=backend, warmup=False) as engine:
             post = MotionPipeline(engine).post
             assert isinstance(post, MotionPost) and post.foot_plant is planted
     raw = _steps(4, 0.0)

@@ -20,6 +20,7 @@ __all__ = ["ChoreographerBackend"]
 
 class ChoreographerBackend(Backend):
     name = "choreographer"
+    plants_feet = True  # its dancer plants its own feet: the motion post's foot_plant stage is skipped
 
     def activate_impl(self) -> None:
         m = self.manifest

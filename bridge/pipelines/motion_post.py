@@ -76,10 +76,19 @@ class DevicePostBackend(Protocol):
     def post_device(self) -> Any: ...
 
 
+@runtime_checkable
+class PlantingBackend(Protocol):
+    """A backend whose motion already has planted feet (the choreographer backend): the manifest's
+    foot_plant stage is for the model's own output, not for it."""
+
+    plants_feet: bool
+
+
 def create_motion_post(engine: Engine, stats: GuardStats, dt: float) -> BatchPost:
     backend = engine.backend
     device = backend.post_device if isinstance(backend, DevicePostBackend) else None
     foot_plant = FOOT_PLANT in engine.manifest.post_processing
+    foot_plant &= not (isinstance(backend, PlantingBackend) and backend.plants_feet)
     if device is not None and foot_plant:
         # The device post has no foot planting: this model's post-processing stays on the host
         # rather than serving different motion (docs/tensorrt.md, device_post).
