@@ -281,3 +281,21 @@ def test_a_dark_image_hands_the_mouth_to_the_voice(voiced: FaceSpeechPipeline) -
         assert last.face_found and last.voice is False and ("too_dark" in last.warnings) is not seen
         assert bool(last.blendshapes[upper] > 0.3) is seen, last.blendshapes[upper]
         assert last.gaze.shape == (4,) and -1.0 < last.head_position[2] < -0.2
+
+
+def test_a_superseded_image_leaves_the_pending_count_at_zero(voiced: FaceSpeechPipeline) -> None:
+    """The scheduler's frame counter is charged when steps are prepared and paid back when they run; an
+    image superseded in between (its step then makes no frame) must be paid back as charged."""
+    from bridge.serving.scheduler import Scheduler
+    from bridge.serving.sessions import Session
+    from bridge.serving.stats import BridgeStats
+
+    scheduler = Scheduler(voiced, lambda *a, **k: None, lambda *a: None, BridgeStats())  # never started
+    session = Session("0" * 16, voiced, voiced.open_session({"speech": True}), ())
+    photo = skimage_data.astronaut()
+    for seq in (1, 2):
+        assert scheduler.submit(session, ImageInput(0, session.id, seq, 0, False, photo))
+        scheduler._prepare_session(session)
+    while session.steps:
+        scheduler._run([session])
+    assert session.steps_frames == 0 and scheduler._pending(session) == 0

@@ -30,6 +30,9 @@ class Step(Generic[StepT]):
     input_seq: int
     t_capture_ns: int
     t_queued: float = 0.0  # perf_counter when the input was queued, for the queue-time metric
+    # Frames the scheduler counted for it when queued, paid back as counted when it runs: `step_frames`
+    # may change meanwhile (a superseded image makes none).
+    charged: int = 0
 
 
 class FailedRow(list[bytes]):

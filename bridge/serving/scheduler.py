@@ -261,7 +261,6 @@ class Scheduler:
     def _inbox_work(self, session: Session) -> int:
         return sum(self.pipeline.work(session.state, item) for _, item in session.inbox)
 
-
     def _admit_fairly(self, work: dict[bytes, tuple[int, int]], session: Session, item: Input) -> bool:
         """Whether the session's client is within its fair share of the queued work (it may cross it
         with this one input; a latest-wins input it replaces counts as gone); if so, count the input."""
@@ -411,6 +410,9 @@ class Scheduler:
         pieces = [
             replace(step, payload=step.payload[i : i + frames]) for i in range(0, len(step.payload), frames)
         ]
+        for piece in pieces:
+            piece.charged = self.pipeline.step_frames(piece)
+        s.steps_frames += sum(piece.charged for piece in pieces) - step.charged
         s.steps.extendleft(reversed(pieces))
 
     def _flush_outboxes(self) -> None:
@@ -504,8 +506,9 @@ class Scheduler:
                 steps = self.pipeline.prepare(s.state, item)
                 for step in steps:
                     step.t_queued = t_queued
+                    step.charged = self.pipeline.step_frames(step)
+                    s.steps_frames += step.charged
                 s.steps.extend(steps)
-                s.steps_frames += sum(self.pipeline.step_frames(step) for step in steps)
                 self._stats.observe("pre", time.perf_counter() - t0)
             except Exception as exc:
                 log.exception("pre-processing failed for session %s", s.id)
@@ -514,7 +517,7 @@ class Scheduler:
     def _run(self, batch: list[Session], bulk: bool = False) -> None:
         steps = [s.steps.popleft() for s in batch]
         for s, step in zip(batch, steps, strict=True):
-            s.steps_frames -= self.pipeline.step_frames(step)
+            s.steps_frames -= step.charged
         states = [s.state for s in batch]
         t_start = time.perf_counter()
         oldest = min(step.t_queued for step in steps)
