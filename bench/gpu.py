@@ -191,7 +191,6 @@ def per_worker(before: Samples, after: Samples, seconds: float, model: str) -> l
     return rows
 
 
-# ------------------------------------------------------------------------------------------ scenarios
 # ------------------------------------------------------------------------------------------ CPU
 ThreadTimes = dict[int, dict[int, tuple[str, float]]]  # pid -> tid -> (thread name, CPU seconds)
 
@@ -247,6 +246,7 @@ def cpu_use(
     return out
 
 
+# ------------------------------------------------------------------------------------------ scenarios
 def run_scenario(
     bridge: BridgeProcess, model: str, sessions: int, generators: int, warmup_s: float, seconds: float
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
