@@ -24,8 +24,9 @@ Two ways to give the student `pose.previous` (`--pose-input`):
   previous pass's own prediction of the previous frame instead of the target (a pass is one cuDNN
   call: the previous pose enters every step's input; for T=1 that is the served graph). The
   student can then read its beat phase and its move from its own last pose, as the served loop
-  feeds it back. (The served graph conditions a T>1 call on the pose before the call, so offline
-  chunks of such a model see one previous pose per chunk: `avatar-bridge dance` steps T=1.)
+  feeds it back. (The graph conditions a T>1 call on the pose before the call, so the exported
+  manifest says `steps_on_previous_pose` and the motion pipeline steps offline chunks of such a
+  model frame by frame, as `avatar-bridge dance` does.)
 
 The 35 raw features (MFCC 0 is about -400 ± 140) are standardised with the training set's mean and
 spread, and that standardisation is folded into the first LSTM layer's input weights at the end, so
