@@ -54,7 +54,10 @@ def _progress_bar(total: int) -> Any:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--out", type=Path, default=Path("demo-out"), help="folder for dance.bvh, demo.png, summary.json"
+        "--out",
+        type=Path,
+        default=Path("demo-out"),
+        help="folder for dance.bvh, music.wav, demo.png, summary.json",
     )
     parser.add_argument("--seconds", type=float, default=8.0)
     parser.add_argument("--style", default="house", help="dance style of the motion session")
