@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import time
 
-from bridge.harness.client import RESUME_AFTER_S, BridgeClient, ReceivedFrame
+from bridge.harness.client import BridgeClient, ReceivedFrame
 from bridge.serving.server import Bridge
 
 from .bystander import Bystander
+
+# The rule's threshold here: longer than the default 250 ms, so a stall of this test's own thread on
+# a loaded 2-core machine is not read as a pause; the rule is the same at any threshold.
+RESUME_AFTER_S = 0.75
 
 
 def _subscriber(bridge: Bridge, session: str, resume_after_s: float) -> BridgeClient:
@@ -48,7 +52,7 @@ def test_a_paused_subscriber_resumes_at_the_newest_frame(bridge: Bridge) -> None
         assert len(seqs) >= 20 and seqs == list(range(seqs[0], seqs[0] + len(seqs)))
         assert ruled.resubscribes == 0
 
-        time.sleep(4 * RESUME_AFTER_S)  # both stop reading; the bridge goes on publishing
+        time.sleep(3 * RESUME_AFTER_S)  # both stop reading; the bridge goes on publishing
         t_resume = time.time_ns()
         first = _first_frames(ruled)
         assert first, "no frame after resuming"
