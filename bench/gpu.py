@@ -501,8 +501,9 @@ def run(args: argparse.Namespace) -> int:
         [int(n) for n in str(args.sessions).split(",")] if args.sessions else MOTION_SESSIONS
     )
     face_counts: Sequence[int] = FACE_SESSIONS
-    if args.quick:
-        motion_counts, face_counts = (8, 64), (2,)
+    if args.quick:  # few sessions, 1 s each; --sessions still picks the motion counts
+        motion_counts = motion_counts if args.sessions else (8, 64)
+        face_counts = (2,)
         args.seconds, args.warmup = 1.0, 1.0
     counts_of_workers = [int(w) for w in str(args.workers).split(",")]
     tmp = Path(tempfile.mkdtemp(prefix="avatar-bridge-bench-"))
