@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bridge.media.midi_songs import compose, fluidsynth_available, midi_song
+from bridge.media.midi_songs import compose, midi_song
 from bridge.pipelines.music_features import MusicFeatureStream
 
 
@@ -24,7 +24,6 @@ def test_the_beats_are_the_midi_grid() -> None:
     assert compose("waltz", 100.0, 12.0, seed=3).midi.tracks[2] == song.midi.tracks[2]  # deterministic
 
 
-@pytest.mark.skipif(fluidsynth_available() is not None, reason=str(fluidsynth_available()))
 @pytest.mark.parametrize(("genre", "bpm"), [("swing", 140.0), ("waltz", 96.0), ("punk", 176.0)])
 def test_fluidsynth_renders_what_the_tracker_hears(genre: str, bpm: float) -> None:
     song, pcm = midi_song(genre, bpm, 10.0, seed=1)

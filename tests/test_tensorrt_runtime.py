@@ -40,8 +40,16 @@ from bridge.runtime.manifest import ModelManifest, load_manifest
 from bridge.runtime.tensorrt.loader import EngineLoadError, LoadedEngine, find_plans, load_engine
 from bridge.runtime.tensorrt.runner import TensorRTBackend
 from bridge.runtime.tensorrt.tiers import select_tier
+from tests.conftest import ENGINES
 
-ENGINES = Path(__file__).resolve().parents[1] / "engines"
+# The dance model's realtime feeds: one session, one frame.
+DANCE_REALTIME_SHAPES = {
+    "features": (1, 1, 35),
+    "pose_prev": (1, 75),
+    "style": (1,),
+    "h_in": (1, 2, 256),
+    "c_in": (1, 2, 256),
+}
 _ORT_DTYPES = {"tensor(float)": np.float32, "tensor(int64)": np.int64}
 
 
@@ -449,13 +457,7 @@ def test_infer_before_activate_and_bad_lane_count(tmp_path: Path) -> None:
 
 def test_select_tier_prefers_the_tightest() -> None:
     manifest = load_manifest(ENGINES / "dance_lstm.manifest.json")
-    shapes = {
-        "features": (1, 1, 35),
-        "pose_prev": (1, 75),
-        "style": (1,),
-        "h_in": (1, 2, 256),
-        "c_in": (1, 2, 256),
-    }
+    shapes = dict(DANCE_REALTIME_SHAPES)
     assert [p.name for p in manifest.profiles][select_tier(manifest.profiles, shapes)] == "realtime"
     shapes |= {
         "features": (4, 64, 35),

@@ -39,8 +39,9 @@ from bridge.runtime.tensorrt.loader import EngineLoadError, LoadedEngine, find_p
 from bridge.runtime.tensorrt.runner import TensorRTBackend
 from bridge.runtime.tensorrt.tiers import padded_tier
 from bridge.serving.server import Bridge
+from tests.conftest import ENGINES
 from tests.test_tensorrt_runtime import (
-    ENGINES,
+    DANCE_REALTIME_SHAPES,
     FakeCudart,
     FakeEngine,
     FakeTrt,
@@ -205,13 +206,7 @@ def test_a_plan_of_fewer_tiers_than_the_onnx_manifest_loads_and_bounds_the_batch
 def test_padded_tier_respects_each_tensors_batch_axis() -> None:
     dance = load_manifest(ENGINES / "dance_lstm.manifest.json")
     profiles = dance.profiles[:1]  # realtime: exactly one row, time 1
-    shapes = {
-        "features": (1, 1, 35),
-        "pose_prev": (1, 75),
-        "style": (1,),
-        "h_in": (1, 2, 256),
-        "c_in": (1, 2, 256),
-    }
+    shapes = DANCE_REALTIME_SHAPES
     assert padded_tier(profiles, shapes, 1, {}) == (0, 1)
     moved = shapes | {"h_in": (2, 1, 256)}  # a state tensor whose batch axis is 1
     with pytest.raises(ValueError, match="no shape tier"):
