@@ -128,7 +128,7 @@ namespace AvatarBridge.Core.Client
                 _sessions = kept.ToArray();
             }
             var info = session.Info;
-            session.Lost("removed");
+            Lose(session, info, "removed");
             if (info != null && State == ConnectionState.Connected) TryClose(info.Session, _options.RequestTimeoutMs);
         }
 
@@ -507,7 +507,7 @@ namespace AvatarBridge.Core.Client
             catch (BridgeErrorException e)
             {
                 // UNKNOWN_SESSION: reaped or the bridge restarted under us; the loop reopens it.
-                if (e.ErrorCode == ErrorCode.UnknownSession) session.Lost(e.Message);
+                if (e.ErrorCode == ErrorCode.UnknownSession) Lose(session, info, e.Message);
                 else throw;
             }
         }
@@ -605,6 +605,38 @@ namespace AvatarBridge.Core.Client
             {
                 _subscriptions.Add(prefix);
                 _sub?.Subscribe(prefix);
+            }
+        }
+
+        /// <summary>
+        /// Marks a session lost and, for a batched client, drops the per-session subscription its open
+        /// made: a session reopened under a new id subscribes again, so without this the list (and the
+        /// bridge's subscription table) would grow by one per reopen.
+        /// </summary>
+        void Lose(BridgeSession session, SessionInfo info, string why)
+        {
+            session.Lost(why);
+            if (info == null || !_options.MotionBatch || info.Pipeline == Pipeline.Motion) return;
+            lock (_subGate)
+            {
+                if (!_subscriptions.Remove(info.Topic)) return;
+                try
+                {
+                    _sub?.Unsubscribe(info.Topic);
+                }
+                catch (Exception e) when (e is ZmtpException || e is ObjectDisposedException)
+                {
+                    // A broken frame connection is replaced with the list above, which no longer has it.
+                }
+            }
+        }
+
+        /// <summary>Prefixes the frame connection is subscribed to (for tests).</summary>
+        internal int SubscriptionCount
+        {
+            get
+            {
+                lock (_subGate) return _subscriptions.Count;
             }
         }
 
@@ -767,7 +799,7 @@ namespace AvatarBridge.Core.Client
             foreach (var session in _sessions)
             {
                 var info = session.Info;
-                if (info != null && info.Session == id) session.Lost(why);
+                if (info != null && info.Session == id) Lose(session, info, why);
             }
             lock (_signal) Monitor.PulseAll(_signal);
         }

@@ -84,5 +84,24 @@ namespace AvatarBridge.Tests.Core
                 Assert.IsFalse(voice.Voice, "silence");
             }
         }
+
+        [Test]
+        public void RemovedSessionsLeaveNoSubscriptionBehind()
+        {
+            int requestPort, framesPort;
+            TestEnvironment.BridgePorts(out requestPort, out framesPort);
+            using (var client = Live.Connected(new ClientOptions { RequestPort = requestPort, MotionBatch = true, ClientName = "avatar-bridge C# churn" }))
+            {
+                int fixedTopics = client.SubscriptionCount; // the batch topic and events
+                for (int i = 0; i < 3; i++)
+                {
+                    var speech = client.AddSession(new SessionRequest(Pipeline.Speech));
+                    Live.WaitOpen(speech);
+                    Assert.AreEqual(fixedTopics + 1, client.SubscriptionCount, "its frame/<session> topic, round " + i);
+                    client.RemoveSession(speech);
+                    Assert.AreEqual(fixedTopics, client.SubscriptionCount, "dropped with the session, round " + i);
+                }
+            }
+        }
     }
 }
