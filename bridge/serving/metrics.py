@@ -426,6 +426,11 @@ class BridgeCollector(Collector):
         ):
             handshakes.add_metric([reason], failures[reason])
         yield handshakes
+        yield CounterMetricFamily(
+            f"{PREFIX}_subscriptions_refused",
+            "Frames-port subscriptions not stored: over the per-connection limit, or matching no topic",
+            value=self.bridge.sockets.connections.refused,
+        )
         replies = CounterMetricFamily(
             f"{PREFIX}_replies_dropped",
             "Replies not sent, by reason: peer_full (client not reading), peer_gone, error_queue_full",

@@ -62,7 +62,8 @@ class WorkerSpec:
 def worker_config(config: ServeConfig, *, metrics: bool) -> ServeConfig:
     """A worker's config from the front end's: the same engines, limits and backend; the public edge
     (host, ports, CURVE, per-subscriber bounds, metrics address) belongs to the front end. The PUB link to
-    the front end is unbounded (frames_hwm 0): the front end's XPUB applies the public bounds."""
+    the front end is unbounded (frames_hwm 0, and no subscription limit: that one connection carries
+    every client's): the front end's XPUB applies the public bounds."""
     transport = replace(
         config.transport,
         host="127.0.0.1",
@@ -70,6 +71,7 @@ def worker_config(config: ServeConfig, *, metrics: bool) -> ServeConfig:
         frames_port=0,
         frames_hwm=0,
         frames_sndbuf=0,
+        max_subscriptions=0,
         insecure_remote=False,
         curve_secret_key=None,
         curve_client_keys=None,

@@ -18,14 +18,19 @@ What libzmq does, and what we add (docs/architecture.md, "Frame delivery"):
   fixed `frames_sndbuf` tightens it for a deployment whose messages all fit in it.
 - `hold=True` (offline frames) does not resend: the caller keeps the frame and retries, so a
   subscriber that keeps up gets every one.
-- Subscriptions: libzmq keeps every topic in a trie (about 40 bytes per topic byte); the frames
-  socket takes messages of at most MAX_SUBSCRIPTION_BYTES (longer ones close that connection) and
-  reads at most `subscription_hwm` of them per connection at a time. The I/O thread applies them
-  (`pump_subscriptions`) so publishing threads rarely meet them.
-- The frames socket is an XPUB: libzmq hands us each topic's first subscription and its last
-  unsubscription (a subscriber's disconnect included), so `Subscriptions` knows which prefixes have
-  subscribers and publishing can skip per-session frames nobody subscribes to (`matching`). Only
-  prefixes that can match a topic we publish are kept (libzmq's trie holds them all anyway).
+- Subscriptions: libzmq keeps every stored topic in a trie (about 40-60 bytes per topic byte); the
+  frames socket takes messages of at most MAX_SUBSCRIPTION_BYTES (longer ones close that connection)
+  and reads at most `subscription_hwm` of them per connection at a time. The frames socket is an XPUB
+  in manual mode: libzmq hands us every subscription and stores only those we apply, so
+  `ConnectionSubscriptions` stores a prefix only if it can match a topic we publish, and at most
+  `max_subscriptions` per connection (the rest are refused, counted, and that connection simply gets
+  no frames for them). The I/O thread applies them (`pump_subscriptions`) so publishing threads
+  rarely meet them.
+- `Subscriptions` counts subscribe messages per prefix, less unsubscribes (explicit ones, and the ones
+  libzmq writes for a connection that ended), so publishing can skip per-session frames nobody
+  subscribes to (`matching`). The count is never below the subscribers holding a prefix; a connection
+  that subscribes to one prefix twice keeps it counted after it leaves (frames are then encoded for
+  nobody, never missed).
 - ROUTER_MANDATORY: a reply to a full or vanished peer fails loudly, so it is counted by reason.
 
 Security: loopback only, unless the operator passes `insecure_remote` or gives the bridge a CURVE
@@ -46,17 +51,18 @@ from dataclasses import dataclass
 import zmq
 from zmq.utils.monitor import recv_monitor_message
 
-from bridge.protocol.batch_frames import BATCH_TOPIC_PREFIX
+from bridge.protocol.batch_frames import BATCH_TOPIC_PREFIX, MAX_BATCH_TOPIC_BYTES
 from bridge.protocol.versions import (
     DEFAULT_FRAMES_PORT,
     DEFAULT_MAX_MESSAGE_BYTES,
     DEFAULT_REQUEST_PORT,
+    EVENT_TOPIC_PREFIX,
     FRAME_TOPIC_PREFIX,
 )
 from bridge.transport.curve import start_authenticator
 
-# The PUB socket receives only subscriptions: 1 byte + a topic prefix (the longest topic is 22 bytes,
-# `event/` + a 16-character id), or a ZMTP 3.1 SUBSCRIBE command (10 bytes + prefix).
+# The PUB socket receives only subscriptions: 1 byte + a topic prefix (the longest topic is 30 bytes,
+# a batch group's `batch/motion/<16 characters>/`), or a ZMTP 3.1 SUBSCRIBE command (10 bytes + prefix).
 MAX_SUBSCRIPTION_BYTES = 64
 # libzmq applies the same limit to the CURVE handshake's commands (HELLO is 200 bytes, INITIATE about
 # 300 with its metadata), so a CURVE frames socket allows this much instead.
@@ -85,6 +91,7 @@ class TransportConfig:
     frames_hwm: int = 64  # messages queued per subscriber; beyond it that subscriber misses frames
     frames_sndbuf: int = 0  # kernel send buffer per subscriber, bytes; 0: autotuning (keep it > any message)
     subscription_hwm: int = 64  # subscription messages read per connection at a time
+    max_subscriptions: int = 256  # prefixes one frames-port connection may hold; 0: no limit
     request_hwm: int = 1000  # replies queued per client before libzmq drops them
     # Requests buffered per client connection before libzmq stops reading it (TCP pushes back): with
     # the message size cap below, at most inbound_hwm x 2 x max_message_bytes bytes per connection.
@@ -97,12 +104,57 @@ class TransportConfig:
 
 # Topics whose subscriptions publishing asks about; longer prefixes can match none of them.
 PUBLISHED_PREFIXES = (FRAME_TOPIC_PREFIX, BATCH_TOPIC_PREFIX)
-MAX_TOPIC_BYTES = len(FRAME_TOPIC_PREFIX) + 16  # frame/<16-character id>; batch topics are shorter
+# The longest topic asked about: a batch group's batch/motion/<16 characters>/ (frame/<id> is 22).
+MAX_TOPIC_BYTES = max(len(FRAME_TOPIC_PREFIX) + 16, MAX_BATCH_TOPIC_BYTES)
+# Every topic family the frames socket carries, and a length no topic reaches (the longest is 30
+# bytes): a prefix outside these can match nothing, so it is never stored.
+TOPIC_FAMILIES = (FRAME_TOPIC_PREFIX, EVENT_TOPIC_PREFIX, BATCH_TOPIC_PREFIX)
+MAX_STORED_PREFIX_BYTES = 32
+
+
+def can_match(prefix: bytes) -> bool:
+    """Whether some topic the bridge publishes starts with prefix."""
+    return len(prefix) <= MAX_STORED_PREFIX_BYTES and any(
+        prefix.startswith(f) or f.startswith(prefix) for f in TOPIC_FAMILIES
+    )
+
+
+class ConnectionSubscriptions:
+    """The prefixes each frames-port connection holds, so that one connection cannot fill libzmq's
+    subscription trie. Connections are told apart by the descriptor libzmq read the subscription on
+    (ZMQ_SRCFD); a descriptor's record ends with its connection (the monitor's DISCONNECTED). When a
+    closed connection's descriptor is reused before its DISCONNECTED is read, the two share a record
+    for that moment: the limit is then approximate, never what a connection receives."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit  # 0: no limit
+        self.refused = 0  # subscriptions not stored: over the limit, or matching nothing we publish
+        self._held: dict[int, set[bytes]] = {}
+
+    def subscribe(self, fd: int, prefix: bytes) -> bool:
+        """Whether to store this connection's subscription."""
+        held = self._held.setdefault(fd, set())
+        if prefix in held:
+            return True
+        if not can_match(prefix) or (self.limit and len(held) >= self.limit):
+            self.refused += 1
+            return False
+        held.add(prefix)
+        return True
+
+    def unsubscribe(self, fd: int, prefix: bytes) -> None:
+        self._held.get(fd, set()).discard(prefix)
+
+    def ended(self, fd: int) -> None:
+        self._held.pop(fd, None)
+
+    def held(self, fd: int) -> int:
+        return len(self._held.get(fd, ()))
 
 
 class Subscriptions:
-    """Subscribed prefixes of the frames socket, with a count each (XPUB reports a prefix's first
-    subscription and its last unsubscription, so a count is 1 while anyone holds it)."""
+    """Subscribed prefixes of the frames socket, with a count each: subscribe messages less
+    unsubscribe messages, never below the connections holding the prefix (see the module doc)."""
 
     def __init__(self) -> None:
         self.prefixes: Counter[bytes] = Counter()
@@ -199,18 +251,20 @@ class BridgeSockets:
         curve = config.curve_secret_key is not None
         self.pub.setsockopt(zmq.MAXMSGSIZE, MAX_SUBSCRIPTION_BYTES_CURVE if curve else MAX_SUBSCRIPTION_BYTES)
         self.pub.setsockopt(zmq.XPUB_NODROP, 1)
+        self.pub.setsockopt(zmq.XPUB_MANUAL, 1)  # we store subscriptions (ConnectionSubscriptions)
         if config.curve_secret_key is not None:
             for sock in (self.router, self.pub):
                 sock.setsockopt(zmq.CURVE_SERVER, 1)
                 sock.setsockopt(zmq.CURVE_SECRETKEY, config.curve_secret_key)
         self._pub_lock = threading.Lock()
         self.subscriptions = Subscriptions()
-        mask = sum(HANDSHAKE_FAILURES)
-        self._monitors = (
-            [sock.get_monitor_socket(mask) for sock in (self.router, self.pub)]
-            if config.curve_secret_key is not None
-            else []
-        )
+        self.connections = ConnectionSubscriptions(config.max_subscriptions)
+        curve = config.curve_secret_key is not None
+        handshakes = sum(HANDSHAKE_FAILURES) if curve else 0
+        self._router_monitor = self.router.get_monitor_socket(handshakes) if curve else None
+        # Read under the PUB lock with the subscriptions: connection ends, and CURVE failures.
+        self._pub_monitor = self.pub.get_monitor_socket(zmq.EVENT_DISCONNECTED | handshakes)
+        self._pub_handshake_failures: list[str] = []
         self.request_port = _bind(self.router, config.host, config.request_port)
         self.frames_port = _bind(self.pub, config.host, config.frames_port)
 
@@ -251,10 +305,29 @@ class BridgeSockets:
         # A non-blocking recv processes libzmq's pending commands (new subscribers' pipes) first.
         while True:
             try:
-                message = self.pub.recv(zmq.NOBLOCK)
+                frame = self.pub.recv(zmq.NOBLOCK, copy=False)
             except zmq.Again:
-                return
+                break
+            message = frame.bytes
             self.subscriptions.apply(message)
+            if not message or message[0] > 1:
+                continue
+            try:
+                fd = frame.get(zmq.SRCFD)
+            except zmq.ZMQError:
+                continue  # libzmq's unsubscribe for a connection that ended: it left the trie already
+            # Manual mode: an option set now applies to the connection this message came from.
+            if not message[0]:
+                self.connections.unsubscribe(fd, message[1:])
+                self.pub.setsockopt(zmq.UNSUBSCRIBE, message[1:])
+            elif self.connections.subscribe(fd, message[1:]):
+                self.pub.setsockopt(zmq.SUBSCRIBE, message[1:])
+        while self._pub_monitor.poll(0):
+            event = recv_monitor_message(self._pub_monitor)
+            if event["event"] == zmq.EVENT_DISCONNECTED:
+                self.connections.ended(int(event["value"]))
+            else:
+                self._pub_handshake_failures.append(HANDSHAKE_FAILURES.get(int(event["event"]), "other"))
 
     def reply(self, envelope: tuple[bytes, ...], payload: bytes) -> str | None:
         """Send a reply (I/O thread); None once queued, else why it was dropped: `peer_full` (the
@@ -272,17 +345,21 @@ class BridgeSockets:
     def handshake_failures(self) -> list[str]:
         """Reasons of the CURVE handshakes that failed since the last call (I/O thread only)."""
         reasons = []
-        for monitor in self._monitors:
-            while monitor.poll(0):
-                event = recv_monitor_message(monitor)
-                reasons.append(HANDSHAKE_FAILURES.get(int(event["event"]), "other"))
+        while self._router_monitor is not None and self._router_monitor.poll(0):
+            event = recv_monitor_message(self._router_monitor)
+            reasons.append(HANDSHAKE_FAILURES.get(int(event["event"]), "other"))
+        with self._pub_lock:
+            self._read_subscriptions()
+            reasons += self._pub_handshake_failures
+            self._pub_handshake_failures = []
         return reasons
 
     def close(self) -> None:
-        for monitor in self._monitors:
-            monitor.close(0)
+        if self._router_monitor is not None:
+            self._router_monitor.close(0)
         self.router.close(0)
         with self._pub_lock:
+            self._pub_monitor.close(0)
             self.pub.close(0)
         if self._auth is not None:
             self._auth.stop()
