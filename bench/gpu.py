@@ -324,6 +324,8 @@ def record(
         "workers": workers,
         "generators": len(reports),
         "input": "inputs (multiplexed)" if reports[0]["multiplexed"] else "input (one per session)",
+        # Motion: each generator's sessions in its own batch group, read from that group's topic only.
+        "batch_groups": all(r.get("batch_group") for r in reports),
         "p50_ms": round(p50, 3),
         "p99_ms": round(p99, 3),
         "mean_ms": round(mean, 3),

@@ -1,10 +1,13 @@
 """One load-generator process of bench/gpu.py: many sessions of one client against a running `serve`.
 
-    python bench/load_generator.py PORT PIPELINE SESSIONS WARMUP_S SECONDS
+    python bench/load_generator.py PORT PIPELINE SESSIONS WARMUP_S SECONDS [GROUP]
 
-Opens SESSIONS sessions (pipelined opens), subscribes to the batched topic `batch/motion` for motion
-(one message per engine call, docs/protocol.md 5.3: what a crowd client reads; per-session frames are
-then not even encoded) and to each session's frame topic for the rest, prints `ready`,
+Opens SESSIONS sessions (pipelined opens); for motion, in the batch group GROUP (default
+`gen<pid>`, one per generator; `-` for none) and subscribed to that group's batch topic
+`batch/motion/<GROUP>/` (one message per engine call and group, docs/protocol.md 5.3: what a crowd
+client reads; per-session frames are then not even encoded, and no generator receives or decodes
+another's rows; with `-`, the shared `batch/motion`, every client's rows), for the rest to each
+session's frame topic; prints `ready`,
 then reads the start time (epoch seconds) from stdin. From then on, each tick at 60 Hz it sends one
 input per session, as one multiplexed `inputs` message when the bridge serves it (`max_input_items`
 in its hello reply), else one `input` per session, reading frames in between (open loop: the next
@@ -17,6 +20,7 @@ frames received, published and lost, error replies.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from collections import Counter
@@ -28,7 +32,7 @@ import numpy.typing as npt
 import zmq
 
 from bridge.media.face_video import FaceVideo
-from bridge.protocol.batch_frames import batch_topic, decode_batch
+from bridge.protocol.batch_frames import BATCH_GROUP_OPTION, batch_topic, decode_batch
 from bridge.protocol.codec import pack, unpack_map
 from bridge.protocol.frames import frame_topic
 
@@ -58,7 +62,9 @@ def _inputs(pipeline: str, sessions: int) -> list[dict[str, Any]]:
     return [{"kind": "features", "rows": 1, "cols": 35, "data": rows[i].tobytes()} for i in range(sessions)]
 
 
-def main(port: int, pipeline: str, sessions: int, warmup_s: float, seconds: float) -> dict[str, Any]:
+def main(
+    port: int, pipeline: str, sessions: int, warmup_s: float, seconds: float, group: str = ""
+) -> dict[str, Any]:
     ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context.instance()
     dealer = ctx.socket(zmq.DEALER)
     dealer.setsockopt(zmq.LINGER, 0)
@@ -86,14 +92,16 @@ def main(port: int, pipeline: str, sessions: int, warmup_s: float, seconds: floa
     sub.setsockopt(zmq.LINGER, 0)
     sub.setsockopt(zmq.RCVHWM, 0)
     sub.connect(f"tcp://127.0.0.1:{hello['frames_port']}")
-    opened = requests([{"op": "open", "pipeline": pipeline} for _ in range(sessions)])
+    batched = pipeline == "motion"
+    group = group if batched else ""
+    options = {"options": {BATCH_GROUP_OPTION: group}} if group else {}
+    opened = requests([{"op": "open", "pipeline": pipeline, **options} for _ in range(sessions)])
     ids = [str(r["session"]) for r in opened if r.get("ok")]
     if len(ids) < sessions:
         raise SystemExit(f"opened {len(ids)} of {sessions} sessions: {dict(errors)}")
-    batched = pipeline == "motion"
-    own = np.array([sid.encode() for sid in ids])  # this generator's rows of the batches (all clients')
+    own = np.array([sid.encode() for sid in ids])  # this generator's rows (without a group: of all clients')
     if batched:
-        sub.setsockopt(zmq.SUBSCRIBE, batch_topic(pipeline))
+        sub.setsockopt(zmq.SUBSCRIBE, batch_topic(pipeline, group))
     for sid in [] if batched else ids:
         sub.setsockopt(zmq.SUBSCRIBE, frame_topic(sid))
     payloads = _inputs(pipeline, sessions)
@@ -170,6 +178,7 @@ def main(port: int, pipeline: str, sessions: int, warmup_s: float, seconds: floa
         "sessions": sessions,
         "multiplexed": multiplexed,
         "batch_topic": batched,
+        "batch_group": group,
         "ticks_measured": int(measured.sum()),
         "ticks_incomplete": int((measured & np.isnan(done_at)).sum()),
         # How late this generator sent its ticks (its own load: a saturated generator shows here).
@@ -186,5 +195,7 @@ def main(port: int, pipeline: str, sessions: int, warmup_s: float, seconds: floa
 
 if __name__ == "__main__":
     port, pipeline, sessions, warmup_s, seconds = sys.argv[1:6]
-    result = main(int(port), pipeline, int(sessions), float(warmup_s), float(seconds))
+    group = sys.argv[6] if len(sys.argv) > 6 else f"gen{os.getpid()}"
+    group = "" if group == "-" else group
+    result = main(int(port), pipeline, int(sessions), float(warmup_s), float(seconds), group)
     print(json.dumps(result), flush=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--batch-topic",
         action="store_true",
         help="motion: read frames from the batch topic batch/motion (docs/protocol.md 5.3), not frame/",
+    )
+    parser.add_argument(
+        "--batch-group",
+        default=f"harness-{os.getpid()}",
+        help="with --batch-topic: open the sessions in this batch group and read only its topic "
+        "batch/motion/<group>/, no other client's rows (default: harness-<pid>; '' for batch/motion)",
     )
     parser.add_argument(
         "--multiplex",
@@ -59,6 +66,7 @@ def run(args: argparse.Namespace) -> int:
             input_path=args.input,
             options=options,
             batch_topic=args.batch_topic,
+            batch_group=args.batch_group,
             multiplex=args.multiplex,
         )
     except (TimeoutError, BridgeError, ValueError, OSError) as exc:

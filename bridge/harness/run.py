@@ -17,7 +17,8 @@ import numpy.typing as npt
 
 from bridge.harness.client import BridgeClient, ReceivedFrame
 from bridge.harness.sources import audio_chunks, face_frames
-from bridge.protocol.batch_frames import BATCH_TOPIC_PREFIX
+from bridge.protocol.batch_frames import BATCH_GROUP_OPTION
+from bridge.protocol.batch_frames import batch_topic as topic_of_batch
 from bridge.protocol.frames import FaceFrame, MotionFrame
 from bridge.protocol.versions import FRAME_TOPIC_PREFIX
 
@@ -127,6 +128,7 @@ def run_harness(
     on_tick: Callable[[int, int], None] | None = None,
     feature_rows: np.ndarray | None = None,
     batch_topic: bool = False,
+    batch_group: str = "",
     multiplex: bool = False,
 ) -> HarnessReport:
     """Stream `seconds` of input at `fps` into `sessions` new sessions and account for every frame.
@@ -135,15 +137,18 @@ def run_harness(
     (N x 35) is given, one precomputed feature row per tick. With `multiplex`, each tick's inputs of
     all sessions go out in `inputs` messages (docs/protocol.md section 4.7), not one `input` each.
     With `batch_topic`, frames are read from the pipeline's batch messages (`batch/<pipeline>`,
-    docs/protocol.md 5.3), not from `frame/` topics.
+    docs/protocol.md 5.3), not from `frame/` topics; with `batch_group` too, the sessions are opened
+    in that batch group and only its topic (`batch/<pipeline>/<group>/`) is read: no other client's rows.
     """
     if not client.hello_reply:
         client.hello()
-    client.subscribe(BATCH_TOPIC_PREFIX + pipeline.encode() if batch_topic else FRAME_TOPIC_PREFIX)
+    group = batch_group if batch_topic else ""
+    client.subscribe(topic_of_batch(pipeline, group) if batch_topic else FRAME_TOPIC_PREFIX)
     time.sleep(0.05)  # let the subscription reach the bridge before the first frame is published
+    open_options = {**(options or {}), **({BATCH_GROUP_OPTION: group} if group else {})}
     tracks: dict[str, SessionTrack] = {}
     for _ in range(sessions):
-        opened = client.open(pipeline, **(options or {}))
+        opened = client.open(pipeline, **open_options)
         tracks[opened["session"]] = SessionTrack(opened["session"], pipeline, opened)
     item, total = _items(client, pipeline, seconds, fps, input_path, feature_rows)
 

@@ -6,10 +6,16 @@ no per-row work) and, only for sessions someone subscribes to, into per-session 
 payloads (`MotionColumns.frames`, the fixed-layout encoder of bridge.protocol.motion_frames).
 `ColumnFrames` is one session's rows of such columns, encoded on demand, so a pipeline can hand its
 frames over without encoding any. `decode_batch` reads a batch message into typed views of its bins.
+
+Batch groups: a session opened with the `batch_group` option has its rows published only on its
+group's topic `batch/<pipeline>/<group>/` (the trailing slash: a subscription to group `g1` never
+matches `g10`); rows of sessions without a group stay on `batch/<pipeline>`. A subscriber to
+`batch/<pipeline>` or `batch/` (a prefix of both) still receives every row once.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, overload
@@ -24,12 +30,16 @@ from bridge.protocol.motion_frames import encode_motion_frames
 from bridge.protocol.versions import PROTOCOL_VERSION, SESSION_ID_LENGTH
 
 __all__ = [
+    "BATCH_GROUP_OPTION",
     "BATCH_MINOR",
     "BATCH_TOPIC_PREFIX",
+    "MAX_BATCH_GROUP_CHARS",
+    "MAX_BATCH_TOPIC_BYTES",
     "ColumnFrames",
     "MotionBatch",
     "MotionColumns",
     "batch_topic",
+    "check_batch_group",
     "decode_batch",
     "encode_batch",
     "motion_columns",
@@ -49,8 +59,35 @@ _ROW_BYTES = {
 }
 
 
-def batch_topic(pipeline: str) -> bytes:
-    return BATCH_TOPIC_PREFIX + pipeline.encode()
+BATCH_GROUP_OPTION = "batch_group"  # the `open` option naming a session's batch group
+MAX_BATCH_GROUP_CHARS = 16
+_GROUP = re.compile(rf"[A-Za-z0-9_-]{{1,{MAX_BATCH_GROUP_CHARS}}}")
+
+
+def batch_topic(pipeline: str, group: str | bytes = "") -> bytes:
+    """`batch/<pipeline>`, or a group's `batch/<pipeline>/<group>/`."""
+    topic = BATCH_TOPIC_PREFIX + pipeline.encode()
+    if not group:
+        return topic
+    return b"%s/%s/" % (topic, group.encode() if isinstance(group, str) else group)
+
+
+# The longest batch topic (motion is the only pipeline batched in protocol 1.1).
+MAX_BATCH_TOPIC_BYTES = len(batch_topic("motion", "g" * MAX_BATCH_GROUP_CHARS))
+
+
+def check_batch_group(value: object) -> str:
+    """A `batch_group` option's value, checked: 1-16 characters of [A-Za-z0-9_-] (BAD_TYPE for a
+    non-string, BAD_VALUE for anything else)."""
+    if not isinstance(value, str):
+        raise ProtocolError(ErrorCode.BAD_TYPE, f"option '{BATCH_GROUP_OPTION}' must be a string")
+    if not _GROUP.fullmatch(value):
+        raise ProtocolError(
+            ErrorCode.BAD_VALUE,
+            f"option '{BATCH_GROUP_OPTION}' must be 1-{MAX_BATCH_GROUP_CHARS} characters of A-Z a-z 0-9 _ -, "
+            f"got '{value[: MAX_BATCH_GROUP_CHARS + 8]}'",
+        )
+    return value
 
 
 @dataclass(frozen=True)
@@ -160,26 +197,28 @@ class ColumnFrames(Sequence[bytes]):
         return iter(self.columns.take(slice(self.start, self.stop)).frames())
 
 
-def encode_batch(pipeline: str, columns: MotionColumns, t_publish_ns: int) -> bytes:
-    """One batch message payload: the keys of section 5.3 in their order, every column one bin."""
-    return pack(
-        {
-            "op": "frames",
-            "v": PROTOCOL_VERSION,
-            "minor": BATCH_MINOR,
-            "pipeline": pipeline,
-            "rows": len(columns),
-            "t_publish_ns": t_publish_ns,
-            "engine_us": float(columns.engine_us),
-            "batch": columns.batch,
-            "session": columns.session.tobytes(),
-            "seq": columns.seq.astype("<u8", copy=False).tobytes(),
-            "input_seq": columns.input_seq.astype("<u8", copy=False).tobytes(),
-            "t_capture_ns": columns.t_capture_ns.astype("<i8", copy=False).tobytes(),
-            "joints": columns.joints.astype("<f4", copy=False).tobytes(),
-            "root": columns.root.astype("<f4", copy=False).tobytes(),
-        }
-    )
+def encode_batch(pipeline: str, columns: MotionColumns, t_publish_ns: int, group: str = "") -> bytes:
+    """One batch message payload: the keys of section 5.3 in their order, every column one bin; a
+    group's message ends with its `group` (a message without one is unchanged)."""
+    message: dict[str, Any] = {
+        "op": "frames",
+        "v": PROTOCOL_VERSION,
+        "minor": BATCH_MINOR,
+        "pipeline": pipeline,
+        "rows": len(columns),
+        "t_publish_ns": t_publish_ns,
+        "engine_us": float(columns.engine_us),
+        "batch": columns.batch,
+        "session": columns.session.tobytes(),
+        "seq": columns.seq.astype("<u8", copy=False).tobytes(),
+        "input_seq": columns.input_seq.astype("<u8", copy=False).tobytes(),
+        "t_capture_ns": columns.t_capture_ns.astype("<i8", copy=False).tobytes(),
+        "joints": columns.joints.astype("<f4", copy=False).tobytes(),
+        "root": columns.root.astype("<f4", copy=False).tobytes(),
+    }
+    if group:
+        message["group"] = group
+    return pack(message)
 
 
 @dataclass(frozen=True)
@@ -197,6 +236,7 @@ class MotionBatch:
     t_capture_ns: np.ndarray  # (n,) <i8
     joints: np.ndarray  # (n, 24, 4) <f4
     root: np.ndarray  # (n, 3) <f4
+    group: str = ""  # the batch group of a group's message; "" on `batch/<pipeline>`
 
     def __len__(self) -> int:
         return len(self.session)
@@ -247,6 +287,9 @@ def decode_batch(payload: bytes) -> MotionBatch:
                 ErrorCode.MALFORMED, f"batch: '{key}' has {len(blob)} bytes, {rows} rows need {rows * size}"
             )
         bins[key] = blob
+    group = m.get("group", "")
+    if not isinstance(group, str):
+        raise ProtocolError(ErrorCode.BAD_TYPE, "batch: 'group' must be a string")
     return MotionBatch(
         pipeline=pipeline,
         minor=require(m, "minor", int, what),
@@ -259,4 +302,5 @@ def decode_batch(payload: bytes) -> MotionBatch:
         t_capture_ns=np.frombuffer(bins["t_capture_ns"], "<i8"),
         joints=np.frombuffer(bins["joints"], "<f4").reshape(rows, SMPL_JOINTS, 4),
         root=np.frombuffer(bins["root"], "<f4").reshape(rows, 3),
+        group=group,
     )

@@ -20,6 +20,7 @@ from typing import Annotated, Any, ClassVar, Literal
 import msgspec
 import numpy as np
 
+from bridge.protocol.batch_frames import BATCH_GROUP_OPTION, check_batch_group
 from bridge.protocol.codec import F32LE, ProtocolError
 from bridge.protocol.errors import ErrorCode
 from bridge.protocol.versions import PROTOCOL_VERSION, SESSION_ID_LENGTH
@@ -36,6 +37,9 @@ MAX_NAME_CHARS = 64  # pipeline, model, option names and string option values
 MAX_CLIENT_CHARS = 256
 MAX_OPTIONS = 16
 MAX_INPUT_ITEMS = 4096  # items of one multiplexed `inputs` message (the largest batch tier)
+# Every op but input, inputs and calibrate (the ones that carry data) is legal in under 10 KB (a full
+# `open`); one larger has a field over its bound and is refused before its values are decoded.
+MAX_SMALL_REQUEST_BYTES = 64 * 1024
 UINT64_MAX = 2**64 - 1
 INT64_MAX = 2**63 - 1
 _ECHO_CHARS = 160  # longest error message built from a decoder's text
@@ -57,7 +61,8 @@ class OpenSession:
     id: int
     pipeline: str
     model: str | None
-    options: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)  # the pipeline's (batch_group taken out)
+    batch_group: str = ""  # the `batch_group` option (docs/protocol.md 5.3), checked; "" for none
 
 
 @dataclass(frozen=True)
@@ -221,6 +226,12 @@ class _Version(msgspec.Struct):
     v: int = PROTOCOL_VERSION
 
 
+class _Op(msgspec.Struct):
+    """A request's `op`, undecoded: what a large request is, without decoding its values."""
+
+    op: msgspec.Raw = msgspec.Raw()
+
+
 class _Echo(msgspec.Struct):
     """What an error reply may echo, undecoded until its size is known (never a 4 MB string)."""
 
@@ -231,11 +242,15 @@ class _Echo(msgspec.Struct):
 _DECODER = msgspec.msgpack.Decoder(_Hello | _List | _Open | _Close | _Calibrate | _Ping | _Input | _Inputs)
 _ITEM_DECODER = msgspec.msgpack.Decoder(_InputItem)
 _OPS = ("calibrate", "close", "hello", "input", "inputs", "list", "open", "ping")
+_DATA_OPS = ("calibrate", "input", "inputs")  # the ops whose messages may be large
+_STR_TYPES = frozenset((*range(0xA0, 0xC0), 0xD9, 0xDA, 0xDB))  # msgpack's str type bytes
 
 
 def decode_request(payload: bytes | memoryview, max_bytes: int | None = None) -> Request:
     if max_bytes is not None and len(payload) > max_bytes:
         raise ProtocolError(ErrorCode.TOO_LARGE, f"message of {len(payload)} bytes exceeds {max_bytes}")
+    if len(payload) > MAX_SMALL_REQUEST_BYTES:
+        _refuse_oversized(payload)
     try:
         message = _DECODER.decode(payload)
     except msgspec.ValidationError as exc:
@@ -251,7 +266,10 @@ def decode_request(payload: bytes | memoryview, max_bytes: int | None = None) ->
     if isinstance(message, _Ping):
         return Ping(message.id, message.session)
     if isinstance(message, _Open):
-        return OpenSession(message.id, message.pipeline, message.model, message.options or {})
+        options = message.options or {}
+        group = options.pop(BATCH_GROUP_OPTION, None)  # the bridge's option, for every pipeline
+        batch_group = "" if group is None else check_batch_group(group)
+        return OpenSession(message.id, message.pipeline, message.model, options, batch_group)
     if isinstance(message, _Close):
         return CloseSession(message.id, message.session)
     if isinstance(message, _Calibrate):
@@ -296,6 +314,32 @@ def request_echo(payload: bytes | memoryview | msgspec.Raw) -> tuple[int, str | 
     return request_id, session
 
 
+def _refuse_oversized(payload: bytes | memoryview) -> None:
+    """Raise for a request over MAX_SMALL_REQUEST_BYTES whose op carries no data: decoding and then
+    length-checking a 4 MB string costs ~0.5 ms of the I/O thread's GIL, reading its `op` ~1 us.
+    A payload that is not a map with a str `op` is left to the full decode, which says why."""
+    try:
+        raw = msgspec.msgpack.decode(payload, type=_Op).op
+        if not raw or memoryview(raw)[0] not in _STR_TYPES:
+            return
+        # No op is over 9 characters; the decoder would copy a long one whole into its error text.
+        op = msgspec.msgpack.decode(raw, type=str) if len(raw) <= 2 + MAX_NAME_CHARS else None
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return
+    if op in _DATA_OPS:
+        return
+    version = _version_error(payload)
+    if version is not None:
+        raise version
+    if op not in _OPS:
+        raise ProtocolError(ErrorCode.UNKNOWN_OP, f"unknown op (known: {', '.join(_OPS)})")
+    raise ProtocolError(
+        ErrorCode.BAD_VALUE,
+        f"{op} request of {len(payload)} bytes, over the {MAX_SMALL_REQUEST_BYTES} any {op} within "
+        "its fields' bounds fits in (only calibrate, input and inputs carry data)",
+    )
+
+
 def _unsupported(version: int) -> ProtocolError:
     return ProtocolError(
         ErrorCode.UNSUPPORTED_VERSION,
@@ -306,17 +350,21 @@ def _unsupported(version: int) -> ProtocolError:
 def _validation_error(payload: bytes | memoryview, text: str) -> ProtocolError:
     """Map a msgspec validation failure to its code: the version first (another version may have
     another layout), then what the decoder found."""
+    return _version_error(payload) or _code_for(text, "request")
+
+
+def _version_error(payload: bytes | memoryview) -> ProtocolError | None:
+    """The error of a request's `v` (bad type, another version), or of bytes that are not msgpack;
+    None when `v` is absent or this version."""
     try:
         version = msgspec.msgpack.decode(payload, type=_Version).v
     except msgspec.ValidationError as exc:
         if "`$.v`" in str(exc):
             return ProtocolError(ErrorCode.BAD_TYPE, _clip(f"request: {exc}"))
-        version = PROTOCOL_VERSION
+        return None
     except msgspec.DecodeError:  # the union stopped at a missing field before it met the bad bytes
         return ProtocolError(ErrorCode.MALFORMED, "not a msgpack message")
-    if version != PROTOCOL_VERSION:
-        return _unsupported(version)
-    return _code_for(text, "request")
+    return None if version == PROTOCOL_VERSION else _unsupported(version)
 
 
 def _code_for(text: str, what: str) -> ProtocolError:

@@ -2,7 +2,11 @@
 
 A call's frames leave the bridge as (docs/protocol.md sections 5 and 5.3):
 - one `batch/<pipeline>` message with every row of the call, when the pipeline's frames are columns
-  (`ColumnFrames`, motion) and someone subscribes to the batch topic;
+  (`ColumnFrames`, motion) and someone subscribes to the batch topic; when some of the call's
+  sessions were opened with a batch group, one message per group present instead (its rows only, on
+  `batch/<pipeline>/<group>/`; the rows without a group on `batch/<pipeline>`), each only when someone
+  subscribes to its topic. The rows are grouped with numpy (one lookup per session, none per row), and
+  a bridge where no open session has a group takes exactly the path without groups;
 - a `frame/<session>` message per frame, encoded and sent only for the sessions someone subscribes
   to (the frames socket reports subscriptions); other pipelines' frames (already encoded) always go.
 
@@ -39,7 +43,12 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from bridge.protocol.batch_frames import ColumnFrames, MotionColumns, encode_batch
+from bridge.protocol.batch_frames import (
+    MAX_BATCH_GROUP_CHARS,
+    ColumnFrames,
+    MotionColumns,
+    encode_batch,
+)
 from bridge.protocol.versions import FRAME_TOPIC_PREFIX
 from bridge.serving.sessions import Session
 from bridge.transport.zmq_sockets import BridgeSockets, Delivery
@@ -49,7 +58,7 @@ log = logging.getLogger(__name__)
 PUBLISH_QUEUE_CALLS = 8  # realtime calls waiting for the publisher thread (8 ticks, 133 ms at 60 Hz)
 INLINE_FRAMES = 64  # a realtime call this small is sent by the scheduler when the thread is idle
 
-EncodeBatch = Callable[[npt.NDArray[np.bool_]], bytes]
+_GROUP = np.dtype(f"S{MAX_BATCH_GROUP_CHARS}")
 
 
 class Publish(Protocol):
@@ -69,11 +78,15 @@ class Outlet(Protocol):
     def subscribed(self, topics: Sequence[bytes]) -> list[bool]:
         """Per topic: a subscriber would receive it."""
 
+    def batch_groups(self, topics: Sequence[bytes]) -> list[bytes] | None:
+        """Per session topic its batch group (b"" for none); None when no open session has one."""
+
     def publish_batch(
-        self, topic: bytes, row_topics: Sequence[bytes], encode: EncodeBatch, *, hold: bool = False
+        self, topic: bytes, row_topics: Sequence[bytes], encode: BatchEncoder, *, hold: bool = False
     ) -> tuple[Delivery, npt.NDArray[np.bool_]]:
-        """Send `encode(live rows)` atomically with the gate; CLOSED, sending nothing, when no row's
-        session is open. Returns the delivery and which rows were live."""
+        """Send the messages `encode` makes of the live rows (on `topic`, a group's on its topic)
+        atomically with the gate; CLOSED, sending nothing, when no row's session is open or no row
+        is left to send. Returns the delivery (the worst of its messages') and which rows were live."""
 
 
 @dataclass(frozen=True)
@@ -92,11 +105,14 @@ class CallableOutlet:
     def subscribed(self, topics: Sequence[bytes]) -> list[bool]:
         return [t.startswith(FRAME_TOPIC_PREFIX) for t in topics]
 
+    def batch_groups(self, topics: Sequence[bytes]) -> list[bytes] | None:
+        return None
+
     def publish_batch(
-        self, topic: bytes, row_topics: Sequence[bytes], encode: EncodeBatch, *, hold: bool = False
+        self, topic: bytes, row_topics: Sequence[bytes], encode: BatchEncoder, *, hold: bool = False
     ) -> tuple[Delivery, npt.NDArray[np.bool_]]:
         live = np.ones(len(row_topics), bool)
-        return self.send(topic, encode(live), hold=hold), live
+        return encode.send(self.send, topic, live, hold), live
 
 
 @dataclass(frozen=True)
@@ -107,6 +123,9 @@ class GatedOutlet:
     sockets: BridgeSockets
     lock: threading.Lock
     open_topics: set[bytes]
+    # The open sessions opened with a batch group: frame topic -> group (the server keeps it with
+    # `open_topics`); usually empty, which keeps publishing on the path without groups.
+    groups: dict[bytes, bytes] = field(default_factory=dict)
 
     def publish(self, topic: bytes, payload: bytes, *, hold: bool = False) -> Delivery:
         with self.lock:
@@ -121,14 +140,75 @@ class GatedOutlet:
     def subscribed(self, topics: Sequence[bytes]) -> list[bool]:
         return self.sockets.matching(topics)
 
+    def batch_groups(self, topics: Sequence[bytes]) -> list[bytes] | None:
+        groups = self.groups
+        if not groups:
+            return None
+        return [groups.get(t, b"") for t in topics]
+
     def publish_batch(
-        self, topic: bytes, row_topics: Sequence[bytes], encode: EncodeBatch, *, hold: bool = False
+        self, topic: bytes, row_topics: Sequence[bytes], encode: BatchEncoder, *, hold: bool = False
     ) -> tuple[Delivery, npt.NDArray[np.bool_]]:
         with self.lock:
             live = np.fromiter((t in self.open_topics for t in row_topics), bool, len(row_topics))
             if not live.any():
                 return Delivery.CLOSED, live
-            return self.sockets.publish(topic, encode(live), hold=hold), live
+            return encode.send(self.sockets.publish, topic, live, hold), live
+
+
+@dataclass
+class BatchRows:
+    """A call's rows for the batch topics: its columns and, when some session has a batch group, each
+    row's group and which rows are done: rows of a group nobody subscribes to, and rows whose message
+    went out (a held bulk batch is retried until every group's message is out, none twice)."""
+
+    columns: MotionColumns
+    groups: npt.NDArray[np.bytes_] | None = None  # (n,) S16, b"" for no group
+    done: npt.NDArray[np.bool_] | None = None  # (n,), with groups
+
+    def take(self, rows: npt.NDArray[np.bool_]) -> BatchRows:
+        if self.groups is None or self.done is None:
+            return BatchRows(self.columns.take(rows))
+        return BatchRows(self.columns.take(rows), self.groups[rows], self.done[rows])
+
+
+class BatchEncoder:
+    """Encodes and sends the batch messages of some rows: one message of all live rows without
+    groups; with groups, one per group among the live rows not done, in row order within each."""
+
+    def __init__(self, pipeline: str, rows: BatchRows) -> None:
+        self.pipeline, self.rows = pipeline, rows
+        self.messages = 0  # messages sent (none held)
+        self.sent: list[npt.NDArray[np.intp]] = []  # with groups: the rows of each message sent
+
+    def send(self, publish: Publish, topic: bytes, live: npt.NDArray[np.bool_], hold: bool) -> Delivery:
+        t_publish_ns = time.time_ns()
+        columns, groups, done = self.rows.columns, self.rows.groups, self.rows.done
+        if groups is None or done is None:
+            delivery = publish(
+                topic, encode_batch(self.pipeline, columns.take(live), t_publish_ns), hold=hold
+            )
+            self.messages += delivery is not Delivery.HELD
+            return delivery
+        pending = np.flatnonzero(live & ~done)
+        if not pending.size:
+            return Delivery.CLOSED
+        names, inverse = np.unique(groups[pending], return_inverse=True)
+        order = np.argsort(inverse, kind="stable")  # stable: a session's rows stay in seq order
+        parts = np.split(pending[order], np.cumsum(np.bincount(inverse))[:-1])
+        worst = Delivery.SENT
+        for name, part in zip(names.tolist(), parts, strict=True):
+            payload = encode_batch(self.pipeline, columns.take(part), t_publish_ns, name.decode())
+            delivery = publish(topic + (b"/%s/" % name if name else b""), payload, hold=hold)
+            if delivery is Delivery.HELD:  # sent to nobody: retried with the held batch
+                worst = delivery
+                continue
+            done[part] = True
+            self.sent.append(part)
+            self.messages += 1
+            if delivery is Delivery.STALLED and worst is Delivery.SENT:
+                worst = delivery
+        return worst
 
 
 @dataclass
@@ -136,7 +216,7 @@ class HeldBatch:
     """A bulk batch message a subscriber had no room for: its rows, retried until sent."""
 
     since: float
-    columns: MotionColumns
+    columns: BatchRows  # the rows (the scheduler hands them back to `batch_encoder`)
     row_topics: list[bytes]
     sessions: frozenset[str]
 
@@ -154,8 +234,8 @@ class Outcome:
     held_batch: HeldBatch | None = None
 
 
-def batch_encoder(pipeline: str, columns: MotionColumns) -> EncodeBatch:
-    return lambda live: encode_batch(pipeline, columns.take(live), time.time_ns())
+def batch_encoder(pipeline: str, rows: BatchRows) -> BatchEncoder:
+    return BatchEncoder(pipeline, rows)
 
 
 def publish_call(
@@ -176,26 +256,19 @@ def publish_call(
     for (s, _), n in zip(rows, counts, strict=True):
         s.frames_published += n  # before any send: a racing close must not leave one out
     columnar = [p for _, p in rows if isinstance(p, ColumnFrames)]
-    in_batch = False
+    in_batch: bool | list[bool] = False  # (per session, with groups) its rows went out in a batch
     payload_rows: list[Sequence[bytes] | None]
     if len(columnar) == len(rows):
         columns, owners = _gather(columnar)
-        if outlet.subscribed([batch_topic])[0]:
-            row_topics = [topics[i] for i in owners.tolist()]
-            delivery, live_rows = outlet.publish_batch(
-                batch_topic, row_topics, batch_encoder(pipeline, columns), hold=hold
+        groups = outlet.batch_groups(topics)
+        if groups is None:
+            batch = BatchRows(columns) if outlet.subscribed([batch_topic])[0] else None
+        else:
+            batch = _grouped(outlet, batch_topic, columns, np.array(groups, _GROUP)[owners])
+        if batch is not None:
+            in_batch, live_rows = _publish_batch(
+                outlet, pipeline, batch_topic, rows, owners, batch, hold, out
             )
-            in_batch = delivery is not Delivery.CLOSED
-            if delivery is Delivery.HELD:
-                out.held_batch = HeldBatch(
-                    time.perf_counter(),
-                    columns.take(live_rows),
-                    [row_topics[r] for r in np.flatnonzero(live_rows).tolist()],
-                    frozenset(s.id for s, _ in rows),
-                )
-            elif in_batch:
-                out.batches += 1
-                out.stalls += delivery is Delivery.STALLED
             live_sessions = np.zeros(len(rows), bool)
             live_sessions[owners[live_rows]] = True
             live = live_sessions.tolist()
@@ -208,7 +281,7 @@ def publish_call(
     else:  # already encoded (face, speech)
         live = [True] * len(rows)  # the publish function's gate decides per message
         payload_rows = [p for _, p in rows]
-    for (s, _), n, ok, payloads in zip(rows, counts, live, payload_rows, strict=True):
+    for k, ((s, _), n, ok, payloads) in enumerate(zip(rows, counts, live, payload_rows, strict=True)):
         if not ok:  # ended: in no topic
             _drop(s, n, out)
             continue
@@ -221,12 +294,63 @@ def publish_call(
                 out.held.append((s, list(payloads[i:])))
                 out.published += len(payloads) - i
                 break
-            if delivery is Delivery.CLOSED and not in_batch:
+            if delivery is Delivery.CLOSED and not (in_batch if isinstance(in_batch, bool) else in_batch[k]):
                 _drop(s, 1, out)
                 continue
             out.published += 1
             out.stalls += delivery is Delivery.STALLED
     return out
+
+
+def _grouped(
+    outlet: Outlet, batch_topic: bytes, columns: MotionColumns, groups: npt.NDArray[np.bytes_]
+) -> BatchRows | None:
+    """The rows with their groups (`groups`, one per row), those of groups nobody subscribes to done;
+    None when nobody subscribes to any of the call's groups."""
+    names = np.unique(groups).tolist()
+    wanted = outlet.subscribed([batch_topic + (b"/%s/" % g if g else b"") for g in names])
+    if not any(wanted):
+        return None
+    unwanted = [g for g, w in zip(names, wanted, strict=True) if not w]
+    done = np.isin(groups, unwanted) if unwanted else np.zeros(len(groups), bool)
+    return BatchRows(columns, groups, done)
+
+
+def _publish_batch(
+    outlet: Outlet,
+    pipeline: str,
+    batch_topic: bytes,
+    rows: Sequence[tuple[Session, Sequence[bytes]]],
+    owners: npt.NDArray[np.intp],
+    batch: BatchRows,
+    hold: bool,
+    out: Outcome,
+) -> tuple[bool | list[bool], npt.NDArray[np.bool_]]:
+    """Send the call's batch message(s); (whether each session's rows went out in one, or are held to
+    go out: one flag for all without groups), which rows were live)."""
+    row_topics = [rows[i][0].topic for i in owners.tolist()]
+    encoder = batch_encoder(pipeline, batch)
+    delivery, live_rows = outlet.publish_batch(batch_topic, row_topics, encoder, hold=hold)
+    out.batches += encoder.messages
+    out.stalls += delivery is Delivery.STALLED
+    in_batch: bool | list[bool]
+    if batch.done is None:
+        in_batch = delivery is not Delivery.CLOSED  # sent, or held to be sent
+        waiting = frozenset(s.id for s, _ in rows) if delivery is Delivery.HELD else frozenset()
+    else:
+        held_rows = np.flatnonzero(live_rows & ~batch.done)  # of the groups held for room
+        flags = np.zeros(len(rows), bool)
+        flags[owners[np.concatenate([*encoder.sent, held_rows])]] = True
+        in_batch = flags.tolist()
+        waiting = frozenset(rows[i][0].id for i in np.unique(owners[held_rows]).tolist())  # they wait
+    if delivery is Delivery.HELD:
+        out.held_batch = HeldBatch(
+            time.perf_counter(),
+            batch.take(live_rows),
+            [row_topics[r] for r in np.flatnonzero(live_rows).tolist()],
+            waiting,
+        )
+    return in_batch, live_rows
 
 
 def _drop(s: Session, frames: int, out: Outcome) -> None:

@@ -146,10 +146,12 @@ class Bridge:
         self._load_engines()
         self.sockets = BridgeSockets(config.transport)
         # Ending a session and publishing a frame exclude each other, so no frame of a session follows
-        # its `closed` event; `_live` holds the frame topics of open sessions.
+        # its `closed` event; `_live` holds the frame topics of open sessions, `_groups` those opened
+        # with a batch group (docs/protocol.md 5.3), with their group.
         self._end_lock = threading.Lock()
         self._live: set[bytes] = set()
-        self._outlet = GatedOutlet(self.sockets, self._end_lock, self._live)
+        self._groups: dict[bytes, bytes] = {}
+        self._outlet = GatedOutlet(self.sockets, self._end_lock, self._live, self._groups)
         # With a ZAP handler (CURVE with an allow-list) a client is its public key, read per message.
         self._keyed = config.transport.curve_client_keys is not None
         self.schedulers: dict[Pipeline[Any, Any], Scheduler] = {
@@ -447,6 +449,8 @@ class Bridge:
         with self._end_lock:
             self.sessions.add(session)
             self._live.add(session.topic)
+            if request.batch_group:
+                self._groups[session.topic] = request.batch_group.encode()
         self.stats.sessions_opened += 1
         description: dict[str, Any] = {
             "pipeline": pipeline.name,
@@ -521,6 +525,7 @@ class Bridge:
             if self.sessions.remove(session.id) is None:
                 return
             self._live.discard(session.topic)
+            self._groups.pop(session.topic, None)
             closed = encode_closed_event(session.id, reason=reason, frames_published=session.frames_published)
             self.sockets.publish(event_topic(session.id), closed)
 
