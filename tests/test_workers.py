@@ -25,6 +25,7 @@ import zmq
 from bridge.harness.client import BridgeClient, BridgeError
 from bridge.harness.process import BridgeProcess
 from bridge.harness.run import run_harness
+from bridge.protocol.batch_frames import MotionBatch, batch_topic
 from bridge.protocol.codec import pack, unpack_map
 from bridge.protocol.errors import ErrorCode
 from bridge.serving.server import ServeConfig
@@ -32,6 +33,7 @@ from bridge.serving.workers import WorkerSpecFactory
 from bridge.transport.curve import generate_key_pair, load_secret_key
 from bridge.transport.zmq_sockets import TransportConfig
 from tests.bystander import Bystander
+from tests.test_batch_groups import raw_sub, read, rows_by_session
 
 ROWS = np.random.default_rng(3).standard_normal((60, 35)).astype(np.float32)
 SERVE = ("--workers", "2", "--no-face-tracking", "--metrics-port", "0", "--idle-timeout", "30")
@@ -176,6 +178,49 @@ def test_inputs_message_over_both_workers_answers_each_item_by_its_index(bridge:
             client.close_session(sid)
     finally:
         client.close()
+
+
+def test_batch_groups_through_the_front_end(bridge: BridgeProcess) -> None:
+    """Two clients' sessions in groups ga and gb, spread over both workers: each group's subscriber
+    gets only its rows, a `batch/` subscriber every row once (the subscriptions reach the workers
+    through the front end's forwarder)."""
+    clients = [BridgeClient(request_port=bridge.request_port) for _ in range(2)]
+    subs: list[zmq.Socket[bytes]] = []
+    try:
+        for c in clients:
+            c.hello()
+        frames = f"tcp://127.0.0.1:{clients[0].hello_reply['frames_port']}"
+        prefixes = [batch_topic("motion", "ga"), batch_topic("motion", "gb"), b"batch/"]
+        subs = [raw_sub(frames, p) for p in prefixes]
+        owned = {
+            g: [c.open("motion", batch_group=g)["session"] for _ in range(2)]
+            for c, g in zip(clients, ("ga", "gb"), strict=True)
+        }
+        every = [sid for sids in owned.values() for sid in sids]
+        assert set(session_workers(bridge, every).values()) == {"0", "1"}
+        time.sleep(0.3)  # the subscriptions reach the workers (already, while session_workers waited)
+        got: list[list[tuple[bytes, MotionBatch]]] = [[] for _ in subs]
+        for seq, row in enumerate(ROWS[:20]):
+            for c, sids in zip(clients, owned.values(), strict=True):
+                for sid in sids:
+                    c.send_features(sid, seq, row[None])
+            time.sleep(1 / 60)
+            for sub, into in zip(subs, got, strict=True):
+                read(sub, into)
+        for sub, into in zip(subs, got, strict=True):
+            read(sub, into, quiet_ms=300)
+        expected = {sid: list(range(20)) for sid in every}
+        for group, messages in zip(("ga", "gb"), got, strict=False):
+            assert {t for t, _ in messages} == {batch_topic("motion", group)}
+            assert rows_by_session(messages) == {sid: expected[sid] for sid in owned[group]}
+        assert rows_by_session(got[2]) == expected
+        for c, sids in zip(clients, owned.values(), strict=True):
+            assert [c.close_session(sid)["frames_published"] for sid in sids] == [20, 20]
+    finally:
+        for sub in subs:
+            sub.close()
+        for c in clients:
+            c.close()
 
 
 def test_killed_worker_is_restarted_and_the_other_workers_session_loses_nothing(tmp_path: Path) -> None:
