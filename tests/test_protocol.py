@@ -24,6 +24,7 @@ from bridge.protocol import (
     encode_face_frame,
     encode_rig,
     pack,
+    requests,
 )
 from bridge.protocol.events import (
     FACE_EXPRESSION_NAMES,
@@ -168,6 +169,46 @@ def test_bad_requests_get_their_code(payload: bytes, code: ErrorCode) -> None:
 
 def test_oversize_is_refused_before_decoding() -> None:
     assert code_of(b"\x00" * 101, max_bytes=100) == ErrorCode.TOO_LARGE
+
+
+BIG = "x" * (1 << 20)
+
+
+class _NoFullDecode:
+    def decode(self, payload: object) -> None:
+        raise AssertionError("the full decode ran")
+
+
+@pytest.mark.parametrize(
+    ("message", "code"),
+    [
+        ({"op": "close", "id": 7, "session": BIG}, ErrorCode.BAD_VALUE),
+        ({"op": "ping", "pad": BIG}, ErrorCode.BAD_VALUE),  # an unknown key as large
+        ({"op": "hello", "v": 2, "client": BIG}, ErrorCode.UNSUPPORTED_VERSION),  # the version first
+        ({"op": "ping", "v": 1.0, "pad": BIG}, ErrorCode.BAD_TYPE),
+        ({"op": BIG}, ErrorCode.UNKNOWN_OP),
+    ],
+)
+def test_a_large_request_of_an_op_without_data_is_refused_on_its_op(
+    message: dict[str, object], code: ErrorCode, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only calibrate, input and inputs carry data: a request of another op over
+    MAX_SMALL_REQUEST_BYTES gets the code the full decode would give, from its `op` and `v` alone
+    (the full decode would build the 1 MB string to find it too long)."""
+    monkeypatch.setattr(requests, "_DECODER", _NoFullDecode())
+    assert code_of(pack(message)) == code
+
+
+def test_a_large_data_request_is_decoded() -> None:
+    image = {**BASE, "kind": "image", "width": 2048, "height": 1024, "data": bytes(2048 * 1024 * 3)}
+    assert isinstance(decode_request(pack(image)), ImageInput)
+    assert code_of(pack({"op": b"close", "pad": BIG})) == ErrorCode.BAD_TYPE  # no str op: decoded
+    wide = "\U0001f600" * 63  # 4 bytes a character in UTF-8
+    largest_open = pack(
+        {"op": "open", "pipeline": wide, "model": wide, "options": {f"{i:x}{wide}": wide for i in range(16)}}
+    )
+    assert len(largest_open) < requests.MAX_SMALL_REQUEST_BYTES  # every legal `open` is small
+    assert isinstance(decode_request(largest_open), OpenSession)
 
 
 def test_frames_round_trip() -> None:
