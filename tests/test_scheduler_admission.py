@@ -99,6 +99,31 @@ def test_tick_clock_makes_one_call_per_tick_for_16_sessions(
     assert all(len(out.frames[s.id]) == ticks for s in streams) and not out.errors
 
 
+def test_tick_clock_follows_inputs_that_come_earlier(motion: Engine) -> None:
+    """Clients whose inputs start coming well before the tick (a phase step, or a client clock a
+    little faster than the bridge's) pull the clock earlier: it locks just after their last input again
+    instead of holding every input until the old tick."""
+    pipeline, out = MotionPipeline(motion), Published()
+    streams = sessions(pipeline, b"c", 4)
+    period, shift = 0.05, 0.03
+    scheduler = Scheduler(pipeline, out, out.report, BridgeStats(), tick_hz=1 / period, gather_window_us=2000)
+    scheduler.start()
+    try:
+        start = time.perf_counter()
+        for tick in range(10):
+            # From the 4th period on, every input comes `shift` earlier than the clock had learnt.
+            time.sleep(max(0.0, start + tick * period - (shift if tick >= 3 else 0.0) - time.perf_counter()))
+            for s in streams:
+                scheduler.submit(s, FeaturesInput(0, s.id, tick, time.time_ns(), False, ROW))
+        out.wait({s.id: 10 for s in streams})
+    finally:
+        scheduler.stop()
+    waits = [(f.header.t_publish_ns - f.header.t_capture_ns) / 1e9 for f in out.frames[streams[0].id][-5:]]
+    # Held for the old tick, each of them would wait about `shift` (30 ms).
+    assert float(np.median(waits)) < shift / 2, waits
+    assert not out.errors
+
+
 def test_tick_clock_runs_leftover_steps_at_once(motion: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
     pipeline, out = MotionPipeline(motion), Published()
     calls = count_calls(pipeline, monkeypatch)

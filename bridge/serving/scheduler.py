@@ -9,10 +9,11 @@ has one, so N sessions cost one call per tick instead of N (docs/scheduling.md).
   when alone; a session that is not due soon never holds a batch back.
 - Tick clock (`tick_hz` > 0, the model's rate): rounds start on a fixed clock instead of on the first
   arrival, so every input that arrives within a tick shares one call; at each tick the round waits at
-  most `gather_window_us` more for sessions due then (the clock follows that wait, so it locks to
-  clients that send at the same rate). Steps left over from a round (a session sent two inputs in one
-  tick) run at once, off the clock. The first input after an idle spell starts the clock one gather
-  window later.
+  most `gather_window_us` more for sessions due then, and the next tick is one period after the
+  round's last input (or after the tick plus that wait, if earlier): the clock locks just after the
+  last input of each period of clients that send at its rate. Steps left over from a round (a
+  session sent two inputs in one tick) run at once, off the clock. The first input after an idle
+  spell starts the clock one gather window later.
 - Fair admission: while more than one client has work queued here, a client whose queued work has
   reached its share (`fair_work` units over the clients with work, and never less than its sessions'
   own bounds: `max_pending` frames each where inputs are never dropped, one unit each where the
@@ -59,6 +60,7 @@ would cost more than the work they measure.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections import Counter, OrderedDict, deque
@@ -453,8 +455,11 @@ class Scheduler:
 
     def _await_tick(self) -> None:
         """Tick clock (lock held): wait for the next tick, then at most the gather window for the
-        sessions due then; the next tick is one period later, plus what the gather waited. Realtime
-        steps left from the last round run at once, off the clock."""
+        sessions due then. The next tick is one period after the round's last input arrived, or after
+        the tick plus what the gather waited if that is earlier: the clock moves later to meet inputs
+        that come after it and earlier to follow inputs that were all waiting for it, so it locks just
+        after the last input of each period. Realtime steps left from the last round run at once, off
+        the clock."""
         now = time.perf_counter()
         if self._tick is None or now > self._tick + self.tick_s:  # idle or a whole tick late: restart
             self._tick = now + self.gather_s
@@ -463,7 +468,8 @@ class Scheduler:
         while self._running and (remaining := self._tick - time.perf_counter()) > 0:
             self._wake.wait(remaining)
         waited = self._gather(self.gather_s) if self.gather_s else 0.0
-        self._tick += self.tick_s + waited
+        arrivals = [s.inbox[-1][0] for s in self._active.values() if s.inbox and s.id not in self._bulk_ids]
+        self._tick = min(self._tick + waited, max(arrivals, default=math.inf)) + self.tick_s
 
     def _gather(self, window_s: float) -> float:
         """Wait (lock held), at most `window_s`, for the sessions whose next input is due now; returns
