@@ -6,10 +6,15 @@ received by this client), the engine time reported in each frame, and the bridge
 difference: decode, features, queueing, post-processing, encode, transport). At 16 sessions it also
 reads the same load from the batch topic (`batch/motion`, one message per engine call, docs/protocol.md
 5.3) instead of the per-session topics, so per-session and batch publishing are compared in the same
-run (`publishing`: the overhead p99 of each and their ratio). Also: msgpack frame
-encode/decode time, request decode time (bridge.protocol.decode_request, against msgpack parsing
-alone), session open time, and the baseline the scheduler replaces — one engine call per
-session instead of one batched call for all — measured in the same run.
+run (`publishing`: the overhead p99 of each and their ratio), and sends it multiplexed (one `inputs`
+message per tick for all 16 sessions, docs/protocol.md 4.7) as a client driving many avatars does.
+Also: msgpack frame encode/decode time, request decode time (bridge.protocol.decode_request, against
+msgpack parsing alone), session open time, and the baseline the scheduler replaces — one engine call
+per session instead of one batched call for all — measured in the same run, with the engine's cost
+per call and per row (what bounds their ratio).
+
+The machine is shared: each scenario records the CPU that other processes used while it ran
+(`other_cpu`, in cores, from /proc), so a figure taken beside someone else's job can be told apart.
 
     python bench/core.py [--seconds 10] [--out bench/results/core-cpu.json]
     python bench/core.py --decode-only   # the request decode table alone, nothing written
@@ -48,7 +53,8 @@ from bridge.transport.zmq_sockets import BridgeSockets, TransportConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 SESSION_COUNTS = (1, 4, 16)
-BATCH_SESSIONS = 16  # the session count read from the batch topic too
+BATCH_SESSIONS = 16  # the session count read from the batch topic too, and sent multiplexed
+WIDE_BATCH = 64  # a second batch size for the engine's cost per row
 
 
 def music_feature_rows(seconds: float) -> np.ndarray:
@@ -56,16 +62,50 @@ def music_feature_rows(seconds: float) -> np.ndarray:
     return MusicFeatureStream(48000, 60.0).push(pcm)
 
 
+def process_cpu_s() -> dict[int, float]:
+    """CPU seconds (user + system) of every process, by pid; empty where /proc is not there."""
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    out: dict[int, float] = {}
+    for pid in (int(d) for d in os.listdir("/proc") if d.isdigit()) if os.path.isdir("/proc") else ():
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:  # ended meanwhile
+            continue
+        fields = stat[stat.rfind(")") + 2 :].split()
+        out[pid] = (int(fields[11]) + int(fields[12])) / tick
+    return out
+
+
+def other_cpu(before: dict[int, float], after: dict[int, float], mine: set[int], seconds: float) -> float:
+    """Cores' worth of CPU that processes other than `mine` used between the two readings."""
+    used = sum(t - before.get(pid, 0.0) for pid, t in after.items() if pid not in mine)
+    return used / seconds if seconds > 0 else float("nan")
+
+
 def bench_sessions(
-    port: int, sessions: int, seconds: float, rows: np.ndarray | None, *, batch_topic: bool = False
+    bridge: BridgeProcess,
+    sessions: int,
+    seconds: float,
+    rows: np.ndarray | None,
+    *,
+    batch_topic: bool = False,
+    multiplex: bool = False,
 ) -> dict[str, object]:
-    client = BridgeClient("127.0.0.1", port, timeout_s=10)
+    client = BridgeClient("127.0.0.1", bridge.request_port, timeout_s=10)
+    cpu0, t0 = process_cpu_s(), time.monotonic()
     try:
         report = run_harness(
-            client, "motion", seconds=seconds, sessions=sessions, feature_rows=rows, batch_topic=batch_topic
+            client,
+            "motion",
+            seconds=seconds,
+            sessions=sessions,
+            feature_rows=rows,
+            batch_topic=batch_topic,
+            multiplex=multiplex,
         )
     finally:
         client.close()
+    busy = other_cpu(cpu0, process_cpu_s(), {os.getpid(), bridge.proc.pid}, time.monotonic() - t0)
     latency_ms = np.array([x for t in report.tracks for x in t.latencies_ns]) / 1e6
     engine_ms = np.array([x for t in report.tracks for x in t.engine_us]) / 1e3
     overhead = latency_ms - engine_ms
@@ -75,6 +115,8 @@ def bench_sessions(
         "input": "audio" if rows is None else "features",
         "sessions": sessions,
         "publishing": "batch" if batch_topic else "per-session",
+        "inputs": "inputs" if multiplex else "input",
+        "other_cpu": busy,
         "frames_received": report.frames_received,
         "frames_lost": report.frames_lost,
         "errors": len(report.errors),
@@ -173,8 +215,8 @@ def bench_batching(sessions: int = 16, repeats: int = 300) -> dict[str, float]:
             "style": np.zeros(batch, np.int64),
         }
 
-    one, many = inputs(1), inputs(sessions)
-    state1, state_n = engine.initial_state(1), engine.initial_state(sessions)
+    one, many, wide = inputs(1), inputs(sessions), inputs(WIDE_BATCH)
+    state1, state_n, state_w = (engine.initial_state(b) for b in (1, sessions, WIDE_BATCH))
     t0 = time.perf_counter()
     for _ in range(repeats):
         for _ in range(sessions):
@@ -184,12 +226,23 @@ def bench_batching(sessions: int = 16, repeats: int = 300) -> dict[str, float]:
     for _ in range(repeats):
         engine.run(many, state_n)
     batched = (time.perf_counter() - t0) / repeats * 1e3
+    t0 = time.perf_counter()
+    for _ in range(repeats // 4):
+        engine.run(wide, state_w)
+    wide_ms = (time.perf_counter() - t0) / (repeats // 4) * 1e3
     engine.close()
+    # One call = a fixed part + a part per row; the row part is the LSTM's arithmetic, so no batch
+    # size can beat one batch-1 call per row by more than (batch-1 call) / (cost per row).
+    per_row = (wide_ms - batched) / (WIDE_BATCH - sessions)
     return {
         "sessions": sessions,
         "baseline_ms_per_tick": per_session,
         "batched_ms_per_tick": batched,
         "speedup": per_session / batched,
+        "call_ms_batch_1": per_session / sessions,
+        f"call_ms_batch_{WIDE_BATCH}": wide_ms,
+        "row_ms": per_row,
+        "speedup_bound": per_session / sessions / per_row,
     }
 
 
@@ -197,7 +250,11 @@ def compare_publishing(scenarios: list[dict[str, object]]) -> list[dict[str, obj
     """Per input: overhead p99 with per-session topics and with the batch topic, and their ratio."""
     out = []
     for kind in ("features", "audio"):
-        at = {s["publishing"]: s for s in scenarios if s["input"] == kind and s["sessions"] == BATCH_SESSIONS}
+        at = {
+            s["publishing"]: s
+            for s in scenarios
+            if s["input"] == kind and s["sessions"] == BATCH_SESSIONS and s["inputs"] == "input"
+        }
         row: dict[str, object] = {"input": kind, "sessions": BATCH_SESSIONS}
         for key in ("overhead_ms_p99", "bridge_overhead_ms_p99"):
             per_session, batch = float(at["per-session"][key]), float(at["batch"][key])  # type: ignore[arg-type]
@@ -214,6 +271,7 @@ COLUMNS = (
     ("input", "input", "{}"),
     ("sessions", "sessions", "{}"),
     ("publishing", "publishing", "{}"),
+    ("inputs as", "inputs", "{}"),
     ("fps/session", "fps_per_session", "{:.1f}"),
     ("lost", "frames_lost", "{}"),
     ("e2e p50 ms", "latency_ms_p50", "{:.2f}"),
@@ -224,6 +282,7 @@ COLUMNS = (
     ("in-bridge p50 ms", "bridge_overhead_ms_p50", "{:.2f}"),
     ("in-bridge p99 ms", "bridge_overhead_ms_p99", "{:.2f}"),
     ("mean batch", "mean_batch", "{:.1f}"),
+    ("others' CPU", "other_cpu", "{:.2f}"),
 )
 
 
@@ -284,13 +343,17 @@ def main() -> int:
         return 0
     load_start = os.getloadavg()  # the machine is shared: how busy it was is part of the figure
     with BridgeProcess("--idle-timeout", "60") as bridge:
-        port = bridge.request_port
         rows = music_feature_rows(args.seconds + 1)
         scenarios = []
         for r in (rows, None):
-            scenarios += [bench_sessions(port, n, args.seconds, r) for n in SESSION_COUNTS]
-            scenarios.append(bench_sessions(port, BATCH_SESSIONS, args.seconds, r, batch_topic=True))
-        opening = bench_open(port)
+            scenarios += [bench_sessions(bridge, n, args.seconds, r) for n in SESSION_COUNTS]
+            for multiplex in (False, True):
+                scenarios.append(
+                    bench_sessions(
+                        bridge, BATCH_SESSIONS, args.seconds, r, batch_topic=True, multiplex=multiplex
+                    )
+                )
+        opening = bench_open(bridge.request_port)
     codec = bench_codec()
     request_decode = bench_request_decode()
     batching = bench_batching()
@@ -333,7 +396,9 @@ def main() -> int:
     print(
         f"batching baseline: {batching['sessions']} sessions, one engine call each "
         f"{batching['baseline_ms_per_tick']:.2f} ms/tick vs one batched call "
-        f"{batching['batched_ms_per_tick']:.2f} ms/tick = {batching['speedup']:.1f}x"
+        f"{batching['batched_ms_per_tick']:.2f} ms/tick = {batching['speedup']:.1f}x "
+        f"(a batch-1 call {batching['call_ms_batch_1']:.3f} ms, each row of a batch "
+        f"{batching['row_ms']:.4f} ms more: no batch beats {batching['speedup_bound']:.1f}x)"
     )
     print(
         "\n| sessions in the call | publish ms, per-session topics | batch topic | ratio |\n|---|---|---|---|"
