@@ -98,7 +98,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         help="sessions one client (connection or CURVE key) may hold open (64)",
     )
-    parser.add_argument("--max-queue-delay-us", type=int, help="wait this long to grow a batch (0)")
+    parser.add_argument(
+        "--max-queue-delay-us", type=int, help="longest wait for sessions due before a call (1000; 0: none)"
+    )
     parser.add_argument(
         "--prepare-workers", type=int, help="pre-processing threads per model (1; face: detection, crop)"
     )

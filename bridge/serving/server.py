@@ -96,7 +96,9 @@ class ServeConfig:
     max_sessions: int = 256
     max_sessions_per_client: int = 64  # sessions one client (connection, or CURVE key) may hold open
     max_pending: int = 64
-    max_queue_delay_us: int = 0
+    # Longest wait before a call for the sessions due within it (docs/scheduling.md): 16 sessions whose
+    # inputs straddle two drains make one call, not two.
+    max_queue_delay_us: int = 1000
     prepare_workers: int = 1  # pre-processing threads per model (face detection and crop release the GIL)
     # Scheduler clock (docs/scheduling.md): "adaptive" starts a round on arrival; "tick" on a fixed
     # clock at `tick_hz` (0: each model's fps), waiting at most `gather_window_us` at each tick.
