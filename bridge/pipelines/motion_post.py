@@ -7,9 +7,10 @@ Per-session filter and guard state lives in rows indexed by the session's state 
 a per-session one applied row-wise (the tests keep those per-session versions as oracles, in
 tests/oracles/): a bad output is replaced by the session's last good one, a good one is clamped to
 the joint limits and a root speed; the filters are second order with sign continuity. Foot planting
-(bridge.rig.foot_plant, the choreographer's rule) replaces the root translation of the filtered pose:
-the stance foot is the lower one (with hysteresis), it stays where it was put down, and the lowest
-foot contact is on the floor; a model that asks for it is one whose own root translation slides.
+(bridge.rig.foot_plant.FootPlanter) replaces the root translation of the filtered pose: the stance foot
+is the lower one (with hysteresis), it stays where it was put down, and the lowest foot contact is on
+the floor; each foot touching the floor is pinned by leg IK until it lifts. A model that asks for it is
+one whose own root translation slides.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from bridge.pipelines.output_guard import (
     GuardStats,
 )
 from bridge.rig import smpl
-from bridge.rig.foot_plant import feet, lower_foot, plant_root
+from bridge.rig.foot_plant import FootPlanter
 from bridge.rig.rotations import axis_angle_to_quat
 from bridge.rig.smpl import JOINT_LIMIT_ROWS
 from bridge.runtime.engine import Engine
@@ -114,6 +115,7 @@ class MotionPost:
         self.stats = stats
         self.dt = dt
         self.foot_plant = foot_plant
+        self.planter = FootPlanter(dt) if foot_plant else None  # its state rows are the slots too
         self.capacity = 0
         self._alloc(0)
 
@@ -127,14 +129,11 @@ class MotionPost:
         self.q_stages = np.zeros((capacity, 2, j, 4), np.float32)
         self.q_out = np.zeros((capacity, j, 4), np.float32)
         self.r_stages = np.zeros((capacity, 2, 3), np.float32)
-        self.planted = np.zeros(capacity, bool)  # foot planting: the row has a stance foot
-        self.stance = np.zeros(capacity, np.int64)  # 0 left, 1 right
-        self.plant = np.zeros((capacity, 2, 3), np.float64)  # where each foot's toe was put down
-        self.plant_root = np.zeros((capacity, 3), np.float64)  # the last planted root translation
-        names = ("last_good", "has_good", "bad_run", "started", "q_stages", "q_out", "r_stages")
-        for name in (*names, "planted", "stance", "plant", "plant_root"):
+        for name in ("last_good", "has_good", "bad_run", "started", "q_stages", "q_out", "r_stages"):
             if name in old:
                 getattr(self, name)[: self.capacity] = old[name]
+        if self.planter is not None:
+            self.planter.grow(capacity)
         self.capacity = capacity
 
     def prepare(self, size: int, fresh: npt.NDArray[np.int64]) -> None:
@@ -145,8 +144,8 @@ class MotionPost:
         self.has_good[fresh] = False
         self.bad_run[fresh] = 0
         self.started[fresh] = False
-        self.planted[fresh] = False
-        self.plant_root[fresh] = 0.0  # a new dancer starts at the origin
+        if self.planter is not None:
+            self.planter.reset(fresh)
 
     def previous(self, slots: npt.NDArray[np.int64]) -> F32:
         """The last good pose of each slot: the model's `pose.previous`."""
@@ -185,8 +184,8 @@ class MotionPost:
             joints[smooth], root[smooth] = self._low_pass(
                 ordered[smooth], joints[smooth], root[smooth], a[smooth]
             )
-        if self.foot_plant:
-            root = self._plant(rows, joints)
+        if self.planter is not None:
+            joints, root = self.planter.step(rows, joints)
         out_joints, out_root, out_held = np.empty_like(joints), np.empty_like(root), np.empty_like(held)
         out_joints[order], out_root[order], out_held[order] = joints, root, held
         return out_joints, out_root, out_held
@@ -219,22 +218,6 @@ class MotionPost:
             self.stats.held += n_bad
             self.stats.clamped += int((clamped & good).sum())
         return x, bad
-
-    def _plant(self, rows: slice | npt.NDArray[np.int64], joints: F32) -> F32:
-        """Root translations (B, 3) of the output poses `joints` (B, 24, 4) with planted feet; the
-        model's own root translation is not used."""
-        toes, contact_y = feet(joints)
-        started = self.planted[rows]
-        was = self.stance[rows]
-        stance = lower_foot(contact_y, was, started)
-        replant = np.zeros((len(stance), 2), bool)
-        replant[~started] = True  # a new row puts both feet down where they are
-        replant[np.flatnonzero(started & (stance != was)), stance[started & (stance != was)]] = True
-        plant = self.plant[rows]
-        root = plant_root(toes, contact_y, stance, replant, plant, self.plant_root[rows])
-        self.plant[rows], self.plant_root[rows], self.stance[rows] = plant, root, stance
-        self.planted[rows] = True
-        return root.astype(np.float32)
 
     def _low_pass(
         self, rows: slice | npt.NDArray[np.int64], q: F32, root: F32, alpha: F32
