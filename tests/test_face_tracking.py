@@ -345,3 +345,89 @@ def test_torch_backend_runs_the_converted_networks(models: Path) -> None:
                 engine.close()
     for a, b in zip(results["onnxruntime"], results["torch"], strict=True):
         assert b.face_found and np.abs(a.blendshapes - b.blendshapes).max() < 0.005
+
+
+# ------------------------------------------------------------------------------------ batched post
+def test_batched_post_matches_the_per_row_oracle_on_real_frames(pipeline: FaceTrackingPipeline) -> None:
+    """run_batch + finish_batch over a batch of sessions against the per-row code they replaced
+    (tests/oracles/face_tracking_rows.py) on the demo clip: option variants, lost and re-found faces,
+    a dark frame, a duplicate timestamp, a calibration. Equal to float32 rounding of the wire values."""
+    from bridge.media.face_video import FaceVideo
+    from bridge.protocol import decode_frame
+    from tests.oracles import face_tracking_rows as oracle
+
+    options: list[dict[str, Any]] = [
+        {},
+        {"smoothing": False},
+        {"blendshapes": False},
+        {"mirror": True},
+        {"smoothing_eyes": 8.0, "smoothing_head": 2.0},
+        {"select": "central"},
+    ]
+    ids = [f"{k:016d}" for k in range(len(options))]
+    new = [pipeline.open_session(o) for o in options]
+    old = [oracle.open_row(pipeline, o) for o in options]
+    video = FaceVideo(640, 480, fps=30.0)
+    noise = np.random.default_rng(0).integers(0, 256, (480, 640, 3), dtype=np.uint8)
+    worst = {"landmarks": 0.0, "rotation": 0.0, "frame": 0.0}
+    for tick in range(14):
+        if tick == 5:
+            pipeline.calibrate(new[2])
+            old[2].calibrate_next = True
+        items = []
+        for k in range(len(options)):
+            image = video.frame(tick + 5 * k)
+            if (k == 1 and tick in (3, 4, 9)) or (k == 4 and tick == 6):
+                image = noise  # lost, then re-found
+            if k == 3 and tick == 7:
+                image = np.zeros_like(image)  # dark and lost
+            t_ns = int((tick - (k == 0 and tick == 8)) * 1e9 / 30)  # session 0 repeats a timestamp
+            items.append(ImageInput(tick, ids[k], tick, t_ns, False, image))
+        new_steps = [pipeline.prepare(s, item)[0] for s, item in zip(new, items, strict=True)]
+        old_steps = [oracle.prepare(pipeline, s, item) for s, item in zip(old, items, strict=True)]
+        result = pipeline.run_batch(new, new_steps)
+        rows = oracle.run_batch(pipeline, old, old_steps)
+        frames = pipeline.finish_batch(new, ids, [tick] * len(ids), new_steps, result)
+        for k, (row, want) in enumerate(zip(result.rows, rows, strict=True)):
+            assert (row is None) == (want is None), (tick, k)
+            assert (new[k].roi is None) == (old[k].roi is None)
+            if row is None or want is None:
+                continue
+            worst["landmarks"] = max(worst["landmarks"], float(np.abs(row.landmarks - want.landmarks).max()))
+            worst["rotation"] = max(worst["rotation"], float(np.abs(row.rotation - want.rotation).max()))
+            np.testing.assert_array_equal(row.blend, want.blend)
+            np.testing.assert_allclose(row.position, want.position, rtol=1e-12, atol=1e-12)
+        for k in range(len(ids)):
+            got = decode_frame(frames[k][0])
+            ref = decode_frame(oracle.finish(old[k], ids[k], tick, old_steps[k], rows[k], len(ids)))
+            assert isinstance(got, FaceFrame) and isinstance(ref, FaceFrame)
+            assert (got.face_found, got.warnings, got.header.seq, got.header.input_seq) == (
+                ref.face_found,
+                ref.warnings,
+                ref.header.seq,
+                ref.header.input_seq,
+            )
+            assert got.header.t_capture_ns == ref.header.t_capture_ns and got.header.batch == ref.header.batch
+            for name in ("blendshapes", "eyelids", "jaw", "head", "head_position", "gaze", "expression"):
+                a, b = getattr(got, name), getattr(ref, name)
+                assert a.shape == b.shape, name
+                if a.size:
+                    worst["frame"] = max(worst["frame"], float(np.abs(a - b).max()))
+    # Landmarks: the batched matmul's float64 rounding; the head's axis-angle from a quaternion instead
+    # of cv2.Rodrigues (both exact to ~1e-13 at head angles); every wire value within float32 rounding.
+    assert worst["landmarks"] <= 1e-9 and worst["rotation"] <= 1e-10, worst
+    assert worst["frame"] <= 1e-6, worst
+
+
+def test_matrix_to_quat_matches_rodrigues() -> None:
+    from bridge.rig.rotations import axis_angle_to_matrix, matrix_to_quat, quat_to_axis_angle
+
+    rng = np.random.default_rng(1)
+    aa = rng.normal(size=(500, 3))
+    aa *= (rng.uniform(0.0, 3.1, 500) / np.linalg.norm(aa, axis=1))[:, None]
+    got = quat_to_axis_angle(matrix_to_quat(axis_angle_to_matrix(aa)))
+    np.testing.assert_allclose(got, aa, atol=1e-12)
+    small = np.array([cv2.Rodrigues(r)[0].ravel() for r in axis_angle_to_matrix(aa[:50] * 0.3)])
+    np.testing.assert_allclose(
+        quat_to_axis_angle(matrix_to_quat(axis_angle_to_matrix(aa[:50] * 0.3))), small, atol=1e-11
+    )

@@ -144,3 +144,41 @@ def test_joint_limits_clamp_and_count() -> None:
 def test_flame_ranges_cover_every_channel() -> None:
     assert FLAME_RANGES.shape == (flame.FLAME_DIM, 2)
     assert np.all(FLAME_RANGES[:, 0] < FLAME_RANGES[:, 1])
+
+
+def test_one_euro_rows_equal_per_session_filters_bit_for_bit() -> None:
+    """The batched step (face tracking's) against the per-session in-place filter it replaced
+    (tests/oracles/one_euro.py): per-row cutoffs, resets, duplicate timestamps, rows joining late."""
+    from bridge.filters.one_euro import one_euro_rows
+    from tests.oracles.one_euro import OneEuroOracle
+
+    rng = np.random.default_rng(3)
+    n, c = 5, 7
+    mc = rng.uniform(0.5, 5.0, (n, c)).astype(np.float32)
+    beta = rng.uniform(0.0, 20.0, c).astype(np.float32)
+    oracles = [OneEuroOracle(c, mc[i], beta, 1.0) for i in range(n)]
+    value = np.zeros((n, c), np.float32)
+    derivative = np.zeros((n, c), np.float32)
+    last_t = np.zeros(n)
+    started = np.zeros(n, bool)
+    for frame in range(40):
+        x = rng.normal(size=(n, c)).astype(np.float32)
+        t = frame / 30.0 + rng.uniform(0, 0.004, n)
+        if frame == 12:
+            t[1] = last_t[1]  # a duplicate frame
+        rows = np.arange(n) if frame >= 3 else np.arange(2)  # rows 2.. start late
+        if frame == 20:
+            started[3] = False  # a reset
+            oracles[3].reset()
+        v, d, lt = one_euro_rows(
+            x[rows], t[rows], value[rows], derivative[rows], last_t[rows], started[rows], mc[rows], beta,
+            np.float32(1.0) * np.ones(c, np.float32),
+        )  # fmt: skip
+        value[rows], derivative[rows], last_t[rows], started[rows] = v, d, lt, True
+        for k, i in enumerate(rows):
+            np.testing.assert_array_equal(v[k], oracles[i].filter(x[i], float(t[i])))
+    f = OneEuroFilter(c, mc[0], beta, 1.0)
+    reference = OneEuroOracle(c, mc[0], beta, 1.0)
+    for frame in range(10):
+        x = rng.normal(size=c).astype(np.float32)
+        np.testing.assert_array_equal(f.filter(x, frame / 60.0), reference.filter(x, frame / 60.0))

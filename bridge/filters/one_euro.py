@@ -2,8 +2,10 @@
 
 An adaptive low-pass: the cutoff rises with the (smoothed) speed of each channel, so a still face
 is steady (cutoff ≈ ``min_cutoff``) and a fast one has little lag (cutoff grows by ``beta`` per unit
-of speed). One instance holds one session's state; every parameter may be a scalar or one value
-per channel. ``filter`` allocates nothing after the first call.
+of speed). `one_euro_rows` steps many filters at once: one row per session of stacked state, the
+arithmetic one numpy pass over the rows (a batch of face-tracking sessions). `OneEuroFilter` holds one
+session's state and steps it as a batch of one row; every parameter may be a scalar or one value per
+channel.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import numpy.typing as npt
 from bridge.rig import flame
 
 F32 = npt.NDArray[np.float32]
+F64 = npt.NDArray[np.float64]
 
 # Starting points for FLAME parameters at 60 FPS, per channel group: (min_cutoff Hz, beta).
 # MediaPipe's face values (0.05 / 80) are for landmarks normalised by face size, so they do not
@@ -30,6 +33,40 @@ FLAME_DEFAULTS: dict[str, tuple[float, float]] = {
     "eyelids": (4.0, 20.0),
 }
 D_CUTOFF_DEFAULT = 1.0
+
+
+def one_euro_rows(
+    x: F32,
+    t: F64,
+    value: F32,
+    derivative: F32,
+    last_t: F64,
+    started: npt.NDArray[np.bool_],
+    min_cutoff: F32,
+    beta: F32,
+    d_cutoff: F32,
+) -> tuple[F32, F32, F64]:
+    """One sample per row: `x` (n, C) float32 taken at `t` (n,) seconds, each row's filter state
+    `value`, `derivative` (n, C) and `last_t` (n,); parameters broadcast to (n, C), float32. Returns
+    the new (value, derivative, last_t): the filtered samples are `value`. A row not `started` passes
+    its sample through (derivative 0); a row whose time does not advance (duplicate frame) keeps its
+    state. Float32 throughout, like the per-session filter it replaces, so the results are the same."""
+    dt = t - last_t
+    step = started & (dt > 0.0)
+    dts = np.where(step, dt, 1.0)
+    inv_dt = (1.0 / dts).astype(np.float32)[:, None]
+    w = (2.0 * math.pi * dts).astype(np.float32)[:, None]  # alpha = 2π fc dt / (1 + 2π fc dt)
+    # Derivative, smoothed at d_cutoff; then the speed-adaptive cutoff and the value itself.
+    a = d_cutoff * w
+    a = a / (a + 1.0)
+    new_derivative = derivative + ((x - value) * inv_dt - derivative) * a
+    a = (np.abs(new_derivative) * beta + min_cutoff) * w
+    a = a / (a + 1.0)
+    new_value = value + (x - value) * a
+    moved, fresh = step[:, None], ~started[:, None]
+    out_value = np.where(moved, new_value, np.where(fresh, x, value)).astype(np.float32, copy=False)
+    out_derivative = np.where(moved, new_derivative, np.where(fresh, np.float32(0.0), derivative))
+    return out_value, out_derivative.astype(np.float32, copy=False), np.where(step | ~started, t, last_t)
 
 
 class OneEuroFilter:
@@ -49,18 +86,15 @@ class OneEuroFilter:
         self._d_cutoff = np.broadcast_to(np.asarray(d_cutoff, np.float32), shape).copy()
         if np.any(self._min_cutoff <= 0) or np.any(self._d_cutoff <= 0) or np.any(self._beta < 0):
             raise ValueError("cutoffs must be > 0 and beta >= 0")
-        self._x = np.zeros(shape, np.float32)
-        self._dx = np.zeros(shape, np.float32)
+        self._x = np.zeros((1, n_channels), np.float32)
+        self._dx = np.zeros((1, n_channels), np.float32)
         self._out = np.zeros(shape, np.float32)
-        self._tmp = np.zeros(shape, np.float32)
-        self._alpha = np.zeros(shape, np.float32)
-        self._den = np.zeros(shape, np.float32)
-        self._t = 0.0
-        self._started = False
+        self._t = np.zeros(1)
+        self._started = np.zeros(1, bool)
 
     def reset(self) -> None:
         """Forget the history; the next sample passes through unchanged."""
-        self._started = False
+        self._started[0] = False
         self._dx.fill(0.0)
 
     def filter(self, x: npt.ArrayLike, t: float) -> F32:
@@ -69,40 +103,21 @@ class OneEuroFilter:
         The returned array is reused by the next call: copy it if you keep it. A timestamp that
         does not advance (duplicate frame) returns the previous output unchanged.
         """
-        xa = np.asarray(x, dtype=np.float32)
-        if not self._started:
-            self._x[:] = xa
-            self._out[:] = xa
-            self._t = t
-            self._started = True
-            return self._out
-        dt = t - self._t
-        if dt <= 0.0:
-            return self._out
-        self._t = t
-        # Derivative, smoothed at d_cutoff: alpha = 1 / (1 + 1/(2π fc dt)).
-        np.subtract(xa, self._x, out=self._tmp)
-        self._tmp *= 1.0 / dt
-        self._smoothing(self._d_cutoff, dt)
-        self._tmp -= self._dx
-        self._tmp *= self._alpha
-        self._dx += self._tmp
-        # Speed-adaptive cutoff, then the value itself.
-        np.abs(self._dx, out=self._tmp)
-        self._tmp *= self._beta
-        self._tmp += self._min_cutoff
-        self._smoothing(self._tmp, dt)
-        np.subtract(xa, self._x, out=self._tmp)
-        self._tmp *= self._alpha
-        self._x += self._tmp
-        self._out[:] = self._x
+        xa = np.asarray(x, dtype=np.float32).reshape(1, self.n_channels)
+        self._x, self._dx, self._t = one_euro_rows(
+            xa,
+            np.array([t], np.float64),
+            self._x,
+            self._dx,
+            self._t,
+            self._started,
+            self._min_cutoff,
+            self._beta,
+            self._d_cutoff,
+        )
+        self._started[0] = True
+        self._out[:] = self._x[0]
         return self._out
-
-    def _smoothing(self, cutoff: F32, dt: float) -> None:
-        # alpha = 2π fc dt / (1 + 2π fc dt), written into self._alpha without temporaries.
-        np.multiply(cutoff, 2.0 * math.pi * dt, out=self._alpha)
-        np.add(self._alpha, 1.0, out=self._den)
-        self._alpha /= self._den
 
 
 def flame_one_euro(d_cutoff: float = D_CUTOFF_DEFAULT) -> OneEuroFilter:

@@ -13,14 +13,19 @@ are derived from jawOpen / jawLeft / jawRight and eyeBlink (approximations, docs
 
 Tracking loss: while no face is found, the frame says so (`face_found` false) and the last values
 hold for HOLD_S, then ease to neutral over EASE_S.
+
+Everything after the engine calls works on the whole batch at once (no Python step per face but
+building each frame's message): projection, tracking regions and head pose in `run_batch`; filters,
+loss, calibration and the frame's values in `finish_batch`, over each session's state rows stacked
+for the batch (`TrackingState.channels` and `clock`) and written back.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -28,7 +33,7 @@ import cv2
 import numpy as np
 import numpy.typing as npt
 
-from bridge.filters.one_euro import OneEuroFilter
+from bridge.filters.one_euro import D_CUTOFF_DEFAULT, one_euro_rows
 from bridge.pipelines import face_tracking_geometry as geo
 from bridge.pipelines.base import BatchResult, Pipeline, Step
 from bridge.pipelines.options import check_options
@@ -39,7 +44,7 @@ from bridge.protocol.frames import encode_face_frame
 from bridge.protocol.requests import Calibrate, ImageInput, Input
 from bridge.rig.arkit import ARKIT_NAMES
 from bridge.rig.canonical_face import parse_canonical_mesh
-from bridge.rig.rotations import axis_angle_to_quat
+from bridge.rig.rotations import axis_angle_to_quat, matrix_to_quat, quat_to_axis_angle
 from bridge.runtime.engine import Engine
 
 F32 = npt.NDArray[np.float32]
@@ -73,6 +78,13 @@ N_BLEND = len(ARKIT_NAMES)
 HEAD_ROT = slice(N_BLEND, N_BLEND + 3)
 HEAD_POS = slice(N_BLEND + 3, N_BLEND + 6)
 N_CHANNELS = N_BLEND + 6
+# A session's state rows (TrackingState.channels), each N_CHANNELS wide: the One-Euro filter's value
+# and derivative, the last output, the values when the face was lost, and the neutral calibration's
+# offset and gain (blendshape columns only; the rest unused).
+FILTER_VALUE, FILTER_DERIVATIVE, LAST, LOST_FROM, OFFSET, GAIN = range(6)
+# Its clock (TrackingState.clock): the filter's last sample time (s), when the face was lost (s; NaN
+# while tracked), whether the filter has a sample (1.0) or starts afresh (0.0).
+FILTER_T, LOST_SINCE, STARTED = range(3)
 # One-Euro (min_cutoff Hz, beta) per group at camera rates: eyes lightest (blinks last ~100 ms),
 # mouth heavier, brows/cheeks/nose steadier still; head in radians and metres.
 SMOOTHING_DEFAULTS: dict[str, tuple[float, float]] = {
@@ -105,19 +117,24 @@ class TrackingState:
     mirror: bool
     select: str  # "largest" or "central": the face followed when several are detected
     blendshapes: bool
-    smoother: OneEuroFilter | None
+    smoothing: bool
+    min_cutoff: F32  # (N_CHANNELS,) One-Euro min cutoff per channel, Hz
     roi: geo.Roi | None = None  # where to look next frame; None: detect
-    last: F32 = field(default_factory=lambda: _neutral())  # last output channels
-    lost_since: float | None = None  # capture time (s) the face was lost
-    lost_from: F32 = field(default_factory=lambda: _neutral())  # values when it was lost
-    offset: F32 = field(default_factory=lambda: np.zeros(N_BLEND, np.float32))  # neutral calibration
-    gain: F32 = field(default_factory=lambda: np.ones(N_BLEND, np.float32))
+    channels: F32 = field(default_factory=lambda: _fresh_channels())  # rows FILTER_VALUE..GAIN
+    clock: F64 = field(default_factory=lambda: np.array([0.0, math.nan, 0.0]))  # FILTER_T..STARTED
     calibrate_next: bool = False
-    dark: bool = False
+
+    @property
+    def last(self) -> F32:
+        """The last output channels."""
+        last: F32 = self.channels[LAST]
+        return last
 
 
-def _neutral() -> F32:
-    return np.zeros(N_CHANNELS, np.float32)
+def _fresh_channels() -> F32:
+    channels = np.zeros((6, N_CHANNELS), np.float32)
+    channels[GAIN] = 1.0
+    return channels
 
 
 @dataclass
@@ -130,12 +147,60 @@ class TrackStep:
 
 @dataclass(frozen=True)
 class TrackedFace:
-    """One tracked face of one frame, before filtering (run_batch rows; None where none was found)."""
+    """One tracked face of one frame, before filtering (a row of TrackedFaces)."""
 
     landmarks: F64  # (478, 3) image pixels
     blend: F32  # (52,) ARKit order
     rotation: F64  # (3,) axis-angle
     position: F64  # (3,) metres
+
+
+@dataclass(frozen=True)
+class TrackedFaces:
+    """The faces of one batch (run_batch's rows): arrays over the faces found, and which row has which;
+    indexing gives a row's TrackedFace, or None where no face was found."""
+
+    where: npt.NDArray[np.intp]  # (rows,) index into the arrays, -1 where no face was found
+    landmarks: F64  # (faces, 478, 3) image pixels
+    blend: F32  # (faces, 52) ARKit order
+    rotation: F64  # (faces, 3) axis-angle
+    position: F64  # (faces, 3) metres
+
+    @staticmethod
+    def none(rows: int) -> TrackedFaces:
+        return TrackedFaces(
+            np.full(rows, -1, np.intp),
+            np.zeros((0, 478, 3)),
+            np.zeros((0, N_BLEND), np.float32),
+            np.zeros((0, 3)),
+            np.zeros((0, 3)),
+        )
+
+    @property
+    def found(self) -> npt.NDArray[np.bool_]:
+        return self.where >= 0
+
+    def __len__(self) -> int:
+        return len(self.where)
+
+    def __getitem__(self, row: int) -> TrackedFace | None:
+        k = int(self.where[row])
+        if k < 0:
+            return None
+        return TrackedFace(self.landmarks[k], self.blend[k], self.rotation[k], self.position[k])
+
+    def __iter__(self) -> Iterator[TrackedFace | None]:
+        return (self[i] for i in range(len(self)))
+
+    def take(self, rows: Sequence[int]) -> TrackedFaces:
+        """The given rows, in order (the face arrays are shared)."""
+        return replace(self, where=self.where[np.asarray(rows, np.intp)])
+
+    def spread(self, rows: Sequence[int], size: int) -> TrackedFaces:
+        """These rows placed at `rows` of a batch of `size` rows; the others without a face."""
+        where = np.full(size, -1, np.intp)
+        where[np.asarray(rows, np.intp)] = self.where
+        return replace(self, where=where)
 
 
 class FaceTrackingPipeline(Pipeline[TrackingState, TrackStep]):
@@ -190,7 +255,8 @@ class FaceTrackingPipeline(Pipeline[TrackingState, TrackStep]):
             mirror=bool(options.get("mirror", False)),
             select=select,
             blendshapes=bool(options.get("blendshapes", True)),
-            smoother=_smoother(cutoffs) if options.get("smoothing", True) else None,
+            smoothing=bool(options.get("smoothing", True)),
+            min_cutoff=_min_cutoffs(cutoffs),
         )
 
     def rig(self, state: TrackingState) -> FaceRig:
@@ -242,38 +308,35 @@ class FaceTrackingPipeline(Pipeline[TrackingState, TrackStep]):
 
     # ------------------------------------------------------------------ engines
     def run_batch(self, states: Sequence[TrackingState], steps: Sequence[Step[TrackStep]]) -> BatchResult:
-        rows: list[TrackedFace | None] = [None] * len(steps)
+        n = len(steps)
+        for state in states:
+            state.roi = None  # re-detect next frame unless a face is followed below
         live = [i for i, s in enumerate(steps) if s.payload.crop is not None]
         if not live:
-            for state in states:
-                state.roi = None
-            return BatchResult(rows, 0.0)
+            return BatchResult(TrackedFaces.none(n), 0.0)
         crops = np.stack([c for i in live if (c := steps[i].payload.crop) is not None])
         t0 = time.perf_counter()
         out, _ = self.engine.run({"face.mesh_image": crops})
-        present = []
-        for row, i in enumerate(live):
-            step = steps[i].payload
-            lm = geo.project(out["face.landmarks"][row].reshape(-1, 3), step.crop_to_image)
-            ok = float(out["face.presence"][row, 0]) >= geo.MIN_PRESENCE and bool(np.isfinite(lm).all())
-            # Follow the face from its landmarks; re-detect next frame when it is gone.
-            states[i].roi = geo.roi_from_landmarks(lm) if ok else None
-            if ok:
-                present.append((i, lm))
+        to_image = np.stack([steps[i].payload.crop_to_image for i in live])
+        lm = geo.project(out["face.landmarks"].reshape(len(live), -1, 3), to_image)
+        ok = (out["face.presence"][:, 0] >= geo.MIN_PRESENCE) & np.isfinite(lm).all(axis=(1, 2))
+        present = np.asarray(live, np.intp)[ok]
+        lm = lm[ok]
         blend = np.zeros((len(present), len(MEDIAPIPE_NAMES)), np.float32)
-        if present:
-            subset = np.stack([lm[geo.BLENDSHAPE_SUBSET, :2] for _, lm in present]).astype(np.float32)
+        if len(present):
+            subset = lm[:, geo.BLENDSHAPE_SUBSET, :2].astype(np.float32)
             blend = self.blendshape_engine.run({"face.landmark_subset": subset})[0]["arkit.blendshapes"]
         engine_us = (time.perf_counter() - t0) * 1e6
-        for k, (i, lm) in enumerate(present):
-            w, h = steps[i].payload.size
-            pose = geo.fit_head_pose(lm, self.canonical.vertices, self.canonical.weights, w, h)
-            arkit = np.where(ARKIT_FROM_MP >= 0, blend[k][ARKIT_FROM_MP], 0.0).astype(np.float32)
-            rotvec = np.asarray(cv2.Rodrigues(pose.rotation)[0], np.float64).ravel()
-            rows[i] = TrackedFace(lm, arkit, rotvec, pose.translation)
-        for i in set(range(len(steps))) - set(live):
-            states[i].roi = None
-        return BatchResult(rows, engine_us)
+        # Follow each face from its landmarks next frame.
+        for i, roi in zip(present.tolist(), geo.rois_from_landmarks(lm), strict=True):
+            states[i].roi = roi
+        size = np.array([steps[i].payload.size for i in present.tolist()], np.float64).reshape(-1, 2)
+        pose = geo.fit_head_pose(lm, self.canonical.vertices, self.canonical.weights, size[:, 0], size[:, 1])
+        where = np.full(n, -1, np.intp)
+        where[present] = np.arange(len(present))
+        arkit = np.where(ARKIT_FROM_MP >= 0, blend[:, ARKIT_FROM_MP], 0.0).astype(np.float32)
+        rotvec = quat_to_axis_angle(matrix_to_quat(pose.rotation)).astype(np.float64)
+        return BatchResult(TrackedFaces(where, lm, arkit, rotvec, pose.translation), engine_us)
 
     # ------------------------------------------------------------------ post-process
     def finish_batch(
@@ -284,151 +347,192 @@ class FaceTrackingPipeline(Pipeline[TrackingState, TrackStep]):
         steps: Sequence[Step[TrackStep]],
         result: BatchResult,
     ) -> list[list[bytes]]:
-        return [
-            [self._finish(state, session, seq, step, row, result)]
-            for state, session, seq, step, row in zip(states, sessions, seqs, steps, result.rows, strict=True)
-        ]
-
-    def _finish(
-        self,
-        state: TrackingState,
-        session: str,
-        seq: int,
-        step: Step[TrackStep],
-        row: TrackedFace | None,
-        result: BatchResult,
-    ) -> bytes:
-        face = self.camera_face(state, step, row)
-        return encode_tracked(
-            session,
-            seq,
-            step.input_seq,
-            step.t_capture_ns,
-            face,
-            with_blendshapes=state.blendshapes,
-            engine_us=result.engine_us,
-            batch=len(result.rows),
+        faces = self.camera_faces(states, steps, result.rows)
+        with_blendshapes = [s.blendshapes for s in states]
+        frames = encode_tracked(
+            sessions, seqs, steps, faces, with_blendshapes, engine_us=result.engine_us, batch=len(steps)
         )
+        return [[frame] for frame in frames]
 
-    def camera_face(self, state: TrackingState, step: Step[TrackStep], row: TrackedFace | None) -> CameraFace:
-        """One frame's values: filtered, held and eased while the face is lost, calibrated."""
-        t = step.t_capture_ns / 1e9
-        if row is None:
-            values = self._lost(state, t)
-        else:
-            values = np.concatenate([row.blend, row.rotation, row.position]).astype(np.float32)
-            if state.smoother is not None:
-                if state.lost_since is not None:
-                    state.smoother.reset()  # a re-found face does not glide from where it was lost
-                values = state.smoother.filter(values, t).copy()
-            state.lost_since = None
-            state.last[:] = values
-        if state.calibrate_next and row is not None:
-            state.offset[:] = np.clip(values[:N_BLEND], 0.0, 0.95)
-            state.gain[:] = 1.0 / (1.0 - state.offset)
-            state.calibrate_next = False
-        return calibrated(state, values, found=row is not None, dark=step.payload.dark)
+    def camera_faces(
+        self, states: Sequence[TrackingState], steps: Sequence[Step[TrackStep]], rows: TrackedFaces
+    ) -> CameraFace:
+        """Each row's values for one frame: filtered, held and eased while the face is lost,
+        calibrated. Reads and writes the rows' session state (the sessions are distinct)."""
+        n = len(states)
+        channels = np.stack([s.channels for s in states])  # (n, 6, C), a copy: written back below
+        clock = np.stack([s.clock for s in states])  # (n, 3)
+        t = np.fromiter((s.t_capture_ns for s in steps), np.int64, n) / 1e9
+        found = rows.found
+        lost = ~found
+        values = np.empty((n, N_CHANNELS), np.float32)
+        # Lost: hold the last values, then ease them to neutral.
+        newly_lost = lost & np.isnan(clock[:, LOST_SINCE])
+        clock[newly_lost, LOST_SINCE] = t[newly_lost]
+        channels[newly_lost, LOST_FROM] = channels[newly_lost, LAST]
+        values[lost] = eased(channels[lost, LOST_FROM], t[lost] - clock[lost, LOST_SINCE])
+        # Found: filtered; a re-found face starts its filter afresh (no glide from where it was lost).
+        k = rows.where[found]
+        values[found, :N_BLEND] = rows.blend[k]
+        values[found, HEAD_ROT] = rows.rotation[k]
+        values[found, HEAD_POS] = rows.position[k]
+        smooth = found & np.fromiter((s.smoothing for s in states), bool, n)
+        if smooth.any():
+            started = (clock[smooth, STARTED] > 0.0) & np.isnan(clock[smooth, LOST_SINCE])
+            value, derivative, clock[smooth, FILTER_T] = one_euro_rows(
+                values[smooth],
+                t[smooth],
+                channels[smooth, FILTER_VALUE],
+                channels[smooth, FILTER_DERIVATIVE],
+                clock[smooth, FILTER_T],
+                started,
+                np.stack([s.min_cutoff for s, on in zip(states, smooth.tolist(), strict=True) if on]),
+                BETA,
+                D_CUTOFF,
+            )
+            channels[smooth, FILTER_VALUE], channels[smooth, FILTER_DERIVATIVE] = value, derivative
+            clock[smooth, STARTED] = 1.0
+            values[smooth] = value
+        clock[found, LOST_SINCE] = math.nan
+        channels[:, LAST] = values
+        # Neutral calibration: the next tracked frame's weights become the offsets.
+        calibrate = found & np.fromiter((s.calibrate_next for s in states), bool, n)
+        if calibrate.any():
+            offset = np.clip(values[calibrate, :N_BLEND], 0.0, 0.95)
+            channels[calibrate, OFFSET, :N_BLEND] = offset
+            channels[calibrate, GAIN, :N_BLEND] = 1.0 / (1.0 - offset)
+            for i in np.flatnonzero(calibrate).tolist():
+                states[i].calibrate_next = False
+        for state, c, k_ in zip(states, channels, clock, strict=True):
+            state.channels, state.clock = c, k_
+        dark = np.fromiter((s.payload.dark for s in steps), bool, n)
+        return calibrated(channels, values, found=found, dark=dark)
 
-    def _lost(self, state: TrackingState, t: float) -> F32:
-        """Hold the last values, then ease them to neutral."""
-        if state.lost_since is None:
-            state.lost_since = t
-            state.lost_from[:] = state.last
-        values = eased(state.lost_from, t - state.lost_since)
-        state.last[:] = values
-        return values
+    def held_faces(self, states: Sequence[TrackingState], lost_for_s: F64) -> CameraFace:
+        """The sessions' last values `lost_for_s` (n,) seconds after the camera stopped (held, then
+        eased as when the face is lost), calibrated, `face_found` false."""
+        channels = np.stack([s.channels for s in states])
+        held = eased(channels[:, LAST], lost_for_s)
+        none = np.zeros(len(states), bool)
+        return calibrated(channels, held, found=none, dark=none)
 
 
 @dataclass(frozen=True)
 class CameraFace:
-    """What the camera says in one frame, ready to encode (or to mix with a voice)."""
+    """What the camera says in one frame of n sessions, ready to encode (or to mix with a voice)."""
 
-    found: bool
-    blend: F32  # (52,) calibrated ARKit weights
-    rotation: F32  # (3,) head axis-angle
-    position: F32  # (3,) metres
-    dark: bool
+    found: npt.NDArray[np.bool_]  # (n,)
+    blend: F32  # (n, 52) calibrated ARKit weights
+    rotation: F32  # (n, 3) head axis-angle
+    position: F32  # (n, 3) metres
+    dark: npt.NDArray[np.bool_]  # (n,)
 
 
-def eased(values: F32, lost_for_s: float) -> F32:
-    """Channels `lost_for_s` seconds after the face was lost: held HOLD_S, then eased to neutral over
-    EASE_S (head position holds: it has no neutral)."""
-    k = min(max((lost_for_s - HOLD_S) / EASE_S, 0.0), 1.0)
-    out = values * np.float32(1.0 - k)
-    out[HEAD_POS] = values[HEAD_POS]
+def eased(values: F32, lost_for_s: F64) -> F32:
+    """Channels (n, C) `lost_for_s` (n,) seconds after the face was lost: held HOLD_S, then eased to
+    neutral over EASE_S (head position holds: it has no neutral)."""
+    k = np.clip((lost_for_s - HOLD_S) / EASE_S, 0.0, 1.0)
+    out = values * (1.0 - k).astype(np.float32)[:, None]
+    out[:, HEAD_POS] = values[:, HEAD_POS]
     return out
 
 
-def calibrated(state: TrackingState, values: F32, *, found: bool, dark: bool) -> CameraFace:
-    """Filtered channels -> a CameraFace, the session's neutral calibration applied."""
-    blend = np.clip((values[:N_BLEND] - state.offset) * state.gain, 0.0, 1.0).astype(np.float32)
-    return CameraFace(found, blend, values[HEAD_ROT], values[HEAD_POS], dark)
+def calibrated(
+    channels: F32, values: F32, *, found: npt.NDArray[np.bool_], dark: npt.NDArray[np.bool_]
+) -> CameraFace:
+    """Filtered channels (n, C) -> a CameraFace, each session's neutral calibration (its state rows
+    `channels` (n, 6, C)) applied."""
+    offset, gain = channels[:, OFFSET, :N_BLEND], channels[:, GAIN, :N_BLEND]
+    blend = np.clip((values[:, :N_BLEND] - offset) * gain, 0.0, 1.0).astype(np.float32)
+    return CameraFace(found, blend, values[:, HEAD_ROT], values[:, HEAD_POS], dark)
 
 
 def encode_tracked(
-    session: str,
-    seq: int,
-    input_seq: int,
-    t_capture_ns: int,
+    sessions: Sequence[str],
+    seqs: Sequence[int],
+    steps: Sequence[Step[Any]],
     face: CameraFace,
+    with_blendshapes: Sequence[bool],
     *,
-    with_blendshapes: bool,
     engine_us: float,
     batch: int,
     visemes: F32 | None = None,
     vowels: F32 | None = None,
-    voice: bool | None = None,
-) -> bytes:
-    """A face-tracking frame (docs/protocol.md 5.1), with the speech keys when a voice is mixed in."""
+    voice: Sequence[bool] | None = None,
+) -> list[bytes]:
+    """Face-tracking frames (docs/protocol.md 5.1), one per row, with the speech keys (visemes (n, 15),
+    vowels (n, 5), voice (n,)) when a voice is mixed in. The derived channels are computed for all rows
+    at once; only the message itself is built per row."""
     blend = face.blend
-    return encode_face_frame(
-        session,
-        seq,
-        input_seq,
-        t_capture_ns,
-        face_found=face.found,
-        expression=np.zeros(0, np.float32),
-        eyelids=blend[[_ARKIT["EyeBlinkLeft"], _ARKIT["EyeBlinkRight"]]],
-        jaw=axis_angle_to_quat(jaw_rotation(blend)),
-        head=axis_angle_to_quat(face.rotation),
-        blendshapes=blend if with_blendshapes else None,
-        engine_us=engine_us,
-        batch=batch,
-        head_position=face.position,
-        gaze=gaze(blend),
-        warnings=("too_dark",) if face.dark else (),
-        visemes=visemes,
-        vowels=vowels,
-        voice=voice,
-    )
+    eyelids = np.ascontiguousarray(blend[:, [_ARKIT["EyeBlinkLeft"], _ARKIT["EyeBlinkRight"]]])
+    jaw = axis_angle_to_quat(jaw_rotation(blend)).astype(np.float32)
+    head = axis_angle_to_quat(face.rotation).astype(np.float32)
+    looks = gaze(blend)
+    position = np.ascontiguousarray(face.position)
+    no_expression = np.zeros(0, np.float32)
+    too_dark = ("too_dark",)
+    return [
+        encode_face_frame(
+            sessions[i],
+            seqs[i],
+            step.input_seq,
+            step.t_capture_ns,
+            face_found=found,
+            expression=no_expression,
+            eyelids=eyelids[i],
+            jaw=jaw[i],
+            head=head[i],
+            blendshapes=blend[i] if with_blendshapes[i] else None,
+            engine_us=engine_us,
+            batch=batch,
+            head_position=position[i],
+            gaze=looks[i],
+            warnings=too_dark if dark else (),
+            visemes=None if visemes is None else visemes[i],
+            vowels=None if vowels is None else vowels[i],
+            voice=None if voice is None else voice[i],
+        )
+        for i, (step, found, dark) in enumerate(
+            zip(steps, face.found.tolist(), face.dark.tolist(), strict=True)
+        )
+    ]
 
 
-def _smoother(cutoffs: dict[str, float]) -> OneEuroFilter:
-    min_cutoff = np.empty(N_CHANNELS, np.float32)
-    beta = np.empty(N_CHANNELS, np.float32)
-    for i, name in enumerate(ARKIT_NAMES):
-        group = _group(name)
-        min_cutoff[i], beta[i] = cutoffs[group], SMOOTHING_DEFAULTS[group][1]
-    min_cutoff[N_BLEND:], beta[N_BLEND:] = cutoffs["head"], SMOOTHING_DEFAULTS["head"][1]
-    return OneEuroFilter(N_CHANNELS, min_cutoff, beta)
+# Each channel's smoothing group: blendshapes by name, then head rotation and position.
+_GROUPS = (*(_group(n) for n in ARKIT_NAMES), *("head",) * 6)
+BETA = np.array([SMOOTHING_DEFAULTS[g][1] for g in _GROUPS], np.float32)  # One-Euro beta per channel
+D_CUTOFF = np.full(N_CHANNELS, D_CUTOFF_DEFAULT, np.float32)
+
+
+def _min_cutoffs(cutoffs: dict[str, float]) -> F32:
+    """One-Euro min cutoff per channel from each group's (a session's `smoothing_*` options)."""
+    return np.array([cutoffs[g] for g in _GROUPS], np.float32)
+
+
+# gaze's channels: (positive, negative, range) per output, left yaw, left pitch, right yaw, right pitch.
+_GAZE = (
+    ("EyeLookOutLeft", "EyeLookInLeft", GAZE_YAW),
+    ("EyeLookUpLeft", "EyeLookDownLeft", GAZE_PITCH),
+    ("EyeLookInRight", "EyeLookOutRight", GAZE_YAW),
+    ("EyeLookUpRight", "EyeLookDownRight", GAZE_PITCH),
+)
+_GAZE_PLUS = np.array([_ARKIT[p] for p, _, _ in _GAZE], np.intp)
+_GAZE_MINUS = np.array([_ARKIT[m] for _, m, _ in _GAZE], np.intp)
+_GAZE_RANGE = np.array([r for _, _, r in _GAZE])
 
 
 def gaze(blend: F32) -> F32:
-    """Per eye (left, right) yaw and pitch in radians from the eyeLook channels: yaw > 0 towards the
-    subject's left, pitch > 0 up (rotations about +Y and -X of the wire axes)."""
-    b = {n: float(blend[_ARKIT[n]]) for n in ARKIT_NAMES if n.startswith("EyeLook")}
-    return np.array(
-        [
-            (b["EyeLookOutLeft"] - b["EyeLookInLeft"]) * GAZE_YAW,
-            (b["EyeLookUpLeft"] - b["EyeLookDownLeft"]) * GAZE_PITCH,
-            (b["EyeLookInRight"] - b["EyeLookOutRight"]) * GAZE_YAW,
-            (b["EyeLookUpRight"] - b["EyeLookDownRight"]) * GAZE_PITCH,
-        ],
-        np.float32,
-    )
+    """Per eye (left, right) yaw and pitch in radians from the eyeLook channels (n, 52) -> (n, 4): yaw
+    > 0 towards the subject's left, pitch > 0 up (rotations about +Y and -X of the wire axes)."""
+    b = blend.astype(np.float64)
+    looks: F32 = ((b[:, _GAZE_PLUS] - b[:, _GAZE_MINUS]) * _GAZE_RANGE).astype(np.float32)
+    return looks
 
 
 def jaw_rotation(blend: F32) -> F32:
-    """FLAME-style jaw axis-angle from jawOpen (about +X) and jawLeft/jawRight (about Y)."""
-    side = blend[_ARKIT["JawLeft"]] - blend[_ARKIT["JawRight"]]
-    return np.array([blend[_ARKIT["JawOpen"]] * JAW_OPEN_RAD, side * JAW_SIDE_RAD, 0.0], np.float32)
+    """FLAME-style jaw axis-angle (n, 3) from jawOpen (about +X) and jawLeft/jawRight (about Y)."""
+    side = blend[:, _ARKIT["JawLeft"]] - blend[:, _ARKIT["JawRight"]]
+    jaw = np.zeros((len(blend), 3), np.float32)
+    jaw[:, 0] = blend[:, _ARKIT["JawOpen"]] * JAW_OPEN_RAD
+    jaw[:, 1] = side * JAW_SIDE_RAD
+    return jaw

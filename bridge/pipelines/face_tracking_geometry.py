@@ -4,7 +4,8 @@ Constants and steps follow MediaPipe's graphs (face_detector_graph.cc, face_land
 face_blendshapes_graph.cc): BlazeFace short-range anchors and weighted NMS, the rotated region of
 interest (from the detection's eye keypoints, or from the last landmarks' eye corners 33/263 when
 tracking), the crop, the projection of crop landmarks back into the image, and the head pose fitted
-to the canonical mesh. Everything works in image pixels.
+to the canonical mesh. Everything works in image pixels. The steps after the mesh network (projection,
+tracking regions, head pose) take every face of a batch at once: arrays with a leading row axis.
 """
 
 from __future__ import annotations
@@ -149,10 +150,12 @@ def _weighted_nms(scores: F64, boxes: F64, kps: F64) -> list[Detection]:
     return out
 
 
-def _angle(start: F64, end: F64) -> float:
-    """DetectionsToRects rotation with target angle 0: -atan2(-(dy), dx), wrapped to [-pi, pi)."""
-    a = -math.atan2(-(end[1] - start[1]), end[0] - start[0])
-    return (a + math.pi) % (2 * math.pi) - math.pi
+def _angle(start: F64, end: F64) -> F64:
+    """DetectionsToRects rotation with target angle 0: -atan2(-(dy), dx), wrapped to [-pi, pi); points
+    (..., 2), angles (...)."""
+    a = -np.arctan2(-(end[..., 1] - start[..., 1]), end[..., 0] - start[..., 0])
+    wrapped: F64 = (a + math.pi) % (2 * math.pi) - math.pi
+    return wrapped
 
 
 def roi_from_detection(d: Detection) -> Roi:
@@ -164,17 +167,23 @@ def roi_from_detection(d: Detection) -> Roi:
         float(cy),
         float(w * ROI_SCALE),
         float(h * ROI_SCALE),
-        _angle(d.keypoints[0], d.keypoints[1]),
+        float(_angle(d.keypoints[0], d.keypoints[1])),
     )
 
 
-def roi_from_landmarks(landmarks: F64) -> Roi:
-    """The next frame's region from this frame's landmarks: their bounding box, rotated by the eye
+def rois_from_landmarks(landmarks: F64) -> list[Roi]:
+    """Each face's next region from its landmarks (n, 478, 3): their bounding box, rotated by the eye
     corners, squared on its long side and scaled 1.5x (face_landmarks_detector_graph.cc)."""
-    lo, hi = landmarks[:, :2].min(0), landmarks[:, :2].max(0)
-    side = float((hi - lo).max()) * ROI_SCALE
-    angle = _angle(landmarks[LEFT_EYE_OUTER], landmarks[RIGHT_EYE_OUTER])
-    return Roi(float(lo[0] + hi[0]) / 2, float(lo[1] + hi[1]) / 2, side, side, angle)
+    lo, hi = landmarks[:, :, :2].min(1), landmarks[:, :, :2].max(1)
+    side = (hi - lo).max(1) * ROI_SCALE
+    angle = _angle(landmarks[:, LEFT_EYE_OUTER], landmarks[:, RIGHT_EYE_OUTER])
+    centre = (lo + hi) / 2
+    return [
+        Roi(cx, cy, d, d, a)
+        for cx, cy, d, a in zip(
+            centre[:, 0].tolist(), centre[:, 1].tolist(), side.tolist(), angle.tolist(), strict=True
+        )
+    ]
 
 
 def crop(image: npt.NDArray[np.uint8], roi: Roi, size: int = MESH_SIZE) -> tuple[F32, F64]:
@@ -187,39 +196,51 @@ def crop(image: npt.NDArray[np.uint8], roi: Roi, size: int = MESH_SIZE) -> tuple
 
 
 def project(landmarks: F32, m: F64) -> F64:
-    """Crop landmarks (478, 3) in crop pixels to image pixels; z scales with x (as MediaPipe's)."""
-    xy = landmarks[:, :2].astype(np.float64) @ m[:, :2].T + m[:, 2]
-    z = landmarks[:, 2:3].astype(np.float64) * math.hypot(m[0, 0], m[1, 0])
-    return np.concatenate([xy, z], 1)
+    """Crop landmarks (n, 478, 3) in crop pixels to image pixels through each face's crop-to-image map
+    (n, 2, 3); z scales with x (as MediaPipe's)."""
+    xy = landmarks[..., :2].astype(np.float64) @ np.swapaxes(m[:, :, :2], 1, 2) + m[:, None, :, 2]
+    z = landmarks[..., 2:3].astype(np.float64) * np.hypot(m[:, 0, 0], m[:, 1, 0])[:, None, None]
+    return np.concatenate([xy, z], 2)
 
 
 @dataclass(frozen=True)
 class HeadPose:
-    rotation: F64  # (3, 3) head rotation, wire axes (right-handed, Y up, +Z towards the camera)
-    translation: F64  # (3,) metres, camera at the origin looking along -Z
-    scale: float  # image pixels per canonical centimetre
+    """Head poses of n faces."""
+
+    rotation: F64  # (n, 3, 3) head rotation, wire axes (right-handed, Y up, +Z towards the camera)
+    translation: F64  # (n, 3) metres, camera at the origin looking along -Z
+    scale: F64  # (n,) image pixels per canonical centimetre
 
 
 def fit_head_pose(
-    landmarks: F64, canonical: F64, weights: F64, image_w: int, image_h: int, vertical_fov_deg: float = 63.0
+    landmarks: F64,
+    canonical: F64,
+    weights: F64,
+    image_w: F64,
+    image_h: F64,
+    vertical_fov_deg: float = 63.0,
 ) -> HeadPose:
-    """Weighted similarity fit (Umeyama) of the canonical mesh to the landmarks in wire axes (x right,
-    y up, z towards the camera; image pixels). Depth comes from the fitted scale under a pinhole camera
-    with MediaPipe's default 63-degree vertical field of view: a weak-perspective estimate."""
-    obs = np.stack([landmarks[:468, 0], -landmarks[:468, 1], -landmarks[:468, 2]], 1)
+    """Weighted similarity fit (Umeyama) of the canonical mesh to each face's landmarks (n, 478, 3) in
+    wire axes (x right, y up, z towards the camera; image pixels); image sizes (n,). Depth comes from
+    the fitted scale under a pinhole camera with MediaPipe's default 63-degree vertical field of view:
+    a weak-perspective estimate."""
+    obs = landmarks[:, :468] * np.array([1.0, -1.0, -1.0])
     w = weights / weights.sum()
-    mu_o, mu_c = w @ obs, w @ canonical
-    o, c = obs - mu_o, canonical - mu_c
-    cov = (o * w[:, None]).T @ c
+    mu_o, mu_c = w @ obs, w @ canonical  # (n, 3), (3,)
+    o, c = obs - mu_o[:, None], canonical - mu_c
+    cov = np.swapaxes(o * w[:, None], 1, 2) @ c  # (n, 3, 3)
     u, s, vt = np.linalg.svd(cov)
     d = np.sign(np.linalg.det(u @ vt))
-    fix = np.diag([1.0, 1.0, d])
-    rotation = u @ fix @ vt
-    scale = float((s * np.diag(fix)).sum() / (w @ (c**2).sum(1)))
+    fix = np.ones((len(d), 3))
+    fix[:, 2] = d
+    rotation = (u * fix[:, None, :]) @ vt  # u @ diag(1, 1, d) @ vt
+    scale = (s * fix).sum(1) / (w @ (c**2).sum(1))
     focal = (image_h / 2) / math.tan(math.radians(vertical_fov_deg) / 2)
-    centre = mu_o - scale * (rotation @ mu_c)  # where the canonical origin lands, pixels
-    depth_cm = focal / scale
+    centre = mu_o - scale[:, None] * (rotation @ mu_c)  # where the canonical origin lands, pixels
     translation = (
-        np.array([(centre[0] - image_w / 2) / scale, (centre[1] + image_h / 2) / scale, -depth_cm]) / 100.0
+        np.stack(
+            [(centre[:, 0] - image_w / 2) / scale, (centre[:, 1] + image_h / 2) / scale, -focal / scale], 1
+        )
+        / 100.0
     )
     return HeadPose(rotation, translation, scale)

@@ -32,9 +32,8 @@ from bridge.pipelines.base import BatchResult, Pipeline, Step
 from bridge.pipelines.face_tracking import (
     CameraFace,
     FaceTrackingPipeline,
+    TrackedFaces,
     TrackingState,
-    calibrated,
-    eased,
     encode_tracked,
 )
 from bridge.pipelines.speech import SpeechPipeline, SpeechState, SpeechStep
@@ -132,13 +131,10 @@ class FaceSpeechPipeline(Pipeline[VoicedState, Any]):
             if state.queued_image is step:
                 state.queued_image = None
         live = [i for i, s in enumerate(steps) if s.payload is not None]
-        rows: list[Any] = [None] * len(steps)
         if not live:
-            return BatchResult(rows, 0.0)
+            return BatchResult(TrackedFaces.none(len(steps)), 0.0)
         result = self.tracker.run_batch([states[i].track for i in live], [steps[i] for i in live])
-        for k, i in enumerate(live):
-            rows[i] = result.rows[k]
-        return BatchResult(rows, result.engine_us)
+        return BatchResult(result.rows.spread(live, len(steps)), result.engine_us)
 
     def finish_batch(
         self,
@@ -151,15 +147,28 @@ class FaceSpeechPipeline(Pipeline[VoicedState, Any]):
         now = time.monotonic()
         if isinstance(steps[0].payload, SpeechStep):
             return self._finish_speech(states, sessions, seqs, steps, result, now)
-        batch = sum(s.payload is not None for s in steps)
-        frames: list[list[bytes]] = []
-        for state, session, seq, step, row in zip(states, sessions, seqs, steps, result.rows, strict=True):
-            if step.payload is None:
-                frames.append([])
-                continue
-            face = self.tracker.camera_face(state.track, step, row)
+        live = [i for i, s in enumerate(steps) if s.payload is not None]
+        frames: list[list[bytes]] = [[] for _ in steps]  # a superseded image makes nothing
+        if not live:
+            return frames
+        voiced = [states[i] for i in live]
+        face = self.tracker.camera_faces(
+            [s.track for s in voiced], [steps[i] for i in live], result.rows.take(live)
+        )
+        for state in voiced:
             state.image_at = now
-            frames.append([self._frame(state, session, seq, step, face, result.engine_us, batch, now)])
+        encoded = self._frames(
+            voiced,
+            [sessions[i] for i in live],
+            [seqs[i] for i in live],
+            [steps[i] for i in live],
+            face,
+            result.engine_us,
+            len(live),
+            now,
+        )
+        for i, frame in zip(live, encoded, strict=True):
+            frames[i] = [frame]
         return frames
 
     def _finish_speech(
@@ -172,50 +181,64 @@ class FaceSpeechPipeline(Pipeline[VoicedState, Any]):
         now: float,
     ) -> list[list[bytes]]:
         mouth = self.speech.mouths([s.speech for s in states], steps, result)
-        frames: list[list[bytes]] = []
         for i, state in enumerate(states):
             state.mouth, state.visemes, state.vowels = mouth.blendshapes[i], mouth.visemes[i], mouth.vowels[i]
             state.voice, state.voice_at = bool(mouth.voice[i]), now
-            if now - state.image_at <= CAMERA_STALE_S:
-                frames.append([])  # the camera makes the frames; this one only moved the mouth
-                continue
-            held = eased(state.track.last, now - state.image_at)
-            face = calibrated(state.track, held, found=False, dark=False)
-            frames.append(
-                [self._frame(state, sessions[i], seqs[i], steps[i], face, result.engine_us, len(states), now)]
-            )
+        # The camera makes the frames while it sends; otherwise this step makes one from its held values.
+        rows = [i for i, state in enumerate(states) if now - state.image_at > CAMERA_STALE_S]
+        frames: list[list[bytes]] = [[] for _ in states]
+        if not rows:
+            return frames
+        held = [states[i] for i in rows]
+        face = self.tracker.held_faces([s.track for s in held], now - np.array([s.image_at for s in held]))
+        encoded = self._frames(
+            held,
+            [sessions[i] for i in rows],
+            [seqs[i] for i in rows],
+            [steps[i] for i in rows],
+            face,
+            result.engine_us,
+            len(states),
+            now,
+        )
+        for i, frame in zip(rows, encoded, strict=True):
+            frames[i] = [frame]
         return frames
 
-    def _frame(
+    def _frames(
         self,
-        state: VoicedState,
-        session: str,
-        seq: int,
-        step: Step[Any],
+        states: Sequence[VoicedState],
+        sessions: Sequence[str],
+        seqs: Sequence[int],
+        steps: Sequence[Step[Any]],
         face: CameraFace,
         engine_us: float,
         batch: int,
         now: float,
-    ) -> bytes:
-        fresh = now - state.voice_at <= VOICE_STALE_S
-        voice = state.voice and fresh
-        blend, state.weight = mix_speech(
-            face.blend,
-            state.mouth if fresh else _CLOSED,
-            voice,
-            mouth_seen=face.found and not face.dark,
-            weight=state.weight,
-        )
+    ) -> list[bytes]:
+        """Each row's camera face with its voice mixed into the mouth, encoded."""
+        fresh = [now - state.voice_at <= VOICE_STALE_S for state in states]
+        voice = [state.voice and f for state, f in zip(states, fresh, strict=True)]
+        blend = np.empty_like(face.blend)
+        for i, state in enumerate(states):
+            blend[i], state.weight = mix_speech(
+                face.blend[i],
+                state.mouth if fresh[i] else _CLOSED,
+                voice[i],
+                mouth_seen=bool(face.found[i] and not face.dark[i]),
+                weight=state.weight,
+            )
         return encode_tracked(
-            session,
-            seq,
-            step.input_seq,
-            step.t_capture_ns,
+            sessions,
+            seqs,
+            steps,
             replace(face, blend=blend),
-            with_blendshapes=state.track.blendshapes,
+            [state.track.blendshapes for state in states],
             engine_us=engine_us,
             batch=batch,
-            visemes=state.visemes if fresh else _SILENT_VISEMES,
-            vowels=state.vowels if fresh else _NO_VOWELS,
+            visemes=np.stack(
+                [s.visemes if f else _SILENT_VISEMES for s, f in zip(states, fresh, strict=True)]
+            ),
+            vowels=np.stack([s.vowels if f else _NO_VOWELS for s, f in zip(states, fresh, strict=True)]),
             voice=voice,
         )

@@ -98,6 +98,30 @@ def quat_to_matrix(q: npt.ArrayLike) -> FloatArray:
     return m
 
 
+def matrix_to_quat(m: npt.ArrayLike) -> FloatArray:
+    """Rotation matrices ``(..., 3, 3)`` to unit quaternions ``(..., 4)`` xyzw (Shepperd's method:
+    each one from its largest of w², x², y², z², so no division by a small component)."""
+    ma = np.asarray(m, dtype=np.float64)
+    m00, m11, m22 = ma[..., 0, 0], ma[..., 1, 1], ma[..., 2, 2]
+    # 4·(w², x², y², z²) - 1 up to a common term: pick the largest per matrix.
+    diag = np.stack([m00 + m11 + m22, m00 - m11 - m22, m11 - m00 - m22, m22 - m00 - m11], -1)
+    pick = np.argmax(diag, -1)
+    r = np.sqrt(np.maximum(1.0 + np.take_along_axis(diag, pick[..., None], -1)[..., 0], 1e-300))
+    zyx = ma[..., 2, 1] - ma[..., 1, 2], ma[..., 0, 2] - ma[..., 2, 0], ma[..., 1, 0] - ma[..., 0, 1]
+    sym = ma[..., 0, 1] + ma[..., 1, 0], ma[..., 0, 2] + ma[..., 2, 0], ma[..., 1, 2] + ma[..., 2, 1]
+    candidates = np.stack(
+        [
+            np.stack([zyx[0], zyx[1], zyx[2], r * r], -1),  # from w
+            np.stack([r * r, sym[0], sym[1], zyx[0]], -1),  # from x
+            np.stack([sym[0], r * r, sym[2], zyx[1]], -1),  # from y
+            np.stack([sym[1], sym[2], r * r, zyx[2]], -1),  # from z
+        ],
+        -2,
+    )
+    q = np.take_along_axis(candidates, pick[..., None, None], -2)[..., 0, :] / (2.0 * r[..., None])
+    return normalize_quat(q)
+
+
 def axis_angle_to_matrix(aa: npt.ArrayLike) -> FloatArray:
     """Axis-angle ``(..., 3)`` to rotation matrices ``(..., 3, 3)``."""
     return quat_to_matrix(axis_angle_to_quat(aa))
