@@ -36,6 +36,7 @@ import numpy.typing as npt
 from bridge.filters.one_euro import D_CUTOFF_DEFAULT, one_euro_rows
 from bridge.pipelines import face_tracking_geometry as geo
 from bridge.pipelines.base import BatchResult, Pipeline, Step
+from bridge.pipelines.cpu_priority import yield_to_realtime
 from bridge.pipelines.options import check_options
 from bridge.protocol.codec import ProtocolError
 from bridge.protocol.errors import ErrorCode
@@ -215,7 +216,12 @@ class FaceTrackingPipeline(Pipeline[TrackingState, TrackStep]):
         parts = engine.manifest.onnx_path.parent / PARTS
         backend = engine.backend.name
         self.detector = Engine.load(parts / DETECTOR_MANIFEST, backend=backend)
-        self.blendshape_engine = Engine.load(parts / BLENDSHAPES_MANIFEST, backend=backend)
+        # The blendshape model runs on the mesh's rows: on torch (CUDA graphs per tier) at the mesh
+        # engine's tiers, so a top tier set above the manifest's 32 serves both in one call each.
+        tiers = getattr(engine.backend, "batch_tiers", None) if backend == "torch" else None
+        self.blendshape_engine = Engine.load(
+            parts / BLENDSHAPES_MANIFEST, backend=backend, **({"batch_tiers": tiers} if tiers else {})
+        )
         self.canonical = parse_canonical_mesh(Path(parts / GEOMETRY).read_bytes())
         # Serves sessions opened with `speech: true` (bridge.pipelines.face_tracking_speech); set by
         # bridge.pipelines.registry.attach_voices when a speech model is loaded too.
@@ -276,6 +282,7 @@ class FaceTrackingPipeline(Pipeline[TrackingState, TrackStep]):
 
     # ------------------------------------------------------------------ pre-process
     def prepare(self, state: TrackingState, item: Input) -> list[Step[TrackStep]]:
+        yield_to_realtime()  # camera work runs below motion and speech (bridge.pipelines.cpu_priority)
         assert isinstance(item, ImageInput)
         image = item.pixels
         if state.mirror:
@@ -308,6 +315,7 @@ class FaceTrackingPipeline(Pipeline[TrackingState, TrackStep]):
 
     # ------------------------------------------------------------------ engines
     def run_batch(self, states: Sequence[TrackingState], steps: Sequence[Step[TrackStep]]) -> BatchResult:
+        yield_to_realtime()
         n = len(steps)
         for state in states:
             state.roi = None  # re-detect next frame unless a face is followed below
