@@ -4,8 +4,7 @@ An adaptive low-pass: the cutoff rises with the (smoothed) speed of each channel
 is steady (cutoff ≈ ``min_cutoff``) and a fast one has little lag (cutoff grows by ``beta`` per unit
 of speed). `one_euro_rows` steps many filters at once: one row per session of stacked state, the
 arithmetic one numpy pass over the rows (a batch of face-tracking sessions). `OneEuroFilter` holds one
-session's state and steps it as a batch of one row; every parameter may be a scalar or one value per
-channel.
+session's state (every parameter a scalar or one value per channel); both run the same arithmetic.
 """
 
 from __future__ import annotations
@@ -53,20 +52,38 @@ def one_euro_rows(
     state. Float32 throughout, like the per-session filter it replaces, so the results are the same."""
     dt = t - last_t
     step = started & (dt > 0.0)
-    dts = np.where(step, dt, 1.0)
+    every = bool(step.all())  # the steady state: no row starts or repeats a time
+    dts = dt if every else np.where(step, dt, 1.0)
     inv_dt = (1.0 / dts).astype(np.float32)[:, None]
-    w = (2.0 * math.pi * dts).astype(np.float32)[:, None]  # alpha = 2π fc dt / (1 + 2π fc dt)
-    # Derivative, smoothed at d_cutoff; then the speed-adaptive cutoff and the value itself.
-    a = d_cutoff * w
-    a = a / (a + 1.0)
-    new_derivative = derivative + ((x - value) * inv_dt - derivative) * a
-    a = (np.abs(new_derivative) * beta + min_cutoff) * w
-    a = a / (a + 1.0)
-    new_value = value + (x - value) * a
+    w = (2.0 * math.pi * dts).astype(np.float32)[:, None]
+    new_value, new_derivative = _one_euro(x, value, derivative, inv_dt, w, min_cutoff, beta, d_cutoff)
+    if every:
+        return new_value, new_derivative, t
     moved, fresh = step[:, None], ~started[:, None]
     out_value = np.where(moved, new_value, np.where(fresh, x, value)).astype(np.float32, copy=False)
     out_derivative = np.where(moved, new_derivative, np.where(fresh, np.float32(0.0), derivative))
     return out_value, out_derivative.astype(np.float32, copy=False), np.where(step | ~started, t, last_t)
+
+
+def _one_euro(
+    x: F32,
+    value: F32,
+    derivative: F32,
+    inv_dt: F32 | np.float32,
+    w: F32 | np.float32,
+    min_cutoff: F32,
+    beta: F32,
+    d_cutoff: F32,
+) -> tuple[F32, F32]:
+    """One step's arithmetic, float32: `inv_dt` = 1/dt and `w` = 2π dt (a scalar, or a column per row);
+    alpha = 2π fc dt / (1 + 2π fc dt). Derivative smoothed at d_cutoff, then the speed-adaptive cutoff
+    and the value itself."""
+    a = d_cutoff * w
+    a = a / (a + 1.0)
+    derivative = derivative + ((x - value) * inv_dt - derivative) * a
+    a = (np.abs(derivative) * beta + min_cutoff) * w
+    a = a / (a + 1.0)
+    return value + (x - value) * a, derivative
 
 
 class OneEuroFilter:
@@ -86,16 +103,16 @@ class OneEuroFilter:
         self._d_cutoff = np.broadcast_to(np.asarray(d_cutoff, np.float32), shape).copy()
         if np.any(self._min_cutoff <= 0) or np.any(self._d_cutoff <= 0) or np.any(self._beta < 0):
             raise ValueError("cutoffs must be > 0 and beta >= 0")
-        self._x = np.zeros((1, n_channels), np.float32)
-        self._dx = np.zeros((1, n_channels), np.float32)
+        self._x = np.zeros(shape, np.float32)
+        self._dx = np.zeros(shape, np.float32)
         self._out = np.zeros(shape, np.float32)
-        self._t = np.zeros(1)
-        self._started = np.zeros(1, bool)
+        self._t = 0.0
+        self._started = False
 
     def reset(self) -> None:
         """Forget the history; the next sample passes through unchanged."""
-        self._started[0] = False
-        self._dx.fill(0.0)
+        self._started = False
+        self._dx = np.zeros(self.n_channels, np.float32)
 
     def filter(self, x: npt.ArrayLike, t: float) -> F32:
         """Filter one sample ``(n_channels,)`` taken at time ``t``; returns the internal output buffer.
@@ -103,20 +120,22 @@ class OneEuroFilter:
         The returned array is reused by the next call: copy it if you keep it. A timestamp that
         does not advance (duplicate frame) returns the previous output unchanged.
         """
-        xa = np.asarray(x, dtype=np.float32).reshape(1, self.n_channels)
-        self._x, self._dx, self._t = one_euro_rows(
-            xa,
-            np.array([t], np.float64),
-            self._x,
-            self._dx,
-            self._t,
-            self._started,
-            self._min_cutoff,
-            self._beta,
-            self._d_cutoff,
+        xa = np.asarray(x, dtype=np.float32)
+        if not self._started:
+            self._x = xa.copy()
+            self._out[:] = xa
+            self._t = t
+            self._started = True
+            return self._out
+        dt = t - self._t
+        if dt <= 0.0:
+            return self._out
+        self._t = t
+        inv_dt, w = np.float32(1.0 / dt), np.float32(2.0 * math.pi * dt)
+        self._x, self._dx = _one_euro(
+            xa, self._x, self._dx, inv_dt, w, self._min_cutoff, self._beta, self._d_cutoff
         )
-        self._started[0] = True
-        self._out[:] = self._x[0]
+        self._out[:] = self._x
         return self._out
 
 
