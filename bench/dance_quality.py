@@ -162,7 +162,10 @@ def _real_clip(song: RealSong, seed: int) -> Clip:
     return Clip(f"{song.path.name}{where}", rows, beats, song.style, seed)
 
 
-def torch_dancer(model: DanceLSTM) -> Dancer:
+def torch_dancer(model: DanceLSTM, plant: bool = False) -> Dancer:
+    """The realtime loop in torch (T=1 steps, each output fed back); `plant`: the feet planted by
+    the served post-processing, as for a model whose manifest asks for it."""
+
     def run(rows: F32, style: int) -> npt.NDArray[np.float64]:
         h, c = model.zero_state(1)
         prev, out = torch.zeros(1, 75), []
@@ -171,6 +174,8 @@ def torch_dancer(model: DanceLSTM) -> Dancer:
                 p, h, c = model(torch.tensor(r[None, None]), prev, torch.tensor([style]), h, c)
                 prev = p[:, 0]
                 out.append(prev[0].numpy())
+        if plant:
+            return np.asarray(planted(np.array(out)[None])[0], np.float64)
         return np.array(out, np.float64)
 
     return run
@@ -309,7 +314,9 @@ def write_pictures(out: Path, dance: Dancer) -> list[Path]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--student", type=Path, default=None, help="also a torch DanceLSTM checkpoint (.pt)")
+    ap.add_argument(
+        "--student", type=Path, default=None, help="also a torch DanceLSTM checkpoint (.pt), feet planted"
+    )
     ap.add_argument("--seconds", type=float, default=30.0)
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--video", type=Path, default=None, help="write dance.bvh/.mp4/.png here and stop")
@@ -330,7 +337,7 @@ def main() -> None:
     if a.student is not None:
         from bridge.choreography.export import load_trained
 
-        dancers["student (torch)"] = torch_dancer(load_trained(a.student)[0])
+        dancers["student (torch)"] = torch_dancer(load_trained(a.student)[0], plant=True)  # as served
     dancers["untrained LSTM"] = torch_dancer(build_dance_lstm())
     report: dict[str, object] = {}
     if "synthetic" in a.blocks:

@@ -1,9 +1,13 @@
 """Train the served DanceLSTM on the choreographer: `python -m bridge.choreography.train --out DIR --seed 0`.
 
 Data: `--songs` synthetic songs (bridge.media.songs) of `--seconds` each, tempi uniform in 70-180 BPM,
-meters, swing and timbres from each song's seed, styles cycled; features from the bridge's own
-streaming extractor exactly as served (bridge.pipelines.music_features at 48 kHz); the target is the
-choreographer's motion on those features (dancer seed 0, the bench's teacher).
+meters, swing and timbres from each song's seed, styles cycled; and `--midi-songs` songs on real
+instrument samples (bridge.media.midi_songs: MIDI we compose, genres cycled, tempi uniform in 70-180
+BPM, song seeds MIDI_SEED+, rendered by fluidsynth with the GM sound font). Features from the
+bridge's own streaming extractor exactly as served (bridge.pipelines.music_features at 48 kHz); the
+target is the choreographer's motion on those features (dancer seed 0, the bench's teacher). The
+MIDI songs' features can be made where fluidsynth is installed and trained on elsewhere
+(`--midi-cache`: written when missing, read when present; the targets are computed where it trains).
 
 Targets: the teacher's 72 joint angles and its root height; its horizontal root translation (which
 wanders over the floor as the planted feet carry it, and no model can know from the music) is not a
@@ -32,9 +36,10 @@ The 35 raw features (MFCC 0 is about -400 ± 140) are standardised with the trai
 spread, and that standardisation is folded into the first LSTM layer's input weights at the end, so
 the exported graph is the untrained model's graph. Validation: BAS of the free-running student
 (T=1 steps, each output fed back, feet planted as served) on songs with seeds the data and the bench
-never use; the best checkpoint is kept. Writes DIR/dance_lstm.pt ({"state_dict", "training"}: what
-`python -m bridge.choreography.export --weights` exports) and DIR/training.json (the same record
-with the loss log). Deterministic for a seed on the CPU; a GPU run reproduces within float
+never use (and, with MIDI songs, MIDI_VALIDATION rendered songs of seeds MIDI_VALIDATION_SEED+,
+also never in the bench); the best checkpoint is kept. Writes DIR/dance_lstm.pt ({"state_dict",
+"training"}: what `python -m bridge.choreography.export --weights` exports) and DIR/training.json
+(the same record with the loss log). Deterministic for a seed on the CPU; a GPU run reproduces within float
 tolerance, not bit for bit. `--cache` saves the generated data for reruns with other settings.
 """
 
@@ -58,10 +63,26 @@ from bridge.media.songs import synthesize_song
 from bridge.models.motion import AIST_STYLES, N_FEATURES, DanceLSTM
 from bridge.rig.smpl import PARENTS, REST_OFFSETS
 
-__all__ = ["VALIDATION_SEED", "blind_to_pose", "fold_standardisation", "make_clip", "train"]
+__all__ = [
+    "MIDI_SEED",
+    "MIDI_VALIDATION_SEED",
+    "VALIDATION_SEED",
+    "blind_to_pose",
+    "fold_standardisation",
+    "make_clip",
+    "make_midi_rows",
+    "train",
+]
 
 F32 = npt.NDArray[np.float32]
 VALIDATION_SEED = 7000  # song seeds 7000+ validate; the bench holds out 9000+
+MIDI_SEED, MIDI_VALIDATION_SEED, MIDI_VALIDATION = 5000, 7200, 6  # MIDI songs; the bench's are 9101+
+MIDI_DATA = (
+    "songs on real instrument samples from bridge.media.midi_songs (MIDI we compose: GM drum kit, bass, "
+    "chords or lead; the six genres cycled, tempo uniform 70-180 BPM, song seeds 5000+i), rendered by "
+    "fluidsynth with fluid-soundfont-gm (FluidR3_GM) at 48 kHz; features and targets as for the synthetic "
+    "songs"
+)
 WARMUP = 240  # frames the beat tracker needs before the scores count (4 s)
 BURN_IN = 60  # frames of each training window that only warm the state up
 DATA = (
@@ -85,6 +106,68 @@ def make_clip(args: tuple[int, float, int]) -> tuple[F32, F32, int, npt.NDArray[
     style = i % len(AIST_STYLES)
     beats = np.round(song.beats * 60).astype(np.int64)
     return rows, choreograph(rows, AIST_STYLES[style], seed=0), style, beats
+
+
+def make_midi_rows(args: tuple[int, float, int]) -> tuple[F32, int, npt.NDArray[np.int64]]:
+    """(song index, seconds, first song seed) → the served features (T, 35) of a MIDI song rendered
+    by fluidsynth (genres cycled, tempo uniform 70-180 BPM), its style index and beat frames."""
+    from bridge.media.midi_songs import GENRES, midi_song
+    from bridge.pipelines.music_features import MusicFeatureStream
+
+    i, seconds, first = args
+    bpm = float(np.random.default_rng([first, i]).uniform(70.0, 180.0))
+    song, pcm = midi_song(sorted(GENRES)[i % len(GENRES)], bpm, seconds, first + i)
+    rows = MusicFeatureStream(48000, 60.0).push(pcm)
+    return rows, i % len(AIST_STYLES), np.round(song.beats * 60).astype(np.int64)
+
+
+def _teacher(args: tuple[F32, int]) -> F32:
+    return choreograph(args[0], AIST_STYLES[args[1]], seed=0)
+
+
+Clip = tuple[F32, F32, int, npt.NDArray[np.int64]]  # features, teacher poses, style, beat frames
+
+
+def _midi_data(songs: int, seconds: float, cache: Path | None, workers: int) -> tuple[list[Clip], list[Clip]]:
+    """The MIDI training and validation songs as clips: features from `cache` when it exists
+    (written otherwise), the teacher's poses computed here."""
+    parts = ("train_", "val_")
+    if cache is not None and cache.exists():
+        d = np.load(cache)
+        made = [
+            [
+                (f, int(s), b[b >= 0])
+                for f, s, b in zip(d[k + "features"], d[k + "styles"], d[k + "beats"], strict=True)
+            ]
+            for k in parts
+        ]
+    else:
+        jobs = [
+            [(i, seconds, MIDI_SEED) for i in range(songs)],
+            [(i, 30.0, MIDI_VALIDATION_SEED) for i in range(MIDI_VALIDATION)],
+        ]
+        with ProcessPoolExecutor(max(workers, 1)) as pool:
+            made = [list(pool.map(make_midi_rows, j)) for j in jobs]
+        made = [[(f[: min(len(c[0]) for c in m)], st, b) for f, st, b in m] for m in made]  # one length
+        if cache is not None:
+            arrays: dict[str, npt.NDArray[Any]] = {}
+            for k, clips in zip(parts, made, strict=True):
+                beats = np.full((len(clips), max(len(c[2]) for c in clips)), -1, np.int64)
+                for n, c in enumerate(clips):
+                    beats[n, : len(c[2])] = c[2]
+                arrays[k + "features"] = np.stack([c[0] for c in clips])
+                arrays[k + "styles"] = np.array([c[1] for c in clips])
+                arrays[k + "beats"] = beats
+            np.savez_compressed(cache, allow_pickle=False, **arrays)
+    with ProcessPoolExecutor(max(workers, 1)) as pool:
+        train, val = (
+            [
+                (f, p, s, b)
+                for (f, s, b), p in zip(m, pool.map(_teacher, [(f, s) for f, s, _ in m]), strict=True)
+            ]
+            for m in made
+        )
+    return train, val
 
 
 def _clips(
@@ -198,6 +281,8 @@ def train(
     passes: int = 2,
     sampling: float = 0.5,
     feet: float = 0.0,
+    midi_songs: int = 0,
+    midi_cache: Path | None = None,
 ) -> Path:
     torch.manual_seed(seed)
     t0 = time.time()
@@ -213,6 +298,13 @@ def train(
         styles_np = np.array([c[2] for c in clips])
         if cache is not None:
             np.savez(cache, features=feats_np, poses=poses_np, styles=styles_np)
+    midi_val: list[Clip] = []
+    if midi_songs:
+        midi, midi_val = _midi_data(midi_songs, seconds, midi_cache, workers)
+        n = min(feats_np.shape[1], len(midi[0][0]))
+        feats_np = np.concatenate([feats_np[:, :n], np.stack([c[0][:n] for c in midi])])
+        poses_np = np.concatenate([poses_np[:, :n], np.stack([c[1][:n] for c in midi])])
+        styles_np = np.concatenate([styles_np, np.array([c[2] for c in midi])])
     hours = feats_np.shape[0] * feats_np.shape[1] / 60.0 / 3600.0
     print(f"data: {feats_np.shape[0]} songs, {hours:.2f} h, in {time.time() - t0:.0f} s", flush=True)
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -248,8 +340,9 @@ def train(
     info: dict[str, Any] = {
         "model": "our own DanceLSTM distilled from our rule-based choreographer on synthetic songs",
         "command": "python -m bridge.choreography.train " + " ".join(sys.argv[1:]),
-        "data": DATA,
+        "data": DATA + (f"; and {midi_songs} {MIDI_DATA}" if midi_songs else ""),
         "songs": int(feats_np.shape[0]),
+        **({"midi_songs": midi_songs, "midi_validation_songs": len(midi_val)} if midi_songs else {}),
         "hours": round(hours, 2),
         "seed": seed,
         "steps": steps,
@@ -298,6 +391,9 @@ def train(
         sched.step()
         if (step + 1) % max(steps // 8, 1) == 0 or step == steps - 1:
             bas = _scores(model, val, (mean, std))
+            if midi_val:  # every validation song weighs the same
+                midi_bas = _scores(model, midi_val, (mean, std))
+                bas = (bas * len(val) + midi_bas * len(midi_val)) / (len(val) + len(midi_val))
             log.append(
                 {
                     "step": step + 1,
@@ -357,6 +453,10 @@ def main() -> None:
     ap.add_argument("--passes", type=int, default=2, help="fed: scheduled-sampling passes per window")
     ap.add_argument("--sampling", type=float, default=0.5, help="fed: final share of own predictions")
     ap.add_argument("--feet", type=float, default=0.0, help="weight of the feet's velocity loss")
+    ap.add_argument("--midi-songs", type=int, default=0, help="MIDI songs (fluidsynth) beside --songs")
+    ap.add_argument(
+        "--midi-cache", type=Path, default=None, help="the MIDI songs' features: reused, or written here"
+    )
     a = ap.parse_args()
     a.out.mkdir(parents=True, exist_ok=True)
     print(
@@ -379,6 +479,8 @@ def main() -> None:
             a.passes,
             a.sampling,
             a.feet,
+            a.midi_songs,
+            a.midi_cache,
         )
     )
 
