@@ -99,7 +99,7 @@ def main(
     ids = [str(r["session"]) for r in opened if r.get("ok")]
     if len(ids) < sessions:
         raise SystemExit(f"opened {len(ids)} of {sessions} sessions: {dict(errors)}")
-    own = np.array([sid.encode() for sid in ids])  # this generator's rows (without a group: of all clients')
+    own = np.array([sid.encode() for sid in ids])  # without a group: this generator's rows of everyone's
     if batched:
         sub.setsockopt(zmq.SUBSCRIBE, batch_topic(pipeline, group))
     for sid in [] if batched else ids:
@@ -143,9 +143,10 @@ def main(
                 while sub.poll(0):
                     _, payload = sub.recv_multipart()
                     now = time.time()
-                    if batched:
+                    if batched:  # a group's messages hold only its rows: no pick needed
                         batch = decode_batch(payload)
-                        count(batch.input_seq[np.isin(batch.session, own)].astype(np.int64), now)
+                        mine = batch.input_seq if group else batch.input_seq[np.isin(batch.session, own)]
+                        count(mine.astype(np.int64), now)
                     else:
                         count(np.array([_decode_header(payload).input_seq], np.int64), now)
 

@@ -197,24 +197,28 @@ class ColumnFrames(Sequence[bytes]):
         return iter(self.columns.take(slice(self.start, self.stop)).frames())
 
 
-def encode_batch(pipeline: str, columns: MotionColumns, t_publish_ns: int, group: str = "") -> bytes:
+def encode_batch(
+    pipeline: str, columns: MotionColumns, t_publish_ns: int, group: str = "", rows: slice | None = None
+) -> bytes:
     """One batch message payload: the keys of section 5.3 in their order, every column one bin; a
-    group's message ends with its `group` (a message without one is unchanged)."""
+    group's message ends with its `group` (a message without one is unchanged). `rows`: only that
+    contiguous run of rows (a group's, of columns sorted by group), without building its columns."""
+    r = slice(None) if rows is None else rows
     message: dict[str, Any] = {
         "op": "frames",
         "v": PROTOCOL_VERSION,
         "minor": BATCH_MINOR,
         "pipeline": pipeline,
-        "rows": len(columns),
+        "rows": len(columns) if rows is None else len(range(*rows.indices(len(columns)))),
         "t_publish_ns": t_publish_ns,
         "engine_us": float(columns.engine_us),
         "batch": columns.batch,
-        "session": columns.session.tobytes(),
-        "seq": columns.seq.astype("<u8", copy=False).tobytes(),
-        "input_seq": columns.input_seq.astype("<u8", copy=False).tobytes(),
-        "t_capture_ns": columns.t_capture_ns.astype("<i8", copy=False).tobytes(),
-        "joints": columns.joints.astype("<f4", copy=False).tobytes(),
-        "root": columns.root.astype("<f4", copy=False).tobytes(),
+        "session": columns.session[r].tobytes(),
+        "seq": columns.seq[r].astype("<u8", copy=False).tobytes(),
+        "input_seq": columns.input_seq[r].astype("<u8", copy=False).tobytes(),
+        "t_capture_ns": columns.t_capture_ns[r].astype("<i8", copy=False).tobytes(),
+        "joints": columns.joints[r].astype("<f4", copy=False).tobytes(),
+        "root": columns.root[r].astype("<f4", copy=False).tobytes(),
     }
     if group:
         message["group"] = group

@@ -156,7 +156,7 @@ class GatedOutlet:
             return encode.send(self.sockets.publish, topic, live, hold), live
 
 
-@dataclass
+@dataclass(slots=True)
 class BatchRows:
     """A call's rows for the batch topics: its columns and, when some session has a batch group, each
     row's group and which rows are done: rows of a group nobody subscribes to, and rows whose message
@@ -176,10 +176,11 @@ class BatchEncoder:
     """Encodes and sends the batch messages of some rows: one message of all live rows without
     groups; with groups, one per group among the live rows not done, in row order within each."""
 
+    __slots__ = ("messages", "pipeline", "rows")
+
     def __init__(self, pipeline: str, rows: BatchRows) -> None:
         self.pipeline, self.rows = pipeline, rows
         self.messages = 0  # messages sent (none held)
-        self.sent: list[npt.NDArray[np.intp]] = []  # with groups: the rows of each message sent
 
     def send(self, publish: Publish, topic: bytes, live: npt.NDArray[np.bool_], hold: bool) -> Delivery:
         t_publish_ns = time.time_ns()
@@ -195,16 +196,17 @@ class BatchEncoder:
             return Delivery.CLOSED
         names, inverse = np.unique(groups[pending], return_inverse=True)
         order = np.argsort(inverse, kind="stable")  # stable: a session's rows stay in seq order
-        parts = np.split(pending[order], np.cumsum(np.bincount(inverse))[:-1])
+        rows = pending[order]
+        grouped = columns.take(rows)  # one gather; each group's rows are then a slice of it (views)
+        bounds = [0, *np.cumsum(np.bincount(inverse)).tolist()]
         worst = Delivery.SENT
-        for name, part in zip(names.tolist(), parts, strict=True):
-            payload = encode_batch(self.pipeline, columns.take(part), t_publish_ns, name.decode())
+        for name, start, stop in zip(names.tolist(), bounds, bounds[1:], strict=False):
+            payload = encode_batch(self.pipeline, grouped, t_publish_ns, name.decode(), slice(start, stop))
             delivery = publish(topic + (b"/%s/" % name if name else b""), payload, hold=hold)
             if delivery is Delivery.HELD:  # sent to nobody: retried with the held batch
                 worst = delivery
                 continue
-            done[part] = True
-            self.sent.append(part)
+            done[rows[start:stop]] = True
             self.messages += 1
             if delivery is Delivery.STALLED and worst is Delivery.SENT:
                 worst = delivery
@@ -256,7 +258,8 @@ def publish_call(
     for (s, _), n in zip(rows, counts, strict=True):
         s.frames_published += n  # before any send: a racing close must not leave one out
     columnar = [p for _, p in rows if isinstance(p, ColumnFrames)]
-    in_batch: bool | list[bool] = False  # (per session, with groups) its rows went out in a batch
+    in_batch = False  # the rows went out in a batch message (or are held to), but those of `left_out`
+    left_out: frozenset[str] = frozenset()  # sessions of a group nobody subscribes to
     payload_rows: list[Sequence[bytes] | None]
     if len(columnar) == len(rows):
         columns, owners = _gather(columnar)
@@ -266,8 +269,8 @@ def publish_call(
         else:
             batch = _grouped(outlet, batch_topic, columns, np.array(groups, _GROUP)[owners])
         if batch is not None:
-            in_batch, live_rows = _publish_batch(
-                outlet, pipeline, batch_topic, rows, owners, batch, hold, out
+            in_batch, left_out, live_rows = _publish_batch(
+                outlet, pipeline, batch_topic, rows, topics, owners, batch, hold, out
             )
             live_sessions = np.zeros(len(rows), bool)
             live_sessions[owners[live_rows]] = True
@@ -281,7 +284,7 @@ def publish_call(
     else:  # already encoded (face, speech)
         live = [True] * len(rows)  # the publish function's gate decides per message
         payload_rows = [p for _, p in rows]
-    for k, ((s, _), n, ok, payloads) in enumerate(zip(rows, counts, live, payload_rows, strict=True)):
+    for (s, _), n, ok, payloads in zip(rows, counts, live, payload_rows, strict=True):
         if not ok:  # ended: in no topic
             _drop(s, n, out)
             continue
@@ -294,7 +297,7 @@ def publish_call(
                 out.held.append((s, list(payloads[i:])))
                 out.published += len(payloads) - i
                 break
-            if delivery is Delivery.CLOSED and not (in_batch if isinstance(in_batch, bool) else in_batch[k]):
+            if delivery is Delivery.CLOSED and not (in_batch and s.id not in left_out):
                 _drop(s, 1, out)
                 continue
             out.published += 1
@@ -321,28 +324,26 @@ def _publish_batch(
     pipeline: str,
     batch_topic: bytes,
     rows: Sequence[tuple[Session, Sequence[bytes]]],
+    topics: Sequence[bytes],
     owners: npt.NDArray[np.intp],
     batch: BatchRows,
     hold: bool,
     out: Outcome,
-) -> tuple[bool | list[bool], npt.NDArray[np.bool_]]:
-    """Send the call's batch message(s); (whether each session's rows went out in one, or are held to
-    go out: one flag for all without groups), which rows were live)."""
-    row_topics = [rows[i][0].topic for i in owners.tolist()]
+) -> tuple[bool, frozenset[str], npt.NDArray[np.bool_]]:
+    """Send the call's batch message(s); (whether the live rows went out or are held to go out, the
+    sessions left out as their group has no subscriber, which rows were live)."""
+    row_topics = [topics[i] for i in owners.tolist()]
     encoder = batch_encoder(pipeline, batch)
+    skipped = None if batch.done is None else batch.done.copy()  # before sending marks rows done
     delivery, live_rows = outlet.publish_batch(batch_topic, row_topics, encoder, hold=hold)
     out.batches += encoder.messages
     out.stalls += delivery is Delivery.STALLED
-    in_batch: bool | list[bool]
-    if batch.done is None:
-        in_batch = delivery is not Delivery.CLOSED  # sent, or held to be sent
+    left_out: frozenset[str] = frozenset()
+    if batch.done is None or skipped is None:
         waiting = frozenset(s.id for s, _ in rows) if delivery is Delivery.HELD else frozenset()
-    else:
-        held_rows = np.flatnonzero(live_rows & ~batch.done)  # of the groups held for room
-        flags = np.zeros(len(rows), bool)
-        flags[owners[np.concatenate([*encoder.sent, held_rows])]] = True
-        in_batch = flags.tolist()
-        waiting = frozenset(rows[i][0].id for i in np.unique(owners[held_rows]).tolist())  # they wait
+    else:  # only the held groups' sessions wait; the others' rows are out
+        waiting = frozenset(rows[i][0].id for i in np.unique(owners[live_rows & ~batch.done]).tolist())
+        left_out = frozenset(rows[i][0].id for i in np.unique(owners[live_rows & skipped]).tolist())
     if delivery is Delivery.HELD:
         out.held_batch = HeldBatch(
             time.perf_counter(),
@@ -350,7 +351,7 @@ def _publish_batch(
             [row_topics[r] for r in np.flatnonzero(live_rows).tolist()],
             waiting,
         )
-    return in_batch, live_rows
+    return delivery is not Delivery.CLOSED, left_out, live_rows
 
 
 def _drop(s: Session, frames: int, out: Outcome) -> None:
