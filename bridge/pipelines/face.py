@@ -16,6 +16,7 @@ import numpy as np
 
 from bridge.filters.one_euro import OneEuroFilter, flame_one_euro
 from bridge.pipelines.base import BatchResult, FailedRow, Pipeline, Step
+from bridge.pipelines.cpu_priority import yield_to_realtime
 from bridge.pipelines.face_crop import FaceDetector, FaceTracker, crop_face
 from bridge.pipelines.options import check_options
 from bridge.pipelines.output_guard import FaceOutputGuard
@@ -83,6 +84,7 @@ class FacePipeline(Pipeline[FaceState, np.ndarray | None]):
         return FaceRig(FACE_EXPRESSION_NAMES, FACE_EYELID_NAMES, ARKIT_NAMES if state.blendshapes else ())
 
     def prepare(self, state: FaceState, item: Input) -> list[Step[np.ndarray | None]]:
+        yield_to_realtime()  # camera work runs below motion and speech (bridge.pipelines.cpu_priority)
         assert isinstance(item, ImageInput)
         state.tracker.detector = self._detector()
         box = state.tracker.update(item.pixels)
@@ -90,6 +92,7 @@ class FacePipeline(Pipeline[FaceState, np.ndarray | None]):
         return [Step(crop, item.seq, item.t_capture_ns)]
 
     def run_batch(self, states: Sequence[FaceState], steps: Sequence[Step[np.ndarray | None]]) -> BatchResult:
+        yield_to_realtime()
         found = [i for i, s in enumerate(steps) if s.payload is not None]
         rows: list[Any] = [None] * len(steps)
         if not found:
