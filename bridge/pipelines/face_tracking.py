@@ -37,7 +37,6 @@ from bridge.filters.one_euro import D_CUTOFF_DEFAULT, one_euro_rows
 from bridge.pipelines import face_tracking_geometry as geo
 from bridge.pipelines.base import BatchResult, Pipeline, Step
 from bridge.pipelines.cpu_priority import yield_to_realtime
-from bridge.pipelines.cpu_priority import yield_to_realtime
 from bridge.pipelines.options import check_options
 from bridge.protocol.codec import ProtocolError
 from bridge.protocol.errors import ErrorCode
@@ -284,7 +283,6 @@ class FaceTrackingPipeline(Pipeline[TrackingState, TrackStep]):
     # ------------------------------------------------------------------ pre-process
     def prepare(self, state: TrackingState, item: Input) -> list[Step[TrackStep]]:
         yield_to_realtime()  # camera work runs below motion and speech (bridge.pipelines.cpu_priority)
-        yield_to_realtime()  # camera work runs below motion and speech (bridge.pipelines.cpu_priority)
         assert isinstance(item, ImageInput)
         image = item.pixels
         if state.mirror:
@@ -317,7 +315,6 @@ class FaceTrackingPipeline(Pipeline[TrackingState, TrackStep]):
 
     # ------------------------------------------------------------------ engines
     def run_batch(self, states: Sequence[TrackingState], steps: Sequence[Step[TrackStep]]) -> BatchResult:
-        yield_to_realtime()
         yield_to_realtime()
         n = len(steps)
         for state in states:
