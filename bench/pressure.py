@@ -11,7 +11,12 @@ Targets: bystander 0 lost, 0 errors, p99 <= 2x quiet, RSS <= 500 MB above quiet;
 subscriber's first frame at most one frame period behind the newest (the `paused subscriber` row: met
 by a client with the "resume at newest" rule, not by a raw ZeroMQ subscriber).
 
-    python bench/pressure.py [--quick] [--seconds S] [--out bench/results/pressure-cpu.json]
+    python bench/pressure.py [--quick] [--seconds S] [--only NAME] [--attacker-nice N]
+                             [--out bench/results/pressure-cpu.json]
+
+The attacker runs on the same machine: on 2 cores its own CPU (packing a gigabyte a second of
+images) competes with the bystander's client and the bridge alike. `--attacker-nice 10` runs it below
+them, so what remains is what the bridge's handling of the attack costs the bystander.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
+import os
 import socket
 import sys
 import threading
@@ -379,7 +385,10 @@ ATTACKS: dict[str, tuple[Callable[[dict[str, int], str, float], dict[str, Any]],
 }
 
 
-def _attack_main(name: str, ports: dict[str, int], victim: str, seconds: float, out: Any) -> None:
+def _attack_main(
+    name: str, ports: dict[str, int], victim: str, seconds: float, out: Any, nice: int = 0
+) -> None:
+    os.nice(nice)  # --attacker-nice: the attacker's own CPU (packing its floods) yields to the bridge's
     fn = ATTACKS[name][0] if name in ATTACKS else attack_load
     try:
         out.put(fn(ports, victim, seconds))
@@ -416,7 +425,7 @@ def counters(metrics_port: int) -> dict[str, float]:
     return out
 
 
-def phase(bridge: BridgeProcess, name: str, seconds: float) -> dict[str, Any]:
+def phase(bridge: BridgeProcess, name: str, seconds: float, attacker_nice: int = 0) -> dict[str, Any]:
     ports = bridge.ports
     before = counters(ports["metrics_port"])
     rss_samples = [rss_mb(bridge.proc.pid)]
@@ -436,7 +445,9 @@ def phase(bridge: BridgeProcess, name: str, seconds: float) -> dict[str, Any]:
     else:
         mp = multiprocessing.get_context("spawn")
         out = mp.Queue()
-        proc = mp.Process(target=_attack_main, args=(name, ports, bystander.session, seconds, out))
+        proc = mp.Process(
+            target=_attack_main, args=(name, ports, bystander.session, seconds, out, attacker_nice)
+        )
         proc.start()
         try:
             attack = out.get(timeout=seconds + 60)
@@ -466,8 +477,9 @@ def phase(bridge: BridgeProcess, name: str, seconds: float) -> dict[str, Any]:
     }
 
 
-def run(seconds: float, out: Path, only: list[str] | None = None) -> dict[str, Any]:
+def run(seconds: float, out: Path, only: list[str] | None = None, attacker_nice: int = 0) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
+    load_before = os.getloadavg()
     with BridgeProcess("--metrics-port", "0") as bridge:
         time.sleep(1.0)
         rows.append(phase(bridge, "quiet", seconds))
@@ -477,7 +489,7 @@ def run(seconds: float, out: Path, only: list[str] | None = None) -> dict[str, A
         for name in ATTACKS:
             if only and name not in only:
                 continue
-            rows.append(phase(bridge, name, seconds))
+            rows.append(phase(bridge, name, seconds, attacker_nice))
             print(f"  {name}: done", flush=True)
     if not only or "--osc" in only:
         udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)  # a VMC receiver that drops everything
@@ -487,10 +499,13 @@ def run(seconds: float, out: Path, only: list[str] | None = None) -> dict[str, A
             rows.append(phase(with_osc, "8 sessions of load", seconds))
             rows[-1]["phase"] = "--osc (8 sessions of load)"
         udp.close()
-    return finish(rows, seconds, out)
+    context = {"load_average_before": load_before, "load_average_after": os.getloadavg()}
+    return finish(rows, seconds, out, {**context, "attacker_nice": attacker_nice})
 
 
-def finish(rows: list[dict[str, Any]], seconds: float, out: Path) -> dict[str, Any]:
+def finish(
+    rows: list[dict[str, Any]], seconds: float, out: Path, context: dict[str, Any] | None = None
+) -> dict[str, Any]:
     quiet, loaded = rows[0], rows[1]
     for row in rows:
         base = loaded if row["phase"] in ("paused subscriber", "--osc (8 sessions of load)") else quiet
@@ -510,7 +525,8 @@ def finish(rows: list[dict[str, Any]], seconds: float, out: Path) -> dict[str, A
     result = {
         "seconds_per_phase": seconds,
         "machine": f"{multiprocessing.cpu_count()} cores",
-        "date": time.strftime("%Y-%m-%d"),
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        **(context or {}),
         "rows": rows,
     }
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -559,9 +575,16 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, help="seconds per phase")
     parser.add_argument("--only", action="append", help="run only these attacks (repeatable), after quiet")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "pressure-cpu.json")
+    parser.add_argument(
+        "--attacker-nice",
+        type=int,
+        default=0,
+        help="run each attack's process this much nicer than the bridge and the bystander (0: as an "
+        "equal; 10 takes the attacker's own CPU, e.g. packing its floods, out of the bystander's way)",
+    )
     args = parser.parse_args()
     seconds = args.seconds or (3.0 if args.quick else 10.0)
-    result = run(seconds, args.out, args.only)
+    result = run(seconds, args.out, args.only, args.attacker_nice)
     print(table(result))
     print(f"wrote {args.out}")
 
