@@ -44,7 +44,6 @@ import numpy as np
 import numpy.typing as npt
 
 from bridge.protocol.batch_frames import (
-    MAX_BATCH_GROUP_CHARS,
     ColumnFrames,
     MotionColumns,
     encode_batch,
@@ -57,8 +56,6 @@ log = logging.getLogger(__name__)
 
 PUBLISH_QUEUE_CALLS = 8  # realtime calls waiting for the publisher thread (8 ticks, 133 ms at 60 Hz)
 INLINE_FRAMES = 64  # a realtime call this small is sent by the scheduler when the thread is idle
-
-_GROUP = np.dtype(f"S{MAX_BATCH_GROUP_CHARS}")
 
 
 class Publish(Protocol):
@@ -163,13 +160,14 @@ class BatchRows:
     went out (a held bulk batch is retried until every group's message is out, none twice)."""
 
     columns: MotionColumns
-    groups: npt.NDArray[np.bytes_] | None = None  # (n,) S16, b"" for no group
+    names: list[bytes] | None = None  # the groups, sorted (b"": no group); None without groups
+    groups: npt.NDArray[np.intp] | None = None  # (n,) each row's index into `names`
     done: npt.NDArray[np.bool_] | None = None  # (n,), with groups
 
     def take(self, rows: npt.NDArray[np.bool_]) -> BatchRows:
         if self.groups is None or self.done is None:
             return BatchRows(self.columns.take(rows))
-        return BatchRows(self.columns.take(rows), self.groups[rows], self.done[rows])
+        return BatchRows(self.columns.take(rows), self.names, self.groups[rows], self.done[rows])
 
 
 class BatchEncoder:
@@ -184,8 +182,8 @@ class BatchEncoder:
 
     def send(self, publish: Publish, topic: bytes, live: npt.NDArray[np.bool_], hold: bool) -> Delivery:
         t_publish_ns = time.time_ns()
-        columns, groups, done = self.rows.columns, self.rows.groups, self.rows.done
-        if groups is None or done is None:
+        columns, names, groups, done = self.rows.columns, self.rows.names, self.rows.groups, self.rows.done
+        if names is None or groups is None or done is None:
             delivery = publish(
                 topic, encode_batch(self.pipeline, columns.take(live), t_publish_ns), hold=hold
             )
@@ -194,13 +192,15 @@ class BatchEncoder:
         pending = np.flatnonzero(live & ~done)
         if not pending.size:
             return Delivery.CLOSED
-        names, inverse = np.unique(groups[pending], return_inverse=True)
-        order = np.argsort(inverse, kind="stable")  # stable: a session's rows stay in seq order
+        codes = groups[pending]
+        order = np.argsort(codes, kind="stable")  # stable: a session's rows stay in seq order
         rows = pending[order]
         grouped = columns.take(rows)  # one gather; each group's rows are then a slice of it (views)
-        bounds = [0, *np.cumsum(np.bincount(inverse)).tolist()]
+        counts = np.bincount(codes, minlength=len(names))
+        bounds = [0, *np.cumsum(counts).tolist()]
         worst = Delivery.SENT
-        for name, start, stop in zip(names.tolist(), bounds, bounds[1:], strict=False):
+        for k in np.flatnonzero(counts).tolist():
+            name, start, stop = names[k], bounds[k], bounds[k + 1]
             payload = encode_batch(self.pipeline, grouped, t_publish_ns, name.decode(), slice(start, stop))
             delivery = publish(topic + (b"/%s/" % name if name else b""), payload, hold=hold)
             if delivery is Delivery.HELD:  # sent to nobody: retried with the held batch
@@ -267,7 +267,7 @@ def publish_call(
         if groups is None:
             batch = BatchRows(columns) if outlet.subscribed([batch_topic])[0] else None
         else:
-            batch = _grouped(outlet, batch_topic, columns, np.array(groups, _GROUP)[owners])
+            batch = _grouped(outlet, batch_topic, columns, groups, owners)
         if batch is not None:
             in_batch, left_out, live_rows = _publish_batch(
                 outlet, pipeline, batch_topic, rows, topics, owners, batch, hold, out
@@ -306,17 +306,21 @@ def publish_call(
 
 
 def _grouped(
-    outlet: Outlet, batch_topic: bytes, columns: MotionColumns, groups: npt.NDArray[np.bytes_]
+    outlet: Outlet,
+    batch_topic: bytes,
+    columns: MotionColumns,
+    groups: Sequence[bytes],
+    owners: npt.NDArray[np.intp],
 ) -> BatchRows | None:
-    """The rows with their groups (`groups`, one per row), those of groups nobody subscribes to done;
-    None when nobody subscribes to any of the call's groups."""
-    names = np.unique(groups).tolist()
+    """The rows with their group's index (`groups`: each session's; `owners`: each row's session),
+    those of groups nobody subscribes to done; None when nobody subscribes to any of the call's."""
+    names = sorted(set(groups))
+    index = {g: k for k, g in enumerate(names)}
+    codes = np.fromiter((index[g] for g in groups), np.intp, len(groups))[owners]
     wanted = outlet.subscribed([batch_topic + (b"/%s/" % g if g else b"") for g in names])
     if not any(wanted):
         return None
-    unwanted = [g for g, w in zip(names, wanted, strict=True) if not w]
-    done = np.isin(groups, unwanted) if unwanted else np.zeros(len(groups), bool)
-    return BatchRows(columns, groups, done)
+    return BatchRows(columns, names, codes, ~np.asarray(wanted)[codes])
 
 
 def _publish_batch(
@@ -342,8 +346,8 @@ def _publish_batch(
     if batch.done is None or skipped is None:
         waiting = frozenset(s.id for s, _ in rows) if delivery is Delivery.HELD else frozenset()
     else:  # only the held groups' sessions wait; the others' rows are out
-        waiting = frozenset(rows[i][0].id for i in np.unique(owners[live_rows & ~batch.done]).tolist())
-        left_out = frozenset(rows[i][0].id for i in np.unique(owners[live_rows & skipped]).tolist())
+        waiting = _sessions(rows, owners[live_rows & ~batch.done])
+        left_out = _sessions(rows, owners[live_rows & skipped])
     if delivery is Delivery.HELD:
         out.held_batch = HeldBatch(
             time.perf_counter(),
@@ -352,6 +356,13 @@ def _publish_batch(
             waiting,
         )
     return delivery is not Delivery.CLOSED, left_out, live_rows
+
+
+def _sessions(
+    rows: Sequence[tuple[Session, Sequence[bytes]]], owners: npt.NDArray[np.intp]
+) -> frozenset[str]:
+    """The ids of these rows' sessions (usually none)."""
+    return frozenset(rows[i][0].id for i in np.unique(owners).tolist()) if owners.size else frozenset()
 
 
 def _drop(s: Session, frames: int, out: Outcome) -> None:
