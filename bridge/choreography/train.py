@@ -60,7 +60,7 @@ import torch
 from bridge.choreography.choreographer import choreograph
 from bridge.choreography.metrics import beat_align_score, joints_of, planted
 from bridge.media.songs import synthesize_song
-from bridge.models.motion import AIST_STYLES, N_FEATURES, DanceLSTM
+from bridge.models.motion import AIST_STYLES, N_FEATURES, DanceLSTM, load_dance_lstm
 from bridge.rig.smpl import PARENTS, REST_OFFSETS
 
 __all__ = [
@@ -72,6 +72,7 @@ __all__ = [
     "make_clip",
     "make_midi_rows",
     "train",
+    "unfold_standardisation",
 ]
 
 F32 = npt.NDArray[np.float32]
@@ -188,6 +189,15 @@ def blind_to_pose(model: DanceLSTM) -> None:
     model.pose_projection.requires_grad_(False)
 
 
+def unfold_standardisation(model: DanceLSTM, mean: torch.Tensor, std: torch.Tensor) -> None:
+    """The inverse of `fold_standardisation`: a model that takes x becomes one that takes (x - mean) / std."""
+    with torch.no_grad():
+        w, b = model.lstm.weight_ih_l0, model.lstm.bias_ih_l0
+        assert isinstance(w, torch.Tensor) and isinstance(b, torch.Tensor)
+        b += w[:, :N_FEATURES] @ mean
+        w[:, :N_FEATURES] *= std
+
+
 def fold_standardisation(model: DanceLSTM, mean: torch.Tensor, std: torch.Tensor) -> None:
     """A model trained on (x - mean) / std becomes one that takes x: W' = W / std, b' = b - W' mean."""
     with torch.no_grad():
@@ -283,6 +293,7 @@ def train(
     feet: float = 0.0,
     midi_songs: int = 0,
     midi_cache: Path | None = None,
+    init: Path | None = None,
 ) -> Path:
     torch.manual_seed(seed)
     t0 = time.time()
@@ -318,9 +329,13 @@ def train(
     pos_var = poses.var(dim=(0, 1)).mean()
     vel_var = poses.diff(dim=1).var(dim=(0, 1)).mean()
     acc_var = poses.diff(n=2, dim=1).var(dim=(0, 1)).mean()
-    model = DanceLSTM(hidden=hidden)
-    with torch.no_grad():
-        model.pose_limit.copy_(poses.abs().amax(dim=(0, 1)).cpu() * 1.1 + 0.02)
+    if init is not None:  # fine-tune a trained student (its pose limit kept): it takes raw features
+        model = load_dance_lstm(init).train()
+        unfold_standardisation(model, mean.cpu(), std.cpu())
+    else:
+        model = DanceLSTM(hidden=hidden)
+        with torch.no_grad():
+            model.pose_limit.copy_(poses.abs().amax(dim=(0, 1)).cpu() * 1.1 + 0.02)
     fed = pose_input == "fed"
     if not fed:
         blind_to_pose(model)
@@ -346,10 +361,11 @@ def train(
         "hours": round(hours, 2),
         "seed": seed,
         "steps": steps,
-        "hidden": hidden,
+        "hidden": model.hidden,
         "pose_input": pose_input,
         **({"pose_noise": pose_noise, "passes": passes, "sampling": sampling} if fed else {}),
         **({"feet": feet} if feet else {}),
+        **({"init": str(init)} if init is not None else {}),
         "validation_bas": best,
         "log": log,
         "device": str(device),
@@ -453,6 +469,7 @@ def main() -> None:
     ap.add_argument("--passes", type=int, default=2, help="fed: scheduled-sampling passes per window")
     ap.add_argument("--sampling", type=float, default=0.5, help="fed: final share of own predictions")
     ap.add_argument("--feet", type=float, default=0.0, help="weight of the feet's velocity loss")
+    ap.add_argument("--init", type=Path, default=None, help="fine-tune this checkpoint (its hidden size)")
     ap.add_argument("--midi-songs", type=int, default=0, help="MIDI songs (fluidsynth) beside --songs")
     ap.add_argument(
         "--midi-cache", type=Path, default=None, help="the MIDI songs' features: reused, or written here"
@@ -481,6 +498,7 @@ def main() -> None:
             a.feet,
             a.midi_songs,
             a.midi_cache,
+            a.init,
         )
     )
 
