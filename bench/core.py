@@ -11,7 +11,8 @@ message per tick for all 16 sessions, docs/protocol.md 4.7) as a client driving 
 Also: msgpack frame encode/decode time, request decode time (bridge.protocol.decode_request, against
 msgpack parsing alone), session open time, and the baseline the scheduler replaces — one engine call
 per session instead of one batched call for all — measured in the same run, with the engine's cost
-per call and per row (what bounds their ratio).
+per call and per row (what bounds their ratio), and the same comparison for the pipeline's whole step
+(engine, post-processing, frame columns).
 
 The machine is shared: each scenario records the CPU that other processes used while it ran
 (`other_cpu`, in cores, from /proc), so a figure taken beside someone else's job can be told apart.
@@ -40,6 +41,8 @@ from bridge.harness.client import BridgeClient
 from bridge.harness.process import BridgeProcess
 from bridge.harness.run import percentile, run_harness
 from bridge.media.music import synthesize_music
+from bridge.pipelines.base import Step
+from bridge.pipelines.motion import MotionPipeline
 from bridge.pipelines.music_features import MusicFeatureStream
 from bridge.protocol.batch_frames import ColumnFrames, batch_topic, motion_columns
 from bridge.protocol.codec import pack
@@ -246,6 +249,41 @@ def bench_batching(sessions: int = 16, repeats: int = 300) -> dict[str, float]:
     }
 
 
+def bench_step(sessions: int = 16, repeats: int = 200) -> dict[str, float]:
+    """The same comparison for the pipeline's whole step as the scheduler runs it (engine with state
+    rows, post-processing with the model's foot planting, frame columns): each of `sessions` stepped in
+    a call of its own against one call for all, per tick. What one call per session would cost a
+    bridge that does not batch, fixed post-processing cost included."""
+    engine = Engine.load(ROOT / "engines" / "dance_lstm.manifest.json")
+    pipeline = MotionPipeline(engine)
+    states = [pipeline.open_session({}) for _ in range(sessions)]
+    ids = [f"{i:016x}" for i in range(sessions)]
+    rows = np.random.default_rng(0).standard_normal((repeats * 2, 1, 35)).astype(np.float32)
+
+    def step(group: list[int], tick: int) -> None:
+        picked = [states[i] for i in group]
+        steps = [Step(rows[tick], tick, 0) for _ in group]
+        result = pipeline.run_batch(picked, steps)
+        pipeline.finish_batch(picked, [ids[i] for i in group], [tick] * len(group), steps, result)
+
+    t0 = time.perf_counter()
+    for tick in range(repeats):
+        for i in range(sessions):
+            step([i], tick)
+    per_session = (time.perf_counter() - t0) / repeats * 1e3
+    t0 = time.perf_counter()
+    for tick in range(repeats, 2 * repeats):
+        step(list(range(sessions)), tick)
+    batched = (time.perf_counter() - t0) / repeats * 1e3
+    engine.close()
+    return {
+        "sessions": sessions,
+        "baseline_ms_per_tick": per_session,
+        "batched_ms_per_tick": batched,
+        "speedup": per_session / batched,
+    }
+
+
 def compare_publishing(scenarios: list[dict[str, object]]) -> list[dict[str, object]]:
     """Per input: overhead p99 with per-session topics and with the batch topic, and their ratio."""
     out = []
@@ -357,6 +395,7 @@ def main() -> int:
     codec = bench_codec()
     request_decode = bench_request_decode()
     batching = bench_batching()
+    step = bench_step()
     publishing_call = bench_publish()
     result = {
         "device": f"CPU: {platform.processor() or platform.machine()}, {os.cpu_count()} cores",
@@ -371,6 +410,7 @@ def main() -> int:
         "codec": codec,
         "request_decode": request_decode,
         "batching": batching,
+        "batching_step": step,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2))
@@ -399,6 +439,11 @@ def main() -> int:
         f"{batching['batched_ms_per_tick']:.2f} ms/tick = {batching['speedup']:.1f}x "
         f"(a batch-1 call {batching['call_ms_batch_1']:.3f} ms, each row of a batch "
         f"{batching['row_ms']:.4f} ms more: no batch beats {batching['speedup_bound']:.1f}x)"
+    )
+    print(
+        "whole step (engine, post-processing, frame columns): one call each "
+        f"{step['baseline_ms_per_tick']:.2f} ms/tick vs one batched call "
+        f"{step['batched_ms_per_tick']:.2f} ms/tick = {step['speedup']:.1f}x"
     )
     print(
         "\n| sessions in the call | publish ms, per-session topics | batch topic | ratio |\n|---|---|---|---|"
