@@ -19,6 +19,7 @@ The machine is shared: each scenario records the CPU that other processes used w
 
     python bench/core.py [--seconds 10] [--out bench/results/core-cpu.json]
     python bench/core.py --decode-only   # the request decode table alone, nothing written
+    python bench/core.py --serve-args "--max-queue-delay-us 0"   # the same against other serve flags
 """
 
 from __future__ import annotations
@@ -375,12 +376,17 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "core-cpu.json")
     parser.add_argument("--decode-only", action="store_true", help="print the request decode table only")
+    parser.add_argument(
+        "--serve-args",
+        default="",
+        help='more `serve` flags for the bridge under test, e.g. "--max-queue-delay-us 0" (an A/B run)',
+    )
     args = parser.parse_args()
     if args.decode_only:
         print_request_decode(bench_request_decode())
         return 0
     load_start = os.getloadavg()  # the machine is shared: how busy it was is part of the figure
-    with BridgeProcess("--idle-timeout", "60") as bridge:
+    with BridgeProcess("--idle-timeout", "60", *args.serve_args.split()) as bridge:
         rows = music_feature_rows(args.seconds + 1)
         scenarios = []
         for r in (rows, None):
@@ -402,6 +408,7 @@ def main() -> int:
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "backend": "onnxruntime (CPU)",
         "seconds_per_scenario": args.seconds,
+        "serve_args": args.serve_args,
         "load_average_1_5_15_min": {"start": load_start, "end": os.getloadavg()},
         "motion": scenarios,
         "publishing": compare_publishing(scenarios),
