@@ -35,7 +35,9 @@ inline std::string dispatchPublished(std::string_view topic, const std::uint8_t*
             if (handlers.onEvent) {
                 handlers.onEvent(event);
             }
-        } else if (topic == "batch/motion") {  // other pipelines' batches: not ours to read (yet)
+        } else if (topic == "batch/motion" || topic.rfind("batch/motion/", 0) == 0) {
+            // `batch/motion/<group>/`: the rows of a batch group's sessions (protocol 1.1 §5.3), every one of
+            // which a `batch/motion` subscriber (a crowd) reads too. Other pipelines' batches: not ours (yet).
             ++counters.batches;
             MotionBatch decoded = Decoder::motionBatch(data, size, std::move(storage));
             if (handlers.onMotionBatch) {

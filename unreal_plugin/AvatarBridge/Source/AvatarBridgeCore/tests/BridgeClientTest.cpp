@@ -186,12 +186,19 @@ TEST(BridgeClient, MotionBatchesArriveFromARealPubAndBadOnesAreCounted) {
     bridge.publish({"batch/motion", payloads::motionBatch(sessions, {2, 2}).floats("root", {0.0f}).bytes()});  // short column
     bridge.publish({"batch/motion", "\x93\x01\x02\x03"});                                                  // not a map
     bridge.publish({"frame/0123456789abcdef", payloads::motionFrame(0).bytes()});  // not subscribed: never arrives
+    const std::vector<std::string> four = {"00000000000000b0", "00000000000000b1", "00000000000000b2", "00000000000000b3"};
+    bridge.publish({"batch/motionx", payloads::motionBatch(four, {4, 4, 4, 4}).bytes()});  // not a motion batch
+    const std::vector<std::string> grouped = {"00000000000000c0", "00000000000000c1", "00000000000000c2"};
+    bridge.publish({"batch/motion/g1/", payloads::motionBatch(grouped, {5, 5, 5}).bytes()});
     bridge.publish({"batch/motion", payloads::motionBatch({"00000000000000a2"}, {3}).bytes()});
     ASSERT_TRUE(seen.waitFor([&] { return seen.batchRows.back() == 1; }));
     EXPECT_EQ(seen.malformedBatches, 2);
     EXPECT_EQ(seen.decodeErrors, 2);
     const std::lock_guard<std::mutex> lock(seen.mutex);
     EXPECT_TRUE(seen.frameSeqs.empty());
+    // A batch group's message (`batch/motion/<group>/`) is a motion batch like `batch/motion`'s; another topic is not.
+    EXPECT_EQ(std::count(seen.batchRows.begin(), seen.batchRows.end(), 3u), 1);
+    EXPECT_EQ(std::count(seen.batchRows.begin(), seen.batchRows.end(), 4u), 0);
     EXPECT_EQ(client.batchesReceived(), seen.batchRows.size() + 2);  // the dropped ones count as received
 }
 
