@@ -47,9 +47,9 @@ UNTRAINED = (
 )
 TRAINED_DANCE = (
     "Our own model, distilled from our rule-based choreographer (bridge.choreography) on our own "
-    "synthetic songs; no mocap or dance data set. Its horizontal root translation is not trained: "
-    "the post-processing plants its feet (post_processing: foot_plant); see the training field and "
-    "docs/dance.md."
+    "synthetic songs and MIDI songs we compose, rendered by fluidsynth; no mocap or dance data set. "
+    "Its horizontal root translation is not trained: the post-processing plants its feet "
+    "(post_processing: foot_plant); see the training field and docs/dance.md."
 )
 IMAGE = (3, 224, 224)
 
