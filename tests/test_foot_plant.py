@@ -145,3 +145,7 @@ def test_leg_ik_reaches_a_target_in_reach_and_points_at_one_beyond() -> None:
     others = [j for j in range(24) if j not in foot_plant._LEG_JOINTS[1:]]
     np.testing.assert_array_equal(out[:, others], q[:, others])
     np.testing.assert_allclose(np.linalg.norm(out, axis=-1), 1.0, atol=1e-9)
+    # A target on the hip itself (no direction to turn to): finite unit rotations still.
+    odd = leg_ik(q[:, foot_plant._LEG_JOINTS], legs, frames, legs[0].copy(), yaw)
+    assert np.isfinite(odd).all()
+    np.testing.assert_allclose(np.linalg.norm(odd, axis=-1), 1.0, atol=1e-9)

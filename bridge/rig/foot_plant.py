@@ -27,6 +27,7 @@ Rows = slice | npt.NDArray[np.int64]
 _CHAIN = ((1, 4, 7, 10), (2, 5, 8, 11))
 _LEG_JOINTS = np.array([0, *_CHAIN[0][:3], *_CHAIN[1][:3]])  # the rotations the legs' kinematics read
 _PELVIS = np.asarray(REST_OFFSETS[0], np.float64)
+_IDENTITY = np.array([0.0, 0.0, 0.0, 1.0])
 _OFFSETS = np.asarray(REST_OFFSETS, np.float64)[np.array(_CHAIN)]  # (2 legs, 4, 3)
 _THIGH, _SHIN = np.linalg.norm(_OFFSETS[:, 1], axis=-1), np.linalg.norm(_OFFSETS[:, 2], axis=-1)
 assert all(PARENTS[c[0]] == 0 and all(PARENTS[c[k + 1]] == c[k] for k in range(3)) for c in _CHAIN)
@@ -174,7 +175,8 @@ def leg_ik(
     r0, r1 = r01[..., 0, :], r01[..., 1, :]
     # r0 and r1 keep the hip→ankle direction (the triangle turns in its plane): r2 turns it to the target.
     r2 = np.concatenate([_cross(ac, at), (lac * lat + _dot(ac, at))[..., None]], axis=-1)
-    r2 /= np.maximum(np.linalg.norm(r2, axis=-1, keepdims=True), 1e-12)
+    size = np.linalg.norm(r2, axis=-1, keepdims=True)
+    r2 = np.where(size > 1e-12, r2 / np.maximum(size, 1e-12), _IDENTITY)  # a target at the hip: none
     thigh = quat_multiply(r2, r0)  # the thigh's world rotation becomes thigh · world, the shin's shin · world
     shin = quat_multiply(thigh, r1)
     # The ankle's world rotation becomes turn · world: in the shin's new frame, shin⁻¹ · turn.
