@@ -267,13 +267,18 @@ class Bridge:
         """Run the I/O loop until `stop()`; call `start()` first."""
         poller = zmq.Poller()
         poller.register(self.sockets.router, zmq.POLLIN)
+        # Subscriptions wake the loop too (the frames socket's own descriptor, safe to poll from here):
+        # the bridge applies them itself (manual mode), so one made just before an `open` must be in
+        # place before that open's `opened` event goes out.
+        poller.register(self.sockets.subscription_fd, zmq.POLLIN)
         next_reap = time.monotonic() + REAP_INTERVAL_S
         while not self._stop.is_set():
             self.heartbeat = time.monotonic()
-            if poller.poll(POLL_MS):
+            ready = poller.poll(POLL_MS)
+            self.sockets.pump_subscriptions()  # here, before the requests, and not on a scheduler's publish
+            if ready:
                 self._drain()
             self.stats.handshake_failures.update(self.sockets.handshake_failures())
-            self.sockets.pump_subscriptions()  # here, not on a scheduler's publish
             while self._pending_errors:
                 envelope, payload = self._pending_errors.popleft()
                 self._send(envelope, payload)

@@ -265,6 +265,8 @@ class BridgeSockets:
         # Read under the PUB lock with the subscriptions: connection ends, and CURVE failures.
         self._pub_monitor = self.pub.get_monitor_socket(zmq.EVENT_DISCONNECTED | handshakes)
         self._pub_handshake_failures: list[str] = []
+        # Readable when the frames socket has news (a subscription): the I/O loop polls it, then pumps.
+        self.subscription_fd = int(self.pub.getsockopt(zmq.FD))
         self.request_port = _bind(self.router, config.host, config.request_port)
         self.frames_port = _bind(self.pub, config.host, config.frames_port)
 
