@@ -60,7 +60,8 @@ StaticShape = tuple[int, ...]
 Task = Literal["face", "motion", "face_landmarks", "face_detector", "face_blendshapes", "speech"]
 TASKS: tuple[str, ...] = get_args(Task)
 # Optional post-processing stages a manifest may ask for, and the task whose pipeline runs each:
-# foot_plant = root translation from the planted stance foot (bridge.pipelines.motion_post).
+# foot_plant = both feet pinned while in contact (leg IK) and the root from the stance foot
+# (bridge.rig.foot_plant, run by bridge.pipelines.motion_post).
 FOOT_PLANT = "foot_plant"
 POST_STAGES: dict[str, str] = {FOOT_PLANT: "motion"}
 
