@@ -169,18 +169,21 @@ def bench_codec(count: int = 20000) -> dict[str, float]:
 
 def bench_publish(counts: tuple[int, ...] = (16, 256, 2048), repeats: int = 20) -> list[dict[str, float]]:
     """One call's publishing (bridge.serving.publisher) on a real frames socket with one subscriber,
-    per-session topics (`frame/`) against the batch topic (`batch/`), in ms per call."""
-    rows_out: list[dict[str, float]] = []
-    for n in counts:
-        row: dict[str, float] = {"sessions": n}
-        for prefix in (b"frame/", b"batch/"):
-            sockets = BridgeSockets(TransportConfig(request_port=0, frames_port=0, frames_hwm=0))
-            sub = sockets.context.socket(zmq.SUB)
-            sub.setsockopt(zmq.RCVHWM, 0)
-            sub.connect(sockets.frames_endpoint)
-            sub.setsockopt(zmq.SUBSCRIBE, prefix)
-            while not sockets.matching([b"frame/" + b"0" * 16, b"batch/motion"])[prefix == b"batch/"]:
-                time.sleep(0.01)
+    per-session topics (`frame/`) against the batch topic (`batch/`), in ms per call. One frames
+    socket per topic serves every count, each in a zmq context of its own: on the shared one, a
+    frames socket made after another had sent thousands of frames to a subscriber that never reads
+    saw no subscription at f3dad0e."""
+    medians: dict[tuple[int, bytes], float] = {}
+    for prefix in (b"frame/", b"batch/"):
+        context: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
+        sockets = BridgeSockets(TransportConfig(request_port=0, frames_port=0, frames_hwm=0), context=context)
+        sub = sockets.context.socket(zmq.SUB)
+        sub.setsockopt(zmq.RCVHWM, 0)
+        sub.connect(sockets.frames_endpoint)
+        sub.setsockopt(zmq.SUBSCRIBE, prefix)
+        while not sockets.matching([b"frame/" + b"0" * 16, b"batch/motion"])[prefix == b"batch/"]:
+            time.sleep(0.01)
+        for n in counts:
             sessions = [Session(f"{i:016x}", cast(Any, None), None, ()) for i in range(n)]
             outlet = GatedOutlet(sockets, threading.Lock(), {s.topic for s in sessions})
             columns = motion_columns(
@@ -199,12 +202,19 @@ def bench_publish(counts: tuple[int, ...] = (16, 256, 2048), repeats: int = 20) 
                 t0 = time.perf_counter()
                 publish_call(outlet, "motion", batch_topic("motion"), rows)
                 times.append((time.perf_counter() - t0) * 1e3)
-            row["per_session_ms" if prefix == b"frame/" else "batch_ms"] = percentile(times, 50)
-            sub.close(0)
-            sockets.close()
-        row["ratio"] = row["per_session_ms"] / row["batch_ms"]
-        rows_out.append(row)
-    return rows_out
+            medians[n, prefix] = percentile(times, 50)
+        sub.close(0)
+        sockets.close()
+        context.term()
+    return [
+        {
+            "sessions": n,
+            "per_session_ms": medians[n, b"frame/"],
+            "batch_ms": medians[n, b"batch/"],
+            "ratio": medians[n, b"frame/"] / medians[n, b"batch/"],
+        }
+        for n in counts
+    ]
 
 
 def bench_batching(sessions: int = 16, repeats: int = 300) -> dict[str, float]:
