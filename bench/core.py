@@ -66,23 +66,25 @@ def music_feature_rows(seconds: float) -> np.ndarray:
     return MusicFeatureStream(48000, 60.0).push(pcm)
 
 
-def process_cpu_s() -> dict[int, float]:
-    """CPU seconds (user + system) of every process, by pid; empty where /proc is not there."""
-    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-    out: dict[int, float] = {}
-    for pid in (int(d) for d in os.listdir("/proc") if d.isdigit()) if os.path.isdir("/proc") else ():
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-        except OSError:  # ended meanwhile
-            continue
-        fields = stat[stat.rfind(")") + 2 :].split()
-        out[pid] = (int(fields[11]) + int(fields[12])) / tick
-    return out
+def cpu_s(pids: set[int]) -> tuple[float, float]:
+    """CPU seconds the whole machine has been busy (/proc/stat, all cores) and those of `pids` (user +
+    system); zeros where /proc is not there."""
+    if not os.path.isdir("/proc"):
+        return 0.0, 0.0
+    tick = os.sysconf("SC_CLK_TCK")
+    total = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    busy = sum(total) - total[3] - total[4]  # all but idle and iowait
+    own = 0
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        own += int(fields[11]) + int(fields[12])
+    return busy / tick, own / tick
 
 
-def other_cpu(before: dict[int, float], after: dict[int, float], mine: set[int], seconds: float) -> float:
-    """Cores' worth of CPU that processes other than `mine` used between the two readings."""
-    used = sum(t - before.get(pid, 0.0) for pid, t in after.items() if pid not in mine)
+def other_cpu(before: tuple[float, float], after: tuple[float, float], seconds: float) -> float:
+    """Cores' worth of CPU that everything but the measured processes used between two readings
+    (processes that started and ended meanwhile included)."""
+    used = (after[0] - before[0]) - (after[1] - before[1])
     return used / seconds if seconds > 0 else float("nan")
 
 
@@ -96,7 +98,8 @@ def bench_sessions(
     multiplex: bool = False,
 ) -> dict[str, object]:
     client = BridgeClient("127.0.0.1", bridge.request_port, timeout_s=10)
-    cpu0, t0 = process_cpu_s(), time.monotonic()
+    mine = {os.getpid(), bridge.proc.pid}
+    cpu0, t0 = cpu_s(mine), time.monotonic()
     try:
         report = run_harness(
             client,
@@ -109,7 +112,7 @@ def bench_sessions(
         )
     finally:
         client.close()
-    busy = other_cpu(cpu0, process_cpu_s(), {os.getpid(), bridge.proc.pid}, time.monotonic() - t0)
+    busy = other_cpu(cpu0, cpu_s(mine), time.monotonic() - t0)
     latency_ms = np.array([x for t in report.tracks for x in t.latencies_ns]) / 1e6
     engine_ms = np.array([x for t in report.tracks for x in t.engine_us]) / 1e3
     overhead = latency_ms - engine_ms
