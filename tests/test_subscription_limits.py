@@ -10,7 +10,7 @@ import time
 import zmq
 
 from bridge.serving.server import Bridge
-from bridge.transport.zmq_sockets import TransportConfig, can_match
+from bridge.transport.zmq_sockets import BridgeSockets, TransportConfig, can_match
 
 from .test_pressure_delivery import bystander, raw_sub, running, until
 
@@ -78,3 +78,20 @@ def test_a_connections_count_ends_with_it() -> None:
             sub.close()
             time.sleep(0.2)  # its end reaches the bridge
         assert refused(bridge) == 0
+
+
+def test_frames_sockets_made_one_after_another_each_see_their_subscribers() -> None:
+    # A socket monitor on the XPUB once made every later frames socket in the process deaf to
+    # subscriptions after the first had published to a subscriber that never reads.
+    context = zmq.Context.instance()
+    for _ in range(12):
+        sockets = BridgeSockets(TransportConfig(request_port=0, frames_port=0))
+        sub = context.socket(zmq.SUB)
+        sub.setsockopt(zmq.LINGER, 0)
+        sub.connect(sockets.frames_endpoint)
+        sub.setsockopt(zmq.SUBSCRIBE, b"frame/x")
+        assert until(lambda s=sockets: s.matching([b"frame/x"])[0], 3.0)
+        for _ in range(3000):
+            sockets.publish(b"frame/x", b"y" * 200)
+        sub.close()
+        sockets.close()

@@ -43,6 +43,7 @@ from __future__ import annotations
 import enum
 import errno
 import ipaddress
+import os
 import threading
 from collections import Counter
 from collections.abc import Sequence
@@ -122,18 +123,20 @@ def can_match(prefix: bytes) -> bool:
 class ConnectionSubscriptions:
     """The prefixes each frames-port connection holds, so that one connection cannot fill libzmq's
     subscription trie. Connections are told apart by the descriptor libzmq read the subscription on
-    (ZMQ_SRCFD); a descriptor's record ends with its connection (the monitor's DISCONNECTED). When a
-    closed connection's descriptor is reused before its DISCONNECTED is read, the two share a record
-    for that moment: the limit is then approximate, never what a connection receives."""
+    (ZMQ_SRCFD) and that descriptor's socket inode, so a new connection that reuses a closed one's
+    descriptor starts afresh. Records of closed descriptors are dropped whenever libzmq reports that
+    a connection ended (its unsubscribes without a descriptor). A socket monitor would name the
+    ended descriptor, but a monitor on the XPUB made a later XPUB in the same process miss
+    subscriptions (seen with libzmq 4.3.5 through pyzmq), so the bridge does not use one there."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit  # 0: no limit
         self.refused = 0  # subscriptions not stored: over the limit, or matching nothing we publish
-        self._held: dict[int, set[bytes]] = {}
+        self._held: dict[int, tuple[int, set[bytes]]] = {}  # descriptor: (inode, prefixes)
 
     def subscribe(self, fd: int, prefix: bytes) -> bool:
         """Whether to store this connection's subscription."""
-        held = self._held.setdefault(fd, set())
+        held = self._prefixes(fd)
         if prefix in held:
             return True
         if not can_match(prefix) or (self.limit and len(held) >= self.limit):
@@ -143,13 +146,28 @@ class ConnectionSubscriptions:
         return True
 
     def unsubscribe(self, fd: int, prefix: bytes) -> None:
-        self._held.get(fd, set()).discard(prefix)
+        self._prefixes(fd).discard(prefix)
 
-    def ended(self, fd: int) -> None:
-        self._held.pop(fd, None)
+    def prune(self) -> None:
+        """Drop the records of descriptors that closed or now belong to another connection."""
+        for fd, (inode, _) in list(self._held.items()):
+            if _inode(fd) != inode:
+                del self._held[fd]
 
-    def held(self, fd: int) -> int:
-        return len(self._held.get(fd, ()))
+    def _prefixes(self, fd: int) -> set[bytes]:
+        inode = _inode(fd)
+        record = self._held.get(fd)
+        if record is None or record[0] != inode:
+            record = self._held[fd] = (inode, set())
+        return record[1]
+
+
+def _inode(fd: int) -> int:
+    """The socket behind a descriptor (-1: closed): tells a reused descriptor from its old owner."""
+    try:
+        return os.fstat(fd).st_ino
+    except OSError:
+        return -1
 
 
 class Subscriptions:
@@ -262,8 +280,8 @@ class BridgeSockets:
         curve = config.curve_secret_key is not None
         handshakes = sum(HANDSHAKE_FAILURES) if curve else 0
         self._router_monitor = self.router.get_monitor_socket(handshakes) if curve else None
-        # Read under the PUB lock with the subscriptions: connection ends, and CURVE failures.
-        self._pub_monitor = self.pub.get_monitor_socket(zmq.EVENT_DISCONNECTED | handshakes)
+        # Read under the PUB lock with the subscriptions: CURVE failures on the frames port.
+        self._pub_monitor = self.pub.get_monitor_socket(handshakes) if curve else None
         self._pub_handshake_failures: list[str] = []
         # Readable when the frames socket has news (a subscription): the I/O loop polls it, then pumps.
         self.subscription_fd = int(self.pub.getsockopt(zmq.FD))
@@ -305,6 +323,7 @@ class BridgeSockets:
 
     def _read_subscriptions(self) -> None:
         # A non-blocking recv processes libzmq's pending commands (new subscribers' pipes) first.
+        ended = False
         while True:
             try:
                 frame = self.pub.recv(zmq.NOBLOCK, copy=False)
@@ -317,19 +336,19 @@ class BridgeSockets:
             try:
                 fd = frame.get(zmq.SRCFD)
             except zmq.ZMQError:
-                continue  # libzmq's unsubscribe for a connection that ended: it left the trie already
+                ended = True  # libzmq's unsubscribe for a connection that ended: it left the trie
+                continue
             # Manual mode: an option set now applies to the connection this message came from.
             if not message[0]:
                 self.connections.unsubscribe(fd, message[1:])
                 self.pub.setsockopt(zmq.UNSUBSCRIBE, message[1:])
             elif self.connections.subscribe(fd, message[1:]):
                 self.pub.setsockopt(zmq.SUBSCRIBE, message[1:])
-        while self._pub_monitor.poll(0):
+        if ended:
+            self.connections.prune()
+        while self._pub_monitor is not None and self._pub_monitor.poll(0):
             event = recv_monitor_message(self._pub_monitor)
-            if event["event"] == zmq.EVENT_DISCONNECTED:
-                self.connections.ended(int(event["value"]))
-            else:
-                self._pub_handshake_failures.append(HANDSHAKE_FAILURES.get(int(event["event"]), "other"))
+            self._pub_handshake_failures.append(HANDSHAKE_FAILURES.get(int(event["event"]), "other"))
 
     def reply(self, envelope: tuple[bytes, ...], payload: bytes) -> str | None:
         """Send a reply (I/O thread); None once queued, else why it was dropped: `peer_full` (the
@@ -361,7 +380,8 @@ class BridgeSockets:
             self._router_monitor.close(0)
         self.router.close(0)
         with self._pub_lock:
-            self._pub_monitor.close(0)
+            if self._pub_monitor is not None:
+                self._pub_monitor.close(0)
             self.pub.close(0)
         if self._auth is not None:
             self._auth.stop()
