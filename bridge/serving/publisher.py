@@ -366,8 +366,7 @@ def _sessions(
 
 
 def _drop(s: Session, frames: int, out: Outcome) -> None:
-    s.frames_published -= frames
-    s.frames_dropped += frames
+    s.drop_frames(frames, were_published=True)
     out.dropped["session_closed"] += frames
 
 

@@ -426,12 +426,12 @@ class Scheduler:
             patient = now - held.since < OUTBOX_PATIENCE_S
             encode = batch_encoder(self.pipeline.name, held.columns)
             delivery, _ = self._outlet.publish_batch(self._batch_topic, held.row_topics, encode, hold=patient)
+            batches += encode.messages  # with groups, those sent now (others may still be held)
             if delivery is Delivery.HELD:
                 waiting |= held.sessions
                 continue
             self._held_batches.remove(held)
             stalls += delivery is Delivery.STALLED
-            batches += delivery is not Delivery.CLOSED
         for sid, (since, payloads) in list(self._outbox.items()):
             session = self._active.get(sid)
             if session is None or session.closed:
@@ -553,7 +553,7 @@ class Scheduler:
         for s, step, payloads in zip(batch, steps, frames, strict=True):
             if isinstance(payloads, FailedRow):  # only this row failed: the others keep their frames
                 s.out_seq += self.pipeline.step_frames(step)  # its numbers are spent: a gap shows the loss
-                s.frames_dropped += self.pipeline.step_frames(step)
+                s.drop_frames(self.pipeline.step_frames(step))
                 dropped["failed"] += self.pipeline.step_frames(step)
                 self._report_error(s, ErrorCode.INTERNAL, payloads.error)
                 continue
@@ -573,7 +573,7 @@ class Scheduler:
         elif rows and not self._publisher.put(Call(rows, oldest)):
             if self.pipeline.droppable:  # that far behind: a camera's next image makes a newer frame
                 for s, payloads in rows:
-                    s.frames_dropped += len(payloads)
+                    s.drop_frames(len(payloads))
                     dropped["publish_queue_full"] += len(payloads)
             else:  # every frame of a dance or a voice counts: wait, so the inputs queue at the door
                 self._publisher.drain()

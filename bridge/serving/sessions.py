@@ -27,7 +27,7 @@ class Session:
     last_seen: float = field(default_factory=time.monotonic)
     out_seq: int = 0  # next frame number
     frames_published: int = 0
-    frames_dropped: int = 0  # frames libzmq could not queue for publishing
+    frames_dropped: int = 0  # frames no subscriber got: add with `drop_frames`
     inputs_dropped: int = 0
     closed: bool = False
     # Decoded inputs waiting for pre-processing and engine steps waiting for the engine; both are
@@ -38,8 +38,18 @@ class Session:
     steps_frames: int = 0  # the frames the steps make; the scheduler thread keeps it with `steps`
     topic: bytes = field(init=False)  # PUB topic of its frames, built once
 
+    # The scheduler thread and its publisher thread both count drops of one session.
+    _drops_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
     def __post_init__(self) -> None:
         self.topic = frame_topic(self.id)
+
+    def drop_frames(self, frames: int, *, were_published: bool = False) -> None:
+        """Count frames this session lost (`were_published`: already counted as published)."""
+        with self._drops_lock:
+            self.frames_dropped += frames
+            if were_published:
+                self.frames_published -= frames
 
 
 class SessionTable:
