@@ -147,29 +147,15 @@ class FaceSpeechPipeline(Pipeline[VoicedState, Any]):
         now = time.monotonic()
         if isinstance(steps[0].payload, SpeechStep):
             return self._finish_speech(states, sessions, seqs, steps, result, now)
-        live = [i for i, s in enumerate(steps) if s.payload is not None]
-        frames: list[list[bytes]] = [[] for _ in steps]  # a superseded image makes nothing
+        live = [i for i, s in enumerate(steps) if s.payload is not None]  # a superseded image: none
         if not live:
-            return frames
-        voiced = [states[i] for i in live]
+            return [[] for _ in steps]
         face = self.tracker.camera_faces(
-            [s.track for s in voiced], [steps[i] for i in live], result.rows.take(live)
+            [states[i].track for i in live], [steps[i] for i in live], result.rows.take(live)
         )
-        for state in voiced:
-            state.image_at = now
-        encoded = self._frames(
-            voiced,
-            [sessions[i] for i in live],
-            [seqs[i] for i in live],
-            [steps[i] for i in live],
-            face,
-            result.engine_us,
-            len(live),
-            now,
-        )
-        for i, frame in zip(live, encoded, strict=True):
-            frames[i] = [frame]
-        return frames
+        for i in live:
+            states[i].image_at = now
+        return self._frames(live, states, sessions, seqs, steps, face, result.engine_us, len(live), now)
 
     def _finish_speech(
         self,
@@ -186,28 +172,17 @@ class FaceSpeechPipeline(Pipeline[VoicedState, Any]):
             state.voice, state.voice_at = bool(mouth.voice[i]), now
         # The camera makes the frames while it sends; otherwise this step makes one from its held values.
         rows = [i for i, state in enumerate(states) if now - state.image_at > CAMERA_STALE_S]
-        frames: list[list[bytes]] = [[] for _ in states]
         if not rows:
-            return frames
-        held = [states[i] for i in rows]
-        face = self.tracker.held_faces([s.track for s in held], now - np.array([s.image_at for s in held]))
-        encoded = self._frames(
-            held,
-            [sessions[i] for i in rows],
-            [seqs[i] for i in rows],
-            [steps[i] for i in rows],
-            face,
-            result.engine_us,
-            len(states),
-            now,
+            return [[] for _ in states]
+        face = self.tracker.held_faces(
+            [states[i].track for i in rows], now - np.array([states[i].image_at for i in rows])
         )
-        for i, frame in zip(rows, encoded, strict=True):
-            frames[i] = [frame]
-        return frames
+        return self._frames(rows, states, sessions, seqs, steps, face, result.engine_us, len(states), now)
 
     def _frames(
         self,
-        states: Sequence[VoicedState],
+        rows: Sequence[int],
+        call_states: Sequence[VoicedState],
         sessions: Sequence[str],
         seqs: Sequence[int],
         steps: Sequence[Step[Any]],
@@ -215,8 +190,10 @@ class FaceSpeechPipeline(Pipeline[VoicedState, Any]):
         engine_us: float,
         batch: int,
         now: float,
-    ) -> list[bytes]:
-        """Each row's camera face with its voice mixed into the mouth, encoded."""
+    ) -> list[list[bytes]]:
+        """The call's frames: for each of `rows` (indices into the call; `face` holds theirs) its
+        camera face with its voice mixed into the mouth, encoded; the other rows make none."""
+        states = [call_states[i] for i in rows]
         fresh = [now - state.voice_at <= VOICE_STALE_S for state in states]
         voice = [state.voice and f for state, f in zip(states, fresh, strict=True)]
         blend = np.empty_like(face.blend)
@@ -228,10 +205,10 @@ class FaceSpeechPipeline(Pipeline[VoicedState, Any]):
                 mouth_seen=bool(face.found[i] and not face.dark[i]),
                 weight=state.weight,
             )
-        return encode_tracked(
-            sessions,
-            seqs,
-            steps,
+        encoded = encode_tracked(
+            [sessions[i] for i in rows],
+            [seqs[i] for i in rows],
+            [steps[i] for i in rows],
             replace(face, blend=blend),
             [state.track.blendshapes for state in states],
             engine_us=engine_us,
@@ -242,3 +219,7 @@ class FaceSpeechPipeline(Pipeline[VoicedState, Any]):
             vowels=np.stack([s.vowels if f else _NO_VOWELS for s, f in zip(states, fresh, strict=True)]),
             voice=voice,
         )
+        frames: list[list[bytes]] = [[] for _ in call_states]
+        for i, frame in zip(rows, encoded, strict=True):
+            frames[i] = [frame]
+        return frames
