@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -33,6 +34,16 @@ def stop_bridge(bridge: Bridge, thread: threading.Thread) -> None:
     bridge.stop()
     thread.join(timeout=5)
     bridge.close()
+
+
+@contextmanager
+def running(**overrides: object) -> Iterator[Bridge]:
+    """A bridge with these ServeConfig overrides for the length of a with block."""
+    bridge, thread = start_bridge(**overrides)
+    try:
+        yield bridge
+    finally:
+        stop_bridge(bridge, thread)
 
 
 @pytest.fixture(scope="module")

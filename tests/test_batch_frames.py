@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import msgpack
 import numpy as np
@@ -35,7 +33,7 @@ from bridge.serving.stats import BridgeStats
 from bridge.transport.zmq_sockets import Delivery, Subscriptions, TransportConfig
 
 from .bystander import Bystander
-from .conftest import ENGINES, start_bridge, stop_bridge
+from .conftest import ENGINES, running
 
 RNG = np.random.default_rng(16)
 ROWS = RNG.standard_normal((30, 35)).astype(np.float32)
@@ -128,15 +126,6 @@ def test_subscriptions_follow_first_subscribe_and_last_unsubscribe() -> None:
 
 
 # ------------------------------------------------------------------------------ a real bridge
-@contextmanager
-def running(**overrides: object) -> Iterator[Bridge]:
-    bridge, thread = start_bridge(**overrides)
-    try:
-        yield bridge
-    finally:
-        stop_bridge(bridge, thread)
-
-
 def stream(client: BridgeClient, sessions: list[str], rows: np.ndarray) -> dict[str, list[MotionFrame]]:
     """Send each session one feature row per tick at 60 Hz; collect every frame (batch rows too)."""
     got: dict[str, list[MotionFrame]] = defaultdict(list)

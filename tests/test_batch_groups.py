@@ -8,8 +8,6 @@ from __future__ import annotations
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any, cast
 
 import msgpack
@@ -32,11 +30,10 @@ from bridge.protocol.codec import ProtocolError, pack
 from bridge.protocol.errors import ErrorCode
 from bridge.protocol.requests import OpenSession, decode_request
 from bridge.serving.publisher import GatedOutlet, batch_encoder, publish_call
-from bridge.serving.server import Bridge
 from bridge.serving.sessions import Session
 from bridge.transport.zmq_sockets import BridgeSockets, Delivery, Subscriptions, TransportConfig
 
-from .conftest import start_bridge, stop_bridge
+from .conftest import running
 from .test_batch_frames import columns
 
 ROWS = np.random.default_rng(17).standard_normal((20, 35)).astype(np.float32)
@@ -94,15 +91,6 @@ def test_a_group_message_names_its_group_and_one_without_is_unchanged() -> None:
 
 
 # ------------------------------------------------------------------------------ a real bridge
-@contextmanager
-def running(**overrides: object) -> Iterator[Bridge]:
-    bridge, thread = start_bridge(**overrides)
-    try:
-        yield bridge
-    finally:
-        stop_bridge(bridge, thread)
-
-
 def raw_sub(endpoint: str, prefix: bytes) -> zmq.Socket[bytes]:
     sub: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.SUB)
     sub.setsockopt(zmq.LINGER, 0)

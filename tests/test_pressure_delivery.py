@@ -28,19 +28,10 @@ from bridge.serving.server import Bridge
 from bridge.transport.zmq_sockets import MAX_SUBSCRIPTION_BYTES, BridgeSockets, TransportConfig
 
 from .bystander import Bystander
-from .conftest import start_bridge, stop_bridge
+from .conftest import running
 from .test_outputs_helpers import OscCapture
 
 ROWS = np.random.default_rng(5).standard_normal((1024, 35)).astype(np.float32)
-
-
-@contextmanager
-def running(**overrides: object) -> Iterator[Bridge]:
-    bridge, thread = start_bridge(**overrides)
-    try:
-        yield bridge
-    finally:
-        stop_bridge(bridge, thread)
 
 
 @contextmanager

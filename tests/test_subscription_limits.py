@@ -12,7 +12,8 @@ import zmq
 from bridge.serving.server import Bridge
 from bridge.transport.zmq_sockets import BridgeSockets, TransportConfig, can_match
 
-from .test_pressure_delivery import bystander, raw_sub, running, until
+from .conftest import running
+from .test_pressure_delivery import bystander, raw_sub, until
 
 LIMIT = 8
 
