@@ -163,7 +163,7 @@ def _feeder(bridge: Bridge, source: Any, **options: Any) -> SourceFeeder:
         source,
         FeederOptions(pipeline="face", **options),
         client,
-        publish=bridge.sockets.publish,
+        publish=bridge.sockets.publish_event,
         sleep=lambda s: time.sleep(min(s, 0.02)),  # backoff in fast-forward
     )
 

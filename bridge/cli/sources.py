@@ -133,7 +133,7 @@ def start_feeders(
                 play_offset_s=spec.play_offset_s,
             )
             client = BridgeClient(host=host, request_port=bridge.sockets.request_port, server_key=server_key)
-            feeder = SourceFeeder(source, options, client, publish=bridge.sockets.publish)
+            feeder = SourceFeeder(source, options, client, publish=bridge.sockets.publish_event)
             feeder.start()  # opens its session once the bridge's I/O loop answers
             feeders.append(feeder)
     except BaseException:

@@ -465,7 +465,7 @@ class Bridge:
             "fps": pipeline.fps,
             "rig": encode_rig(pipeline.rig(state)),
         }
-        self.sockets.publish(event_topic(session.id), encode_opened_event(session.id, **description))
+        self.sockets.publish_event(event_topic(session.id), encode_opened_event(session.id, **description))
         extra: dict[str, Any] = {"feature_cols": FEATURE_COLS} if "features" in pipeline.accepts else {}
         self._send(
             envelope,
@@ -534,7 +534,7 @@ class Bridge:
             self._live.discard(session.topic)
             self._groups.pop(session.topic, None)
             closed = encode_closed_event(session.id, reason=reason, frames_published=session.frames_published)
-            self.sockets.publish(event_topic(session.id), closed)
+            self.sockets.publish_event(event_topic(session.id), closed)
 
     def _publish_frame(self, topic: bytes, payload: bytes, *, hold: bool = False) -> Delivery:
         """The schedulers' publish: a frame of a session that has ended goes nowhere (its `closed`

@@ -310,6 +310,13 @@ class BridgeSockets:
                 self.pub.setsockopt(zmq.XPUB_NODROP, 1)
         return Delivery.STALLED
 
+    def publish_event(self, topic: bytes, payload: bytes) -> Delivery:
+        """Publish a session event, subscriptions read first: in manual mode a subscription counts
+        only once read, and a client subscribes to `event/` just before it opens a session."""
+        with self._pub_lock:
+            self._read_subscriptions()
+        return self.publish(topic, payload)
+
     def pump_subscriptions(self) -> None:
         """Apply the subscriptions that arrived (the I/O thread each turn, publishing before a call)."""
         with self._pub_lock:
