@@ -26,11 +26,9 @@ What libzmq does, and what we add (docs/architecture.md, "Frame delivery"):
   `max_subscriptions` per connection (the rest are refused, counted, and that connection simply gets
   no frames for them). The I/O thread applies them (`pump_subscriptions`) so publishing threads
   rarely meet them.
-- `Subscriptions` counts subscribe messages per prefix, less unsubscribes (explicit ones, and the ones
-  libzmq writes for a connection that ended), so publishing can skip per-session frames nobody
-  subscribes to (`matching`). The count is never below the subscribers holding a prefix; a connection
-  that subscribes to one prefix twice keeps it counted after it leaves (frames are then encoded for
-  nobody, never missed).
+- `Subscriptions` counts, per prefix, the connections holding it (the subscriptions and
+  unsubscriptions that took effect, and the unsubscriptions libzmq writes for a connection that
+  ended), so publishing can skip per-session frames nobody subscribes to (`matching`).
 - ROUTER_MANDATORY: a reply to a full or vanished peer fails loudly, so it is counted by reason.
 
 Security: loopback only, unless the operator passes `insecure_remote` or gives the bridge a CURVE
@@ -133,26 +131,47 @@ class ConnectionSubscriptions:
         self.limit = limit  # 0: no limit
         self.refused = 0  # subscriptions not stored: over the limit, or matching nothing we publish
         self._held: dict[int, tuple[int, set[bytes]]] = {}  # descriptor: (inode, prefixes)
+        self._ended = False  # a connection ended since the last `settle`
 
-    def subscribe(self, fd: int, prefix: bytes) -> bool:
-        """Whether to store this connection's subscription."""
+    def admit(self, socket: zmq.Socket[bytes], frame: zmq.Frame) -> bytes | None:
+        """Decide one message read from `socket`, an XPUB in manual mode, and apply it there; call it
+        before the next operation on that socket (libzmq applies an option set now to the
+        connection the message came from). Returns the message that took effect (b"\x01" or
+        b"\x00" + prefix; so each prefix has one subscribe per connection holding it, and one
+        unsubscribe when it lets go or ends), or None: refused, a repeat, or no subscription."""
+        message = frame.bytes
+        if not message or message[0] > 1:
+            return None
+        prefix = message[1:]
+        try:
+            fd = frame.get(zmq.SRCFD)
+        except zmq.ZMQError:  # libzmq's unsubscribe for a connection that ended: it left the trie
+            self._ended = True
+            return None if message[0] else message
         held = self._prefixes(fd)
-        if prefix in held:
-            return True
-        if not can_match(prefix) or (self.limit and len(held) >= self.limit):
-            self.refused += 1
-            return False
-        held.add(prefix)
-        return True
+        if message[0]:
+            if prefix in held:
+                return None
+            if not can_match(prefix) or (self.limit and len(held) >= self.limit):
+                self.refused += 1
+                return None
+            held.add(prefix)
+            socket.setsockopt(zmq.SUBSCRIBE, prefix)
+            return message
+        if prefix not in held:
+            return None
+        held.discard(prefix)
+        socket.setsockopt(zmq.UNSUBSCRIBE, prefix)
+        return message
 
-    def unsubscribe(self, fd: int, prefix: bytes) -> None:
-        self._prefixes(fd).discard(prefix)
-
-    def prune(self) -> None:
-        """Drop the records of descriptors that closed or now belong to another connection."""
-        for fd, (inode, _) in list(self._held.items()):
-            if _inode(fd) != inode:
-                del self._held[fd]
+    def settle(self) -> None:
+        """After a read: if a connection ended, drop the records of descriptors that closed or now
+        belong to another connection."""
+        if self._ended:
+            self._ended = False
+            for fd, (inode, _) in list(self._held.items()):
+                if _inode(fd) != inode:
+                    del self._held[fd]
 
     def _prefixes(self, fd: int) -> set[bytes]:
         inode = _inode(fd)
@@ -171,8 +190,8 @@ def _inode(fd: int) -> int:
 
 
 class Subscriptions:
-    """Subscribed prefixes of the frames socket, with a count each: subscribe messages less
-    unsubscribe messages, never below the connections holding the prefix (see the module doc)."""
+    """Subscribed prefixes of the frames socket, with the connections holding each (fed the
+    messages that took effect: `ConnectionSubscriptions.admit`)."""
 
     def __init__(self) -> None:
         self.prefixes: Counter[bytes] = Counter()
@@ -330,29 +349,15 @@ class BridgeSockets:
 
     def _read_subscriptions(self) -> None:
         # A non-blocking recv processes libzmq's pending commands (new subscribers' pipes) first.
-        ended = False
         while True:
             try:
                 frame = self.pub.recv(zmq.NOBLOCK, copy=False)
             except zmq.Again:
                 break
-            message = frame.bytes
-            self.subscriptions.apply(message)
-            if not message or message[0] > 1:
-                continue
-            try:
-                fd = frame.get(zmq.SRCFD)
-            except zmq.ZMQError:
-                ended = True  # libzmq's unsubscribe for a connection that ended: it left the trie
-                continue
-            # Manual mode: an option set now applies to the connection this message came from.
-            if not message[0]:
-                self.connections.unsubscribe(fd, message[1:])
-                self.pub.setsockopt(zmq.UNSUBSCRIBE, message[1:])
-            elif self.connections.subscribe(fd, message[1:]):
-                self.pub.setsockopt(zmq.SUBSCRIBE, message[1:])
-        if ended:
-            self.connections.prune()
+            effect = self.connections.admit(self.pub, frame)
+            if effect is not None:
+                self.subscriptions.apply(effect)
+        self.connections.settle()
         while self._pub_monitor is not None and self._pub_monitor.poll(0):
             event = recv_monitor_message(self._pub_monitor)
             self._pub_handshake_failures.append(HANDSHAKE_FAILURES.get(int(event["event"]), "other"))
