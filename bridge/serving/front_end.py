@@ -15,17 +15,10 @@ sessions.
 - **Limits across workers.** The front end counts each client's open sessions and the total, from
   `open` replies and `closed` events, so `max_sessions` (SESSION_LIMIT) and
   `max_sessions_per_client` (CLIENT_SESSION_LIMIT) hold over all workers together.
-- **Frames.** Workers publish into an XSUB; the forwarder thread moves every message, `frame/`,
-  `event/` and batch topics alike, to the public XPUB, and the subscriptions it admits back up, so a
+- **Frames.** Workers publish into an XSUB; a libzmq proxy thread (C, no GIL) forwards every message,
+  `frame/`, `event/` and batch topics alike, to the public XPUB, and subscriptions flow back up, so a
   worker only sends what someone subscribed to. The public XPUB has the single bridge's bounds per
-  subscriber (frames_hwm, frames_sndbuf, the subscription size limit, `max_subscriptions` per
-  connection: it is in manual mode, bridge.transport.zmq_sockets); a worker hears each prefix's
-  first subscription and its last unsubscription, as libzmq's own proxy would tell it. Stalls are
-  not counted here. The thread is Python (libzmq's C proxy cannot apply a per-connection bound):
-  about 8 µs more of the front end's CPU per forwarded message than libzmq's C proxy (2-core
-  machine, 64 sessions at 60 Hz on per-session topics: the front end at 7.9 % of a core against
-  4.8 %), off the thread that routes requests; a batch topic forwards one message per worker call
-  instead of one per frame.
+  subscriber (frames_hwm, frames_sndbuf, the subscription size limit); stalls are not counted here.
 - **Faults.** A worker that exits is restarted (1 s apart at most, doubling to 30 s while it keeps
   failing); each of its sessions gets a `closed` event with reason `worker_lost` (frames_published 0:
   the count died with it), an `open` in flight there an INTERNAL error, and the other workers'
@@ -67,7 +60,6 @@ from bridge.transport.zmq_sockets import (
     HANDSHAKE_FAILURES,
     MAX_SUBSCRIPTION_BYTES,
     MAX_SUBSCRIPTION_BYTES_CURVE,
-    ConnectionSubscriptions,
     _bind,
     is_loopback,
 )
@@ -178,8 +170,6 @@ class FrontEnd:
         self._auth = start_authenticator(self.context, keys) if keys is not None else None
         self.folder = Path(tempfile.mkdtemp(prefix="avb-"))  # mode 0700; short: ipc paths are limited
         self.router, self.xpub = self._public_sockets()
-        self.connections = ConnectionSubscriptions(t.max_subscriptions)  # the forwarder thread's
-        self._upstream: Counter[bytes] = Counter()  # admitted prefixes: the connections holding each
         self.xsub = self.context.socket(zmq.XSUB)
         self.xsub.setsockopt(zmq.LINGER, 0)
         self.xsub.setsockopt(zmq.RCVHWM, 0)  # the workers' link is unbounded; the XPUB has the bounds
@@ -239,7 +229,6 @@ class FrontEnd:
         xpub.setsockopt(zmq.RCVHWM, t.subscription_hwm)
         curve = t.curve_secret_key is not None
         xpub.setsockopt(zmq.MAXMSGSIZE, MAX_SUBSCRIPTION_BYTES_CURVE if curve else MAX_SUBSCRIPTION_BYTES)
-        xpub.setsockopt(zmq.XPUB_MANUAL, 1)  # the forwarder stores subscriptions (ConnectionSubscriptions)
         if t.curve_secret_key is not None:
             for sock in (router, xpub):
                 sock.setsockopt(zmq.CURVE_SERVER, 1)
@@ -298,51 +287,8 @@ class FrontEnd:
         shutil.rmtree(self.folder, ignore_errors=True)
 
     def _forward(self) -> None:
-        """The forwarder thread (it alone uses the XSUB and the public XPUB), until TERMINATE."""
-        poller = zmq.Poller()
-        for sock in (self.xsub, self.xpub, self._control_in):
-            poller.register(sock, zmq.POLLIN)
         with contextlib.suppress(zmq.ContextTerminated):
-            while True:
-                ready = dict(poller.poll())
-                if self._control_in in ready:
-                    return
-                if self.xpub in ready:
-                    self._forward_subscriptions()
-                if self.xsub in ready:
-                    self._forward_frames()
-
-    def _forward_subscriptions(self) -> None:
-        """The subscriptions that arrived, each admitted or refused per connection; upstream only a
-        prefix's first subscription and its last unsubscription."""
-        for _ in range(DRAIN):
-            try:
-                frame = self.xpub.recv(zmq.NOBLOCK, copy=False)
-            except zmq.Again:
-                break
-            effect = self.connections.admit(self.xpub, frame)
-            if effect is None:
-                continue
-            prefix = effect[1:]
-            if effect[0]:
-                self._upstream[prefix] += 1
-                if self._upstream[prefix] == 1:
-                    self.xsub.send(effect)
-            elif self._upstream[prefix] > 0:
-                self._upstream[prefix] -= 1
-                if not self._upstream[prefix]:
-                    del self._upstream[prefix]
-                    self.xsub.send(effect)
-        self.connections.settle()
-
-    def _forward_frames(self) -> None:
-        for _ in range(DRAIN):
-            try:
-                parts = self.xsub.recv_multipart(zmq.NOBLOCK, copy=False)
-            except zmq.Again:
-                return
-            # The XPUB never blocks: a subscriber whose queue is full misses this message.
-            self.xpub.send_multipart(parts, copy=False)
+            zmq.proxy_steerable(self.xsub, self.xpub, None, self._control_in)
 
     def serve_forever(self) -> None:
         """Route requests and replies until `stop()`; call `start()` first."""

@@ -143,8 +143,3 @@ class FrontEndCollector(Collector):
         for reason in sorted({*HANDSHAKE_FAILURES.values(), *stats.handshake_failures}):
             handshakes.add_metric([reason], stats.handshake_failures[reason])
         yield handshakes
-        yield CounterMetricFamily(
-            f"{PREFIX}_front_end_subscriptions_refused",
-            "Frames-port subscriptions not stored: over the per-connection limit, or matching no topic",
-            value=front.connections.refused,
-        )
