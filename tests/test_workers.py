@@ -223,6 +223,96 @@ def test_batch_groups_through_the_front_end(bridge: BridgeProcess) -> None:
             c.close()
 
 
+def front_end_refused(bridge: BridgeProcess) -> float:
+    _, text = metrics_get(bridge, "/metrics")
+    name = "avatar_bridge_front_end_subscriptions_refused_total "
+    return next(float(line.split()[1]) for line in text.splitlines() if line.startswith(name))
+
+
+def test_subscriptions_per_connection_are_bounded_at_the_front_end(bridge: BridgeProcess) -> None:
+    """The public frames port of `serve --workers` stores at most max_subscriptions (256) prefixes
+    per connection, like a single bridge: one over is refused and counted, that connection misses
+    only those frames, another connection gets them, and a connection's count ends with it."""
+    client = BridgeClient(request_port=bridge.request_port)
+    subs: list[zmq.Socket[bytes]] = []
+    try:
+        client.hello()
+        frames = f"tcp://127.0.0.1:{client.hello_reply['frames_port']}"
+        sid = client.open("motion")["session"]
+        topic = f"frame/{sid}".encode()
+        before = front_end_refused(bridge)
+        greedy = raw_sub(frames, b"event/")
+        for i in range(255):
+            greedy.setsockopt(zmq.SUBSCRIBE, b"frame/%016d" % i)  # ids no session has: stored
+        greedy.setsockopt(zmq.SUBSCRIBE, topic)  # the 257th: refused
+        fair = raw_sub(frames, topic)
+        subs = [greedy, fair]
+        assert until(lambda: front_end_refused(bridge) == before + 1, 5.0)
+        seen: dict[int, set[bytes]] = {0: set(), 1: set()}
+        for seq, row in enumerate(ROWS[:30]):
+            client.send_features(sid, seq, row[None])
+            time.sleep(1 / 60)
+            for k, sub in enumerate(subs):
+                while sub.poll(0):
+                    seen[k].add(sub.recv_multipart()[0])
+        time.sleep(0.3)
+        for k, sub in enumerate(subs):
+            while sub.poll(0):
+                seen[k].add(sub.recv_multipart()[0])
+        assert topic in seen[1] and topic not in seen[0]
+        greedy.close()  # its count ends with it: a new connection stores the same 257 prefixes
+        subs = [fair]
+        time.sleep(0.3)
+        again = raw_sub(frames, b"event/")
+        subs.append(again)
+        for i in range(255):
+            again.setsockopt(zmq.SUBSCRIBE, b"frame/%016d" % (1000 + i))
+        again.setsockopt(zmq.UNSUBSCRIBE, b"event/")
+        again.setsockopt(zmq.SUBSCRIBE, topic)  # its 256th
+        time.sleep(0.5)
+        for seq, row in enumerate(ROWS[30:40], start=30):
+            client.send_features(sid, seq, row[None])
+            time.sleep(1 / 60)
+        assert again.poll(2000) and again.recv_multipart()[0] == topic
+        assert front_end_refused(bridge) == before + 1
+        client.close_session(sid)
+    finally:
+        for sub in subs:
+            sub.close()
+        client.close()
+
+
+def test_killed_frames_forwarder_is_restarted_on_the_same_port(bridge: BridgeProcess) -> None:
+    """The forwarder process killed: /healthz is red until it runs again on the same frames port,
+    the restart is counted, and a subscriber's SUB socket (which reconnects) gets frames again."""
+    client = BridgeClient(request_port=bridge.request_port)
+    sub = None
+    try:
+        client.hello()
+        sid = client.open("motion")["session"]
+        sub = raw_sub(f"tcp://127.0.0.1:{client.hello_reply['frames_port']}", f"frame/{sid}".encode())
+        _, body = metrics_get(bridge, "/readyz")
+        pid = json.loads(body)["frames_forwarder"]["pid"]
+        os.kill(pid, signal.SIGKILL)
+        assert until(lambda: metrics_get(bridge, "/healthz")[0] == 503, 5.0)
+        assert until(lambda: metrics_get(bridge, "/healthz")[0] == 200, 10.0)
+        restarted = "avatar_bridge_frames_forwarder_restarts_total 1.0"
+        assert until(lambda: restarted in metrics_get(bridge, "/metrics")[1], 5.0)
+        got = False
+        for seq, row in enumerate(ROWS):
+            client.send_features(sid, seq, row[None])
+            time.sleep(1 / 60)
+            if sub.poll(0):
+                got = True
+                break
+        assert got, "no frame after the forwarder's restart"
+        client.close_session(sid)
+    finally:
+        if sub is not None:
+            sub.close()
+        client.close()
+
+
 def test_killed_worker_is_restarted_and_the_other_workers_session_loses_nothing(tmp_path: Path) -> None:
     """Over CURVE with an allow-list: sessions belong to the key, across connections and workers."""
     generate_key_pair(tmp_path, "server")

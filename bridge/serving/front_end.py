@@ -15,10 +15,11 @@ sessions.
 - **Limits across workers.** The front end counts each client's open sessions and the total, from
   `open` replies and `closed` events, so `max_sessions` (SESSION_LIMIT) and
   `max_sessions_per_client` (CLIENT_SESSION_LIMIT) hold over all workers together.
-- **Frames.** Workers publish into an XSUB; a libzmq proxy thread (C, no GIL) forwards every message,
-  `frame/`, `event/` and batch topics alike, to the public XPUB, and subscriptions flow back up, so a
-  worker only sends what someone subscribed to. The public XPUB has the single bridge's bounds per
-  subscriber (frames_hwm, frames_sndbuf, the subscription size limit); stalls are not counted here.
+- **Frames.** Workers publish into the frames forwarder, a process of its own
+  (bridge.serving.frames_forwarder) that binds the public frames port with the single bridge's bounds
+  per subscriber, `max_subscriptions` per connection included, and passes subscriptions back up, so a
+  worker only sends what someone subscribed to; stalls are not counted here. If it dies it is
+  restarted on the same port (clients' SUB sockets reconnect and subscribe again).
 - **Faults.** A worker that exits is restarted (1 s apart at most, doubling to 30 s while it keeps
   failing); each of its sessions gets a `closed` event with reason `worker_lost` (frames_published 0:
   the count died with it), an `open` in flight there an INTERNAL error, and the other workers'
@@ -30,7 +31,6 @@ over TCP, and only this user's processes can reach them.
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import itertools
 import logging
@@ -53,16 +53,11 @@ from bridge.protocol.events import encode_closed_event, event_topic
 from bridge.protocol.replies import error_reply
 from bridge.protocol.requests import MAX_INPUT_ITEMS
 from bridge.protocol.versions import EVENT_TOPIC_PREFIX
+from bridge.serving.frames_forwarder import FramesForwarder
 from bridge.serving.server import ServeConfig, _user_id, write_ports_file
 from bridge.serving.workers import WorkerProcess, WorkerSpecFactory
 from bridge.transport.curve import start_authenticator
-from bridge.transport.zmq_sockets import (
-    HANDSHAKE_FAILURES,
-    MAX_SUBSCRIPTION_BYTES,
-    MAX_SUBSCRIPTION_BYTES_CURVE,
-    _bind,
-    is_loopback,
-)
+from bridge.transport.zmq_sockets import HANDSHAKE_FAILURES, _bind, is_loopback
 
 if TYPE_CHECKING:
     from bridge.serving.front_metrics import FrontEndMetrics
@@ -169,28 +164,23 @@ class FrontEnd:
         keys = t.curve_client_keys
         self._auth = start_authenticator(self.context, keys) if keys is not None else None
         self.folder = Path(tempfile.mkdtemp(prefix="avb-"))  # mode 0700; short: ipc paths are limited
-        self.router, self.xpub = self._public_sockets()
-        self.xsub = self.context.socket(zmq.XSUB)
-        self.xsub.setsockopt(zmq.LINGER, 0)
-        self.xsub.setsockopt(zmq.RCVHWM, 0)  # the workers' link is unbounded; the XPUB has the bounds
+        self.router = self._public_router()
         forward = f"ipc://{self.folder}/forward"
-        self.xsub.bind(forward)
         self._announcer = self.context.socket(zmq.PUB)  # the front end's own events (worker_lost)
         self._announcer.setsockopt(zmq.LINGER, 0)
         self._announcer.setsockopt(zmq.SNDHWM, 0)
         self._announcer.connect(forward)
-        control = f"inproc://forward-control-{id(self)}"
-        self._control_in = self.context.socket(zmq.PAIR)
-        self._control_in.bind(control)
-        self._control = self.context.socket(zmq.PAIR)
-        self._control.connect(control)
         mask = sum(HANDSHAKE_FAILURES)
-        self._monitors = (
-            [sock.get_monitor_socket(mask) for sock in (self.router, self.xpub)] if t.curve_secret_key else []
-        )
+        self._monitor = self.router.get_monitor_socket(mask) if t.curve_secret_key else None
         self.request_port = _bind(self.router, t.host, t.request_port)
-        self.frames_port = _bind(self.xpub, t.host, t.frames_port)
-        self._forwarder = threading.Thread(target=self._forward, name="frames-forwarder", daemon=True)
+        self.frames = FramesForwarder(t, forward)
+        self._frames_retry = 0.0  # when a dead forwarder may be started again
+        try:
+            self.frames_port = self.frames.start()
+        except BaseException:
+            self.context.destroy(linger=0)
+            shutil.rmtree(self.folder, ignore_errors=True)
+            raise
         factory = WorkerSpecFactory(config, self.folder, forward, self.frames_port, worker_envs or [])
         self.workers = [WorkerProcess(i, factory) for i in range(workers)]
         self._next_start = [0.0] * workers
@@ -212,8 +202,8 @@ class FrontEnd:
         host = self.config.transport.host
         return f"tcp://{'127.0.0.1' if host in ('0.0.0.0', '*') else host}:{self.frames_port}"
 
-    def _public_sockets(self) -> tuple[zmq.Socket[bytes], zmq.Socket[bytes]]:
-        """The ROUTER and the frames XPUB, with the single bridge's options (bridge.transport)."""
+    def _public_router(self) -> zmq.Socket[bytes]:
+        """The ROUTER, with the single bridge's options (bridge.transport)."""
         t = self.config.transport
         router = self.context.socket(zmq.ROUTER)
         router.setsockopt(zmq.LINGER, 0)
@@ -221,24 +211,15 @@ class FrontEnd:
         router.setsockopt(zmq.SNDHWM, t.request_hwm)
         router.setsockopt(zmq.MAXMSGSIZE, 2 * t.max_message_bytes)
         router.setsockopt(zmq.ROUTER_MANDATORY, 1)
-        xpub = self.context.socket(zmq.XPUB)
-        xpub.setsockopt(zmq.LINGER, 0)
-        xpub.setsockopt(zmq.SNDHWM, t.frames_hwm)
-        if t.frames_sndbuf:
-            xpub.setsockopt(zmq.SNDBUF, t.frames_sndbuf)
-        xpub.setsockopt(zmq.RCVHWM, t.subscription_hwm)
-        curve = t.curve_secret_key is not None
-        xpub.setsockopt(zmq.MAXMSGSIZE, MAX_SUBSCRIPTION_BYTES_CURVE if curve else MAX_SUBSCRIPTION_BYTES)
         if t.curve_secret_key is not None:
-            for sock in (router, xpub):
-                sock.setsockopt(zmq.CURVE_SERVER, 1)
-                sock.setsockopt(zmq.CURVE_SECRETKEY, t.curve_secret_key)
-        return router, xpub
+            router.setsockopt(zmq.CURVE_SERVER, 1)
+            router.setsockopt(zmq.CURVE_SECRETKEY, t.curve_secret_key)
+        return router
 
     # ----------------------------------------------------------------- lifecycle
     def start(self, timeout_s: float = 300.0) -> None:
-        """Start the forwarder and every worker; return once all serve (or raise, stopping them)."""
-        self._forwarder.start()
+        """Start every worker (the frames forwarder runs already); return once all serve (or raise,
+        stopping them)."""
         for worker in self.workers:
             worker.start()
         deadline = time.monotonic() + timeout_s
@@ -278,17 +259,11 @@ class FrontEnd:
         for worker in self.workers:
             worker.stop()
         time.sleep(0.05)  # the workers' last `closed` events pass the forwarder
-        if self._forwarder.is_alive():
-            self._control.send(b"TERMINATE")
-            self._forwarder.join(5)
+        self.frames.stop()
         if self._auth is not None:
             self._auth.stop()
         self.context.destroy(linger=0)
         shutil.rmtree(self.folder, ignore_errors=True)
-
-    def _forward(self) -> None:
-        with contextlib.suppress(zmq.ContextTerminated):
-            zmq.proxy_steerable(self.xsub, self.xpub, None, self._control_in)
 
     def serve_forever(self) -> None:
         """Route requests and replies until `stop()`; call `start()` first."""
@@ -559,10 +534,16 @@ class FrontEnd:
 
     # ----------------------------------------------------------------- supervision
     def _supervise(self, now: float) -> None:
-        for monitor in self._monitors:
-            while monitor.poll(0):
-                event = recv_monitor_message(monitor)
-                self.stats.handshake_failures[HANDSHAKE_FAILURES.get(int(event["event"]), "other")] += 1
+        while self._monitor is not None and self._monitor.poll(0):
+            event = recv_monitor_message(self._monitor)
+            self.stats.handshake_failures[HANDSHAKE_FAILURES.get(int(event["event"]), "other")] += 1
+        if self.ready and not self.frames.alive and now >= self._frames_retry:
+            log.error("the frames forwarder exited; starting it again on port %d", self.frames_port)
+            self._frames_retry = now + 1.0
+            try:
+                self.frames.start()
+            except RuntimeError as exc:
+                log.error("%s; trying again in 1 s", exc)
         for worker in self.workers:
             if worker.ready and not worker.alive:
                 self._lost(worker, now)

@@ -57,6 +57,8 @@ class FrontEndMetrics(MetricsEndpoint):
         down = [str(w.index) for w in self.front.workers if not (w.ready and w.alive)]
         if down:
             return False, f"worker {', '.join(down)} restarting"
+        if not self.front.frames.alive:
+            return False, "the frames forwarder is restarting"
         return True, "ok"
 
     def readiness(self) -> tuple[bool, dict[str, Any]]:
@@ -73,7 +75,9 @@ class FrontEndMetrics(MetricsEndpoint):
                 answer = {"ready": False, "health": f"HTTP {status}"}
             workers[str(w.index)] = {**answer, "pid": w.process.pid if w.process is not None else None}
         ready = self.front.ready and ok and all(x.get("ready") is True for x in workers.values())
-        return ready, {"ready": ready, "health": why, "workers": workers}
+        frames = self.front.frames
+        forwarder = {"alive": frames.alive, "pid": frames.process.pid if frames.process is not None else None}
+        return ready, {"ready": ready, "health": why, "workers": workers, "frames_forwarder": forwarder}
 
 
 class FrontEndCollector(Collector):
@@ -140,6 +144,17 @@ class FrontEndCollector(Collector):
             "CURVE handshakes the public sockets refused, by reason",
             labels=["reason"],
         )
-        for reason in sorted({*HANDSHAKE_FAILURES.values(), *stats.handshake_failures}):
-            handshakes.add_metric([reason], stats.handshake_failures[reason])
+        failures = stats.handshake_failures + front.frames.handshake_failures()  # requests + frames
+        for reason in sorted({*HANDSHAKE_FAILURES.values(), *failures}):
+            handshakes.add_metric([reason], failures[reason])
         yield handshakes
+        yield CounterMetricFamily(
+            f"{PREFIX}_front_end_subscriptions_refused",
+            "Frames-port subscriptions not stored: over the per-connection limit, or matching no topic",
+            value=front.frames.refused,
+        )
+        yield CounterMetricFamily(
+            f"{PREFIX}_frames_forwarder_restarts",
+            "Frames forwarder processes restarted after exiting",
+            value=front.frames.restarts,
+        )

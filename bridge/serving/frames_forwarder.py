@@ -1,0 +1,224 @@
+"""The frames forwarder of `serve --workers N`: a process of its own between the workers and the
+public frames port.
+
+The workers publish into its XSUB (an `ipc://` endpoint in the front end's private folder); it sends
+every message on, `frame/`, `event/` and batch topics alike, from the public XPUB, which has the
+single bridge's bounds per subscriber (frames_hwm, frames_sndbuf, the subscription size limit and
+`max_subscriptions` per connection: the XPUB is in manual mode and each subscription goes through
+`ConnectionSubscriptions.admit`, bridge.transport.zmq_sockets). Upstream, a worker hears each prefix's
+first subscription and its last unsubscription, as from libzmq's own proxy. Stalls are not counted.
+
+Why a process: libzmq's C proxy cannot bound subscriptions per connection, and the same loop as a
+Python thread in the front end shared its GIL with request routing (on the H200 at 2048 sessions:
+p50 104-237 ms against 58 ms with the C proxy in one session; b8e863f). Its own process has its own
+GIL, and with CURVE its own ZAP handler. What it counts (subscriptions refused, the frames port's
+failed handshakes) is shared memory the front end's metrics read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import multiprocessing
+import os
+from collections import Counter
+from dataclasses import dataclass, replace
+from multiprocessing.process import BaseProcess
+from multiprocessing.sharedctypes import Synchronized, SynchronizedArray
+from multiprocessing.synchronize import Event
+
+import zmq
+from zmq.utils.monitor import recv_monitor_message
+
+from bridge.transport.curve import start_authenticator
+from bridge.transport.zmq_sockets import (
+    HANDSHAKE_FAILURES,
+    MAX_SUBSCRIPTION_BYTES,
+    MAX_SUBSCRIPTION_BYTES_CURVE,
+    ConnectionSubscriptions,
+    TransportConfig,
+    _bind,
+)
+
+log = logging.getLogger(__name__)
+
+DRAIN = 1000  # messages moved per socket per turn, so neither direction starves the other
+POLL_MS = 100  # how soon it sees a stop, or that its front end is gone
+REASONS = (*HANDSHAKE_FAILURES.values(), "other")  # the order of the shared handshake counters
+
+
+@dataclass(frozen=True)
+class ForwarderSpec:
+    """What the forwarder process is started with (pickled into the child)."""
+
+    transport: TransportConfig  # the public frames port: host, port (0: a free one), bounds, CURVE
+    forward_endpoint: str  # the XSUB the workers publish into
+    parent_pid: int
+
+
+@dataclass
+class ForwarderShared:
+    """What the two processes share: the port bound, readiness, stop, and the counters."""
+
+    port: Synchronized[int]
+    refused: Synchronized[int]  # subscriptions not stored (over the limit, or matching no topic)
+    handshakes: SynchronizedArray[int]  # failed CURVE handshakes on the frames port, per REASONS
+    ready: Event
+    stop: Event
+
+
+class FramesForwarder:
+    """The front end's side: starts the process (binding the public frames port), restarts it on
+    the same port, reads its counters, stops it."""
+
+    def __init__(self, transport: TransportConfig, forward_endpoint: str) -> None:
+        self._mp = multiprocessing.get_context("spawn")
+        self._spec = ForwarderSpec(transport, forward_endpoint, os.getpid())
+        self._shared = ForwarderShared(
+            port=self._mp.Value("i", 0),
+            refused=self._mp.Value("q", 0),
+            handshakes=self._mp.Array("q", len(REASONS)),
+            ready=self._mp.Event(),
+            stop=self._mp.Event(),
+        )
+        self.process: BaseProcess | None = None
+        self.restarts = 0
+
+    @property
+    def port(self) -> int:
+        return int(self._shared.port.value)
+
+    @property
+    def alive(self) -> bool:
+        return self.process is not None and self.process.is_alive()
+
+    @property
+    def refused(self) -> int:
+        return int(self._shared.refused.value)
+
+    def handshake_failures(self) -> Counter[str]:
+        return Counter({r: int(n) for r, n in zip(REASONS, self._shared.handshakes[:], strict=True) if n})
+
+    def start(self, timeout_s: float = 30.0) -> int:
+        """Start the process and wait until its frames port is bound; the port (the first start's
+        port again on a restart). Raises if it exits or is not ready in time."""
+        if self.process is not None:
+            self.restarts += 1
+            self._spec = replace(self._spec, transport=replace(self._spec.transport, frames_port=self.port))
+        self._shared.ready.clear()
+        self._shared.stop.clear()
+        self.process = self._mp.Process(
+            target=_run, args=(self._spec, self._shared), name="frames-forwarder", daemon=True
+        )
+        self.process.start()
+        waited = 0.0
+        while not self._shared.ready.wait(0.05):
+            waited += 0.05
+            if not self.process.is_alive() or waited > timeout_s:
+                self.stop()
+                raise RuntimeError(
+                    f"the frames forwarder did not bind its port ({self._spec.transport.host})"
+                )
+        return self.port
+
+    def stop(self, timeout_s: float = 5.0) -> None:
+        if self.process is None:
+            return
+        self._shared.stop.set()
+        self.process.join(timeout_s)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join()
+
+
+def _public_xpub(context: zmq.Context[zmq.Socket[bytes]], t: TransportConfig) -> zmq.Socket[bytes]:
+    """The public frames XPUB with the single bridge's options (bridge.transport)."""
+    xpub = context.socket(zmq.XPUB)
+    xpub.setsockopt(zmq.LINGER, 0)
+    xpub.setsockopt(zmq.SNDHWM, t.frames_hwm)
+    if t.frames_sndbuf:
+        xpub.setsockopt(zmq.SNDBUF, t.frames_sndbuf)
+    xpub.setsockopt(zmq.RCVHWM, t.subscription_hwm)
+    curve = t.curve_secret_key is not None
+    xpub.setsockopt(zmq.MAXMSGSIZE, MAX_SUBSCRIPTION_BYTES_CURVE if curve else MAX_SUBSCRIPTION_BYTES)
+    xpub.setsockopt(zmq.XPUB_MANUAL, 1)  # subscriptions are stored by ConnectionSubscriptions
+    if t.curve_secret_key is not None:
+        xpub.setsockopt(zmq.CURVE_SERVER, 1)
+        xpub.setsockopt(zmq.CURVE_SECRETKEY, t.curve_secret_key)
+    return xpub
+
+
+def _run(spec: ForwarderSpec, shared: ForwarderShared) -> None:
+    """The forwarder process: bind, say ready, forward until stopped or orphaned."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s frames-forwarder: %(message)s")
+    t = spec.transport
+    context: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
+    auth = start_authenticator(context, t.curve_client_keys) if t.curve_client_keys is not None else None
+    xsub = context.socket(zmq.XSUB)
+    xsub.setsockopt(zmq.LINGER, 0)
+    xsub.setsockopt(zmq.RCVHWM, 0)  # the workers' link is unbounded; the XPUB has the bounds
+    xsub.bind(spec.forward_endpoint)
+    xpub = _public_xpub(context, t)
+    monitor = xpub.get_monitor_socket(sum(HANDSHAKE_FAILURES)) if t.curve_secret_key is not None else None
+    shared.port.value = _bind(xpub, t.host, t.frames_port)
+    shared.ready.set()
+    connections = ConnectionSubscriptions(t.max_subscriptions)
+    upstream: Counter[bytes] = Counter()  # admitted prefixes: the connections holding each
+    poller = zmq.Poller()
+    for sock in (xsub, xpub, *([monitor] if monitor is not None else [])):
+        poller.register(sock, zmq.POLLIN)
+    with contextlib.suppress(KeyboardInterrupt):
+        while not shared.stop.is_set() and os.getppid() == spec.parent_pid:
+            ready = dict(poller.poll(POLL_MS))
+            if xpub in ready:
+                _subscriptions(xpub, xsub, connections, upstream)
+                shared.refused.value = connections.refused
+            if xsub in ready:
+                _frames(xsub, xpub)
+            if monitor is not None and monitor in ready:
+                event = recv_monitor_message(monitor)
+                reason = HANDSHAKE_FAILURES.get(int(event["event"]), "other")
+                shared.handshakes[REASONS.index(reason)] += 1
+    if monitor is not None:
+        monitor.close(0)
+    if auth is not None:
+        auth.stop()
+    context.destroy(linger=0)
+
+
+def _subscriptions(
+    xpub: zmq.Socket[bytes],
+    xsub: zmq.Socket[bytes],
+    connections: ConnectionSubscriptions,
+    upstream: Counter[bytes],
+) -> None:
+    """The subscriptions that arrived, each admitted or refused per connection; upstream only a
+    prefix's first subscription and its last unsubscription."""
+    for _ in range(DRAIN):
+        try:
+            frame = xpub.recv(zmq.NOBLOCK, copy=False)
+        except zmq.Again:
+            break
+        effect = connections.admit(xpub, frame)
+        if effect is None:
+            continue
+        prefix = effect[1:]
+        if effect[0]:
+            upstream[prefix] += 1
+            if upstream[prefix] == 1:
+                xsub.send(effect)
+        elif upstream[prefix] > 0:
+            upstream[prefix] -= 1
+            if not upstream[prefix]:
+                del upstream[prefix]
+                xsub.send(effect)
+    connections.settle()
+
+
+def _frames(xsub: zmq.Socket[bytes], xpub: zmq.Socket[bytes]) -> None:
+    for _ in range(DRAIN):
+        try:
+            parts = xsub.recv_multipart(zmq.NOBLOCK, copy=False)
+        except zmq.Again:
+            return
+        xpub.send_multipart(parts, copy=False)  # never blocks: a full subscriber misses this one
