@@ -33,11 +33,10 @@ from zmq.utils.monitor import recv_monitor_message
 from bridge.transport.curve import start_authenticator
 from bridge.transport.zmq_sockets import (
     HANDSHAKE_FAILURES,
-    MAX_SUBSCRIPTION_BYTES,
-    MAX_SUBSCRIPTION_BYTES_CURVE,
     ConnectionSubscriptions,
     TransportConfig,
     _bind,
+    frames_xpub,
 )
 
 log = logging.getLogger(__name__)
@@ -131,23 +130,6 @@ class FramesForwarder:
             self.process.join()
 
 
-def _public_xpub(context: zmq.Context[zmq.Socket[bytes]], t: TransportConfig) -> zmq.Socket[bytes]:
-    """The public frames XPUB with the single bridge's options (bridge.transport)."""
-    xpub = context.socket(zmq.XPUB)
-    xpub.setsockopt(zmq.LINGER, 0)
-    xpub.setsockopt(zmq.SNDHWM, t.frames_hwm)
-    if t.frames_sndbuf:
-        xpub.setsockopt(zmq.SNDBUF, t.frames_sndbuf)
-    xpub.setsockopt(zmq.RCVHWM, t.subscription_hwm)
-    curve = t.curve_secret_key is not None
-    xpub.setsockopt(zmq.MAXMSGSIZE, MAX_SUBSCRIPTION_BYTES_CURVE if curve else MAX_SUBSCRIPTION_BYTES)
-    xpub.setsockopt(zmq.XPUB_MANUAL, 1)  # subscriptions are stored by ConnectionSubscriptions
-    if t.curve_secret_key is not None:
-        xpub.setsockopt(zmq.CURVE_SERVER, 1)
-        xpub.setsockopt(zmq.CURVE_SECRETKEY, t.curve_secret_key)
-    return xpub
-
-
 def _run(spec: ForwarderSpec, shared: ForwarderShared) -> None:
     """The forwarder process: bind, say ready, forward until stopped or orphaned."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s frames-forwarder: %(message)s")
@@ -158,7 +140,7 @@ def _run(spec: ForwarderSpec, shared: ForwarderShared) -> None:
     xsub.setsockopt(zmq.LINGER, 0)
     xsub.setsockopt(zmq.RCVHWM, 0)  # the workers' link is unbounded; the XPUB has the bounds
     xsub.bind(spec.forward_endpoint)
-    xpub = _public_xpub(context, t)
+    xpub = frames_xpub(context, t)
     monitor = xpub.get_monitor_socket(sum(HANDSHAKE_FAILURES)) if t.curve_secret_key is not None else None
     shared.port.value = _bind(xpub, t.host, t.frames_port)
     shared.ready.set()

@@ -57,7 +57,7 @@ from bridge.serving.frames_forwarder import FramesForwarder
 from bridge.serving.server import ServeConfig, _user_id, write_ports_file
 from bridge.serving.workers import WorkerProcess, WorkerSpecFactory
 from bridge.transport.curve import start_authenticator
-from bridge.transport.zmq_sockets import HANDSHAKE_FAILURES, _bind, is_loopback
+from bridge.transport.zmq_sockets import HANDSHAKE_FAILURES, _bind, is_loopback, request_router
 
 if TYPE_CHECKING:
     from bridge.serving.front_metrics import FrontEndMetrics
@@ -164,7 +164,7 @@ class FrontEnd:
         keys = t.curve_client_keys
         self._auth = start_authenticator(self.context, keys) if keys is not None else None
         self.folder = Path(tempfile.mkdtemp(prefix="avb-"))  # mode 0700; short: ipc paths are limited
-        self.router = self._public_router()
+        self.router = request_router(self.context, t)
         forward = f"ipc://{self.folder}/forward"
         self._announcer = self.context.socket(zmq.PUB)  # the front end's own events (worker_lost)
         self._announcer.setsockopt(zmq.LINGER, 0)
@@ -201,20 +201,6 @@ class FrontEnd:
     def frames_endpoint(self) -> str:
         host = self.config.transport.host
         return f"tcp://{'127.0.0.1' if host in ('0.0.0.0', '*') else host}:{self.frames_port}"
-
-    def _public_router(self) -> zmq.Socket[bytes]:
-        """The ROUTER, with the single bridge's options (bridge.transport)."""
-        t = self.config.transport
-        router = self.context.socket(zmq.ROUTER)
-        router.setsockopt(zmq.LINGER, 0)
-        router.setsockopt(zmq.RCVHWM, t.inbound_hwm)
-        router.setsockopt(zmq.SNDHWM, t.request_hwm)
-        router.setsockopt(zmq.MAXMSGSIZE, 2 * t.max_message_bytes)
-        router.setsockopt(zmq.ROUTER_MANDATORY, 1)
-        if t.curve_secret_key is not None:
-            router.setsockopt(zmq.CURVE_SERVER, 1)
-            router.setsockopt(zmq.CURVE_SECRETKEY, t.curve_secret_key)
-        return router
 
     # ----------------------------------------------------------------- lifecycle
     def start(self, timeout_s: float = 300.0) -> None:

@@ -240,6 +240,41 @@ class Subscriptions:
         return [any(t[:k] in subs for k in lengths) for t in topics]
 
 
+def request_router(context: zmq.Context[zmq.Socket[bytes]], config: TransportConfig) -> zmq.Socket[bytes]:
+    """The request port's socket with its bounds per client (see the module doc)."""
+    router = context.socket(zmq.ROUTER)
+    router.setsockopt(zmq.LINGER, 0)
+    router.setsockopt(zmq.RCVHWM, config.inbound_hwm)
+    router.setsockopt(zmq.SNDHWM, config.request_hwm)
+    # libzmq refuses oversize messages before they reach Python; we still answer TOO_LARGE for
+    # anything between our limit and this hard cap, so clients learn why.
+    router.setsockopt(zmq.MAXMSGSIZE, 2 * config.max_message_bytes)
+    # A reply to a full or vanished peer raises (Again, EHOSTUNREACH), so it can be counted.
+    router.setsockopt(zmq.ROUTER_MANDATORY, 1)
+    if config.curve_secret_key is not None:
+        router.setsockopt(zmq.CURVE_SERVER, 1)
+        router.setsockopt(zmq.CURVE_SECRETKEY, config.curve_secret_key)
+    return router
+
+
+def frames_xpub(context: zmq.Context[zmq.Socket[bytes]], config: TransportConfig) -> zmq.Socket[bytes]:
+    """The frames port's socket with the bounds per subscriber (see the module doc): an XPUB in
+    manual mode, whose subscriptions its owner admits (`ConnectionSubscriptions.admit`)."""
+    xpub = context.socket(zmq.XPUB)
+    xpub.setsockopt(zmq.LINGER, 0)
+    xpub.setsockopt(zmq.SNDHWM, config.frames_hwm)
+    if config.frames_sndbuf:
+        xpub.setsockopt(zmq.SNDBUF, config.frames_sndbuf)
+    xpub.setsockopt(zmq.RCVHWM, config.subscription_hwm)
+    curve = config.curve_secret_key is not None
+    xpub.setsockopt(zmq.MAXMSGSIZE, MAX_SUBSCRIPTION_BYTES_CURVE if curve else MAX_SUBSCRIPTION_BYTES)
+    xpub.setsockopt(zmq.XPUB_MANUAL, 1)
+    if config.curve_secret_key is not None:
+        xpub.setsockopt(zmq.CURVE_SERVER, 1)
+        xpub.setsockopt(zmq.CURVE_SECRETKEY, config.curve_secret_key)
+    return xpub
+
+
 def is_loopback(host: str) -> bool:
     if host in ("localhost", "lo"):
         return True
@@ -270,29 +305,9 @@ class BridgeSockets:
             if config.curve_client_keys is not None
             else None
         )
-        self.router = self.context.socket(zmq.ROUTER)
-        self.router.setsockopt(zmq.LINGER, 0)
-        self.router.setsockopt(zmq.RCVHWM, config.inbound_hwm)
-        self.router.setsockopt(zmq.SNDHWM, config.request_hwm)
-        # libzmq refuses oversize messages before they reach Python; we still answer TOO_LARGE for
-        # anything between our limit and this hard cap, so clients learn why.
-        self.router.setsockopt(zmq.MAXMSGSIZE, 2 * config.max_message_bytes)
-        # A reply to a full or vanished peer raises (Again, EHOSTUNREACH), so `reply` can count it.
-        self.router.setsockopt(zmq.ROUTER_MANDATORY, 1)
-        self.pub = self.context.socket(zmq.XPUB)  # a PUB that reports subscriptions
-        self.pub.setsockopt(zmq.LINGER, 0)
-        self.pub.setsockopt(zmq.SNDHWM, config.frames_hwm)
-        if config.frames_sndbuf:
-            self.pub.setsockopt(zmq.SNDBUF, config.frames_sndbuf)
-        self.pub.setsockopt(zmq.RCVHWM, config.subscription_hwm)
-        curve = config.curve_secret_key is not None
-        self.pub.setsockopt(zmq.MAXMSGSIZE, MAX_SUBSCRIPTION_BYTES_CURVE if curve else MAX_SUBSCRIPTION_BYTES)
+        self.router = request_router(self.context, config)
+        self.pub = frames_xpub(self.context, config)
         self.pub.setsockopt(zmq.XPUB_NODROP, 1)
-        self.pub.setsockopt(zmq.XPUB_MANUAL, 1)  # we store subscriptions (ConnectionSubscriptions)
-        if config.curve_secret_key is not None:
-            for sock in (self.router, self.pub):
-                sock.setsockopt(zmq.CURVE_SERVER, 1)
-                sock.setsockopt(zmq.CURVE_SECRETKEY, config.curve_secret_key)
         self._pub_lock = threading.Lock()
         self.subscriptions = Subscriptions()
         self.connections = ConnectionSubscriptions(config.max_subscriptions)
