@@ -18,9 +18,9 @@ failed handshakes) is shared memory the front end's metrics read.
 from __future__ import annotations
 
 import contextlib
-import logging
 import multiprocessing
 import os
+import time
 from collections import Counter
 from dataclasses import dataclass, replace
 from multiprocessing.process import BaseProcess
@@ -38,8 +38,6 @@ from bridge.transport.zmq_sockets import (
     _bind,
     frames_xpub,
 )
-
-log = logging.getLogger(__name__)
 
 DRAIN = 1000  # messages moved per socket per turn, so neither direction starves the other
 POLL_MS = 100  # how soon it sees a stop, or that its front end is gone
@@ -110,14 +108,12 @@ class FramesForwarder:
             target=_run, args=(self._spec, self._shared), name="frames-forwarder", daemon=True
         )
         self.process.start()
-        waited = 0.0
+        deadline = time.monotonic() + timeout_s
         while not self._shared.ready.wait(0.05):
-            waited += 0.05
-            if not self.process.is_alive() or waited > timeout_s:
+            if not self.process.is_alive() or time.monotonic() > deadline:
                 self.stop()
-                raise RuntimeError(
-                    f"the frames forwarder did not bind its port ({self._spec.transport.host})"
-                )
+                t = self._spec.transport
+                raise RuntimeError(f"the frames forwarder did not bind {t.host}:{t.frames_port}")
         return self.port
 
     def stop(self, timeout_s: float = 5.0) -> None:
@@ -132,7 +128,6 @@ class FramesForwarder:
 
 def _run(spec: ForwarderSpec, shared: ForwarderShared) -> None:
     """The forwarder process: bind, say ready, forward until stopped or orphaned."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s frames-forwarder: %(message)s")
     t = spec.transport
     context: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
     auth = start_authenticator(context, t.curve_client_keys) if t.curve_client_keys is not None else None
@@ -149,8 +144,13 @@ def _run(spec: ForwarderSpec, shared: ForwarderShared) -> None:
     poller = zmq.Poller()
     for sock in (xsub, xpub, *([monitor] if monitor is not None else [])):
         poller.register(sock, zmq.POLLIN)
+    check_at = 0.0  # the stop and parent checks, at most every POLL_MS: not per message
     with contextlib.suppress(KeyboardInterrupt):
-        while not shared.stop.is_set() and os.getppid() == spec.parent_pid:
+        while True:
+            if (now := time.monotonic()) >= check_at:
+                if shared.stop.is_set() or os.getppid() != spec.parent_pid:
+                    break
+                check_at = now + POLL_MS / 1000
             ready = dict(poller.poll(POLL_MS))
             if xpub in ready:
                 _subscriptions(xpub, xsub, connections, upstream)

@@ -527,7 +527,7 @@ class FrontEnd:
             log.error("the frames forwarder exited; starting it again on port %d", self.frames_port)
             self._frames_retry = now + 1.0
             try:
-                self.frames.start()
+                self.frames.start(timeout_s=5.0)  # the I/O loop waits for it: not the first start's 30 s
             except RuntimeError as exc:
                 log.error("%s; trying again in 1 s", exc)
         for worker in self.workers:
