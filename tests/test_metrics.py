@@ -64,8 +64,9 @@ def value(samples: dict[str, list[tuple[dict[str, str], float]]], metric: str, *
 def scrape_when_settled(
     bridge: Bridge, motion_model: str, face_model: str
 ) -> dict[str, list[tuple[dict[str, str], float]]]:
-    """Scrape once the schedulers have recorded their last batch: a subscriber can hold a frame a
-    moment before the scheduler thread that sent it updates its statistics."""
+    """Scrape once the schedulers have recorded their last batch and the I/O thread the malformed
+    message sent last: a subscriber can hold a frame a moment before the thread that sent it updates
+    its statistics, and a render is cached for up to 250 ms."""
     deadline = time.monotonic() + 10
     while True:
         m = scrape(bridge)
@@ -75,7 +76,9 @@ def scrape_when_settled(
             )
             for model in (motion_model, face_model)
         }
-        if (counts[motion_model] >= MOTION_FRAMES and counts[face_model] >= 1) or time.monotonic() > deadline:
+        malformed = sum(v for lab, v in m.get("avatar_bridge_errors_total", []) if lab["name"] == "MALFORMED")
+        settled = counts[motion_model] >= MOTION_FRAMES and counts[face_model] >= 1 and malformed >= 1
+        if settled or time.monotonic() > deadline:
             return m
         time.sleep(0.05)
 
