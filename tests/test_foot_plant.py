@@ -7,8 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from bridge.choreography.moves import MOVES, base_pose
-from bridge.rig import foot_plant
-from bridge.rig.foot_plant import DRIFT_OFF_M, FLOOR_Y, FootPlanter, leg_ik
+from bridge.rig.foot_plant import DRIFT_OFF_M, FLOOR_Y, LEG_ROTATIONS, FootPlanter, leg_ik, leg_joints
 from bridge.rig.forward_kinematics import forward_kinematics_quat
 from bridge.rig.rotations import axis_angle_to_quat
 
@@ -117,14 +116,14 @@ def test_leg_ik_reaches_a_target_in_reach_and_points_at_one_beyond() -> None:
     rng = np.random.default_rng(3)
     pose, _ = MOVES["kick"](np.arange(40) / 17.0, np.full(40, 1.0))
     q = np.asarray(axis_angle_to_quat(pose + rng.normal(0, 0.05, pose.shape)), np.float64)
-    legs, frames, _ = foot_plant._legs(q[:, foot_plant._LEG_JOINTS])
-    target = legs[2] + rng.normal(0, 0.01, legs[2].shape)
+    legs = leg_joints(q)  # (40, 2 legs, hip knee ankle toe, 3)
+    hips, ankles = legs[:, :, 0], legs[:, :, 2]
+    target = ankles + rng.normal(0, 0.01, ankles.shape)
     yaw = rng.normal(0, 0.3, (40, 2))
     far = rng.random(40) < 0.25
-    target[far, 0] = legs[0][far, 0] + [0.0, -2.0, 0.0]  # two metres below the left hip
+    target[far, 0] = hips[far, 0] + [0.0, -2.0, 0.0]  # two metres below the left hip
     out = q.copy()
-    turned = leg_ik(q[:, foot_plant._LEG_JOINTS], legs, frames, target, yaw)
-    out[:, foot_plant._LEG_JOINTS[1:]] = turned.reshape(40, 6, 4)
+    out[:, LEG_ROTATIONS.ravel()] = leg_ik(q, target, yaw).reshape(40, 6, 4)
     before, _ = forward_kinematics_quat(q)
     after, _ = forward_kinematics_quat(out)
     reach = np.linalg.norm(before[:, [4, 5]] - before[:, [1, 2]], axis=-1)
@@ -139,13 +138,14 @@ def test_leg_ik_reaches_a_target_in_reach_and_points_at_one_beyond() -> None:
     cos = np.einsum("...k,...k", leg, hip_to) / np.linalg.norm(leg, axis=-1) / np.linalg.norm(hip_to, axis=-1)
     assert cos[~inside].min() > 0.9999
     # The foot turns by yaw about the vertical and keeps its pitch; nothing else moves.
-    np.testing.assert_allclose(foot_plant._wrap(_heading(after) - _heading(before) - yaw), 0.0, atol=1e-9)
+    turn = _heading(after) - _heading(before) - yaw
+    np.testing.assert_allclose((turn + np.pi) % (2 * np.pi) - np.pi, 0.0, atol=1e-9)
     pitch = (after[:, TOES] - after[:, [7, 8]])[..., 1] - (before[:, TOES] - before[:, [7, 8]])[..., 1]
     np.testing.assert_allclose(pitch, 0.0, atol=1e-9)
-    others = [j for j in range(24) if j not in foot_plant._LEG_JOINTS[1:]]
+    others = [j for j in range(24) if j not in LEG_ROTATIONS]
     np.testing.assert_array_equal(out[:, others], q[:, others])
     np.testing.assert_allclose(np.linalg.norm(out, axis=-1), 1.0, atol=1e-9)
     # A target on the hip itself (no direction to turn to): finite unit rotations still.
-    odd = leg_ik(q[:, foot_plant._LEG_JOINTS], legs, frames, legs[0].copy(), yaw)
+    odd = leg_ik(q, hips.copy(), yaw)
     assert np.isfinite(odd).all()
     np.testing.assert_allclose(np.linalg.norm(odd, axis=-1), 1.0, atol=1e-9)
