@@ -35,6 +35,7 @@ from bridge.media.face_video import FaceVideo
 from bridge.protocol.batch_frames import BATCH_GROUP_OPTION, batch_topic, decode_batch
 from bridge.protocol.codec import pack, unpack_map
 from bridge.protocol.frames import frame_topic
+from bridge.serving.heap import freeze_startup_heap
 
 FPS = 60.0
 DRAIN_S = 1.0
@@ -106,6 +107,7 @@ def main(
         sub.setsockopt(zmq.SUBSCRIBE, frame_topic(sid))
     payloads = _inputs(pipeline, sessions)
     time.sleep(0.5)  # subscriptions reach the workers through the front end's forwarder
+    freeze_startup_heap()  # as serve does: no full collection walks the start-up heap mid-run
     print("ready", flush=True)
     t_start = float(sys.stdin.readline())
     measure_from = t_start + warmup_s

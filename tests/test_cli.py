@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 
 from bridge.harness.client import BridgeClient
@@ -50,7 +51,7 @@ def test_demo_writes_a_bvh_a_png_a_video_and_a_summary(tmp_path: Path) -> None:
 
 
 def test_harness_against_serve_writes_its_report(tmp_path: Path) -> None:
-    with BridgeProcess() as bridge:
+    with BridgeProcess("--metrics-port", "0") as bridge:
         client = BridgeClient("127.0.0.1", bridge.request_port)
         try:  # plain `serve` finds the face-tracking model (installed by the test command) by default
             assert client.open("face")["model"] == "mediapipe_face"
@@ -65,6 +66,11 @@ def test_harness_against_serve_writes_its_report(tmp_path: Path) -> None:
             report = json.loads(out.read_text())
             assert set(report) >= REPORT_KEYS
             assert report["frames_lost"] == 0 and report["frames_received"] > 60
+        # serve froze its start-up heap out of the collector's full collections (bridge.serving.heap)
+        url = f"http://127.0.0.1:{bridge.ports['metrics_port']}/metrics"
+        text = urllib.request.urlopen(url, timeout=10).read().decode()
+        frozen = [line for line in text.splitlines() if line.startswith("python_gc_frozen_objects ")]
+        assert len(frozen) == 1 and float(frozen[0].split()[-1]) > 10_000, frozen
 
 
 def test_harness_without_a_bridge_fails_with_a_message() -> None:

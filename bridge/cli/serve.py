@@ -18,6 +18,7 @@ from bridge.engine_builder.plan_manifest import PRECISIONS
 from bridge.outputs.cli import add_output_arguments, build_router
 from bridge.paths import default_engines_dir
 from bridge.serving.front_end import FrontEnd
+from bridge.serving.heap import freeze_startup_heap
 from bridge.serving.server import Bridge, ServeConfig
 from bridge.sources.base import SourceError
 from bridge.sources.feeder import SourceFeeder
@@ -360,6 +361,7 @@ def _serve(
     print(ready, flush=True)
     for feeder in feeders:
         print(f"source {feeder.source.describe()}", flush=True)
+    freeze_startup_heap()
     try:
         server.serve_forever()
     finally:

@@ -30,6 +30,7 @@ from multiprocessing.synchronize import Event
 import zmq
 from zmq.utils.monitor import recv_monitor_message
 
+from bridge.serving.heap import freeze_startup_heap
 from bridge.transport.curve import start_authenticator
 from bridge.transport.zmq_sockets import (
     HANDSHAKE_FAILURES,
@@ -139,6 +140,7 @@ def _run(spec: ForwarderSpec, shared: ForwarderShared) -> None:
     monitor = xpub.get_monitor_socket(sum(HANDSHAKE_FAILURES)) if t.curve_secret_key is not None else None
     shared.port.value = _bind(xpub, t.host, t.frames_port)
     shared.ready.set()
+    freeze_startup_heap()
     connections = ConnectionSubscriptions(t.max_subscriptions)
     upstream: Counter[bytes] = Counter()  # admitted prefixes: the connections holding each
     poller = zmq.Poller()

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import asyncio.base_events
+import gc
 import json
 import logging
 import shutil
@@ -50,6 +51,7 @@ try:
         InfoMetricFamily,
         Metric,
     )
+    from prometheus_client.gc_collector import GCCollector
     from prometheus_client.platform_collector import PlatformCollector
     from prometheus_client.process_collector import ProcessCollector
     from prometheus_client.registry import Collector, CollectorRegistry
@@ -102,6 +104,8 @@ class MetricsEndpoint(ABC):
         self.registry.register(collector)
         ProcessCollector(registry=self.registry)
         PlatformCollector(registry=self.registry)
+        GCCollector(registry=self.registry)
+        self.registry.register(FrozenHeap())
         self.renderer = _Renderer(self.registry)
         self.refused = 0  # connections closed unanswered: over the cap, too slow, or not a GET
         self._waiting: dict[asyncio.StreamWriter, float] = {}  # connections still sending their request
@@ -253,6 +257,17 @@ def backend_readiness(bridge: Bridge) -> dict[str, str]:
         for models in bridge.pipelines.values()
         for model, pipeline in models.items()
     }
+
+
+class FrozenHeap(Collector):
+    """How many objects the process froze out of the collector at start-up (bridge.serving.heap)."""
+
+    def collect(self) -> Iterator[Metric]:
+        yield GaugeMetricFamily(
+            "python_gc_frozen_objects",
+            "Objects frozen out of full collections at start-up",
+            value=gc.get_freeze_count(),
+        )
 
 
 class BridgeCollector(Collector):

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import zmq
 
+from bridge.serving.heap import freeze_startup_heap
 from bridge.serving.server import Bridge, ServeConfig
 
 log = logging.getLogger(__name__)
@@ -97,6 +98,7 @@ def worker_main(spec: WorkerSpec) -> None:
     signal.signal(signal.SIGTERM, lambda *_: bridge.stop())
     threading.Thread(target=_watch_parent, args=(bridge, spec.parent_pid), daemon=True).start()
     bridge.start()  # writes the ready file (ports, metrics port) once it serves
+    freeze_startup_heap()
     try:
         bridge.serve_forever()
     finally:
