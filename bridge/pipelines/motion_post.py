@@ -1,6 +1,8 @@
 """Motion post-processing for a whole batch at once: output guard, joint clamp, axis-angle -> quaternion,
 low-pass, and, where the model's manifest asks for it (`post_processing: ["foot_plant"]`), planted
-feet. One numpy pass per step over every session in the batch, no Python loop per session.
+feet. One compiled loop over the sessions of a batch per step (numba, bridge.compiled: it runs
+without the GIL, so the I/O thread runs beside it; numpy spent ~0.2 ms a call on its own overhead
+even for one row).
 
 Per-session filter and guard state lives in rows indexed by the session's state slot (the same
 `SlotPool` index as its recurrent state), so a batch gathers and scatters it by index. Each rule is
@@ -16,33 +18,35 @@ one whose own root translation slides.
 from __future__ import annotations
 
 import logging
+import math
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
 from bridge.choreography.moves import base_pose
+from bridge.compiled import jit
 from bridge.pipelines.output_guard import (
     ANGLE_MARGIN_RAD,
     GROSS_ROOT_SPEED_M_S,
     MAX_ROOT_SPEED_M_S,
     GuardStats,
 )
-from bridge.rig import smpl
+from bridge.rig import foot_plant, smpl
 from bridge.rig.foot_plant import FootPlanter
-from bridge.rig.rotations import axis_angle_to_quat
+from bridge.rig.rotations import SMALL_ANGLE
 from bridge.rig.smpl import JOINT_LIMIT_ROWS
 from bridge.runtime.engine import Engine
 from bridge.runtime.manifest import FOOT_PLANT
 
-__all__ = ["BatchPost", "MotionPost", "create_motion_post"]
+__all__ = ["BatchPost", "MotionPost", "compile_all", "create_motion_post"]
 
 log = logging.getLogger(__name__)
 
 F32 = npt.NDArray[np.float32]
 ANGLES = smpl.NUM_JOINTS * 3
 POSE_DIM = ANGLES + 3
-_LO, _HI = JOINT_LIMIT_ROWS[:, 0], JOINT_LIMIT_ROWS[:, 1]
+_LO, _HI = np.ascontiguousarray(JOINT_LIMIT_ROWS.T)  # contiguous: numba caches code with constant arrays
 _GROSS_LO, _GROSS_HI = _LO - ANGLE_MARGIN_RAD, _HI + ANGLE_MARGIN_RAD  # beyond these an output is bad
 # The session option `energy` scales each joint angle's distance from the dance's neutral stance
 # (arms down, knees soft: bridge.choreography.moves.base_pose), within the joint limits.
@@ -109,7 +113,7 @@ def create_motion_post(engine: Engine, stats: GuardStats, dt: float) -> BatchPos
 class MotionPost:
     """Rows of guard and filter state, one per slot, and the batched step over them (numpy)."""
 
-    chunk = 512  # numpy releases the GIL inside its loops: large batches go to worker threads
+    chunk = 512  # the compiled loops run without the GIL: large batches go to worker threads
 
     def __init__(self, stats: GuardStats, dt: float, foot_plant: bool = False) -> None:
         self.stats = stats
@@ -118,6 +122,10 @@ class MotionPost:
         self.planter = FootPlanter(dt) if foot_plant else None  # its state rows are the slots too
         self.capacity = 0
         self._alloc(0)
+        none = np.zeros(0, np.int64)
+        self.step(
+            none, np.zeros((0, POSE_DIM), np.float32), np.zeros(0, np.float32)
+        )  # compile (or load) it now
 
     def _alloc(self, capacity: int) -> None:
         j = smpl.NUM_JOINTS
@@ -162,80 +170,144 @@ class MotionPost:
         factors (0: no smoothing), `energy` (B,) amplitude around the neutral stance (None: all 1).
         Returns joint quaternions (B, 24, 4), root (B, 3) and which rows were held (bad). Updates
         the rows of `slots`; the model's pose.previous stays its own (unscaled) output."""
-        # Work in slot order: when the batch is a contiguous run of slots (every session of the
-        # engine stepping at once, the realtime steady state) the state rows are views, not copies.
-        order = np.argsort(slots)
-        ordered = slots[order]
-        rows: slice | npt.NDArray[np.int64] = ordered
-        if len(ordered) and ordered[-1] - ordered[0] + 1 == len(ordered):
-            rows = slice(int(ordered[0]), int(ordered[-1]) + 1)
-        guarded, held = self._guard(rows, pose[order])
-        if energy is not None and (energy != 1.0).any():
-            e = energy[order, None]
-            scaled = NEUTRAL + e * (guarded[:, :ANGLES] - NEUTRAL)
-            guarded[:, :ANGLES] = np.clip(scaled, _LO, _HI)
-        joints = axis_angle_to_quat(guarded[:, :ANGLES].reshape(-1, smpl.NUM_JOINTS, 3)).astype(np.float32)
-        root = guarded[:, ANGLES:]
-        a = alpha[order]
-        if (a > 0).all():
-            joints, root = self._low_pass(rows, joints, root, a)
-        elif (a > 0).any():
-            smooth = np.flatnonzero(a > 0)
-            joints[smooth], root[smooth] = self._low_pass(
-                ordered[smooth], joints[smooth], root[smooth], a[smooth]
-            )
+        order = np.argsort(slots)  # slot order: the state rows are read and written in sequence
+        rows = np.ascontiguousarray(slots[order], np.int64)
+        n = len(rows)
+        joints, root, held = (
+            np.empty((n, smpl.NUM_JOINTS, 4), np.float32),
+            np.empty((n, 3), np.float32),
+            np.empty(n, bool),
+        )
+        scale = np.ones(n, np.float32) if energy is None else np.ascontiguousarray(energy[order], np.float32)
+        raw, smoothing = (
+            np.ascontiguousarray(pose[order], np.float32),
+            np.ascontiguousarray(alpha[order], np.float32),
+        )
+        bad, clamped = _post_rows(
+            rows, raw, smoothing, scale, self.dt, self.last_good, self.has_good, self.bad_run,
+            self.started, self.q_stages, self.q_out, self.r_stages, joints, root, held,
+        )  # fmt: skip
+        with self.stats._lock:  # one update per batch instead of one lock round per session
+            self.stats.outputs += n
+            self.stats.held += bad
+            self.stats.clamped += clamped
         if self.planter is not None:
             joints, root = self.planter.step(rows, joints)
         out_joints, out_root, out_held = np.empty_like(joints), np.empty_like(root), np.empty_like(held)
         out_joints[order], out_root[order], out_held[order] = joints, root, held
         return out_joints, out_root, out_held
 
-    def _guard(self, rows: slice | npt.NDArray[np.int64], pose: F32) -> tuple[F32, npt.NDArray[np.bool_]]:
-        x = np.array(pose, dtype=np.float32)
-        angles, root = x[:, :ANGLES], x[:, ANGLES:]
-        with np.errstate(invalid="ignore"):
-            bad = ~np.isfinite(x).all(axis=1)
-            bad |= (angles < _GROSS_LO).any(axis=1) | (angles > _GROSS_HI).any(axis=1)
-        last = self.last_good[rows].copy()
-        step = root - last[:, ANGLES:]
-        distance = np.where(self.has_good[rows], np.linalg.norm(step, axis=1), 0.0)
-        bad |= distance > GROSS_ROOT_SPEED_M_S * self.dt
-        clamped_angles = np.clip(angles, _LO, _HI)
-        clamped = (clamped_angles != angles).any(axis=1)
-        angles[:] = clamped_angles
-        fast = distance > MAX_ROOT_SPEED_M_S * self.dt
-        scale = MAX_ROOT_SPEED_M_S * self.dt / np.where(fast, distance, 1.0)
-        root[fast] = last[fast, ANGLES:] + step[fast] * scale[fast, None]
-        clamped |= fast
-        x[bad] = last[bad]
-        good = ~bad
-        self.last_good[rows] = np.where(good[:, None], x, last)
-        self.has_good[rows] |= good
-        self.bad_run[rows] = np.where(bad, self.bad_run[rows] + 1, 0)
-        n_bad = int(bad.sum())
-        with self.stats._lock:  # one update per batch instead of one lock round per session
-            self.stats.outputs += len(x)
-            self.stats.held += n_bad
-            self.stats.clamped += int((clamped & good).sum())
-        return x, bad
 
-    def _low_pass(
-        self, rows: slice | npt.NDArray[np.int64], q: F32, root: F32, alpha: F32
-    ) -> tuple[F32, F32]:
-        started = self.started[rows]
-        # Sign continuity: flip q onto the previous output's hemisphere (a new row has none).
-        dot = np.einsum("bjk,bjk->bj", q, self.q_out[rows])
-        sign = np.where((dot < 0.0) & started[:, None], np.float32(-1.0), np.float32(1.0))
-        q = q * sign[..., None]
-        qs, rs = self.q_stages[rows], self.r_stages[rows]  # views for a slice, copies for an index
-        a = np.where(started, alpha, np.float32(1.0))  # a first sample starts both stages at it
-        qs[:, 0] += a[:, None, None] * (q - qs[:, 0])
-        qs[:, 1] += a[:, None, None] * (qs[:, 0] - qs[:, 1])
-        rs[:, 0] += a[:, None] * (root - rs[:, 0])
-        rs[:, 1] += a[:, None] * (rs[:, 0] - rs[:, 1])
-        out = qs[:, 1] / np.maximum(np.linalg.norm(qs[:, 1], axis=-1, keepdims=True), np.float32(1e-12))
-        self.q_out[rows] = out
-        if not isinstance(rows, slice):
-            self.q_stages[rows], self.r_stages[rows] = qs, rs
-        self.started[rows] = True
-        return out, rs[:, 1].copy()
+@jit
+def _post_rows(
+    rows: npt.NDArray[np.int64],
+    pose: F32,
+    alpha: F32,
+    energy: F32,
+    dt: float,
+    last_good: F32,
+    has_good: npt.NDArray[np.bool_],
+    bad_run: npt.NDArray[np.int64],
+    started: npt.NDArray[np.bool_],
+    q_stages: F32,
+    q_out: F32,
+    r_stages: F32,
+    joints: F32,
+    root: F32,
+    held: npt.NDArray[np.bool_],
+) -> tuple[int, int]:
+    """MotionPost.step's rules for each row b of a batch, state row rows[b]: the guard (a non-finite
+    or grossly out-of-range output, or a root jump, is bad and replaced by the last good one; a good
+    one is clamped to the joint limits and the root speed), the energy scale, axis-angle to
+    quaternions, and, where alpha[b] > 0, the second-order low-pass with sign continuity. Writes
+    `joints`, `root`, `held`; returns how many rows were bad and how many good ones were clamped.
+    float32 as the numpy rules it replaced (the tests' oracles check it within 1e-5)."""
+    gross, limit = np.float32(GROSS_ROOT_SPEED_M_S * dt), np.float32(MAX_ROOT_SPEED_M_S * dt)
+    x = np.empty(POSE_DIM, np.float32)
+    n_bad = n_clamped = 0
+    for b in range(len(rows)):
+        r = rows[b]
+        bad = False
+        for k in range(POSE_DIM):
+            x[k] = pose[b, k]
+            if not np.isfinite(x[k]) or (k < ANGLES and not _GROSS_LO[k] <= x[k] <= _GROSS_HI[k]):
+                bad = True
+        distance = np.float32(0.0)
+        if has_good[r]:
+            squares = np.float32(0.0)
+            for k in range(ANGLES, POSE_DIM):
+                squares += (x[k] - last_good[r, k]) ** 2
+            distance = np.sqrt(squares)
+        if distance > gross:
+            bad = True
+        clamped = False
+        for k in range(ANGLES):
+            limited = min(max(x[k], _LO[k]), _HI[k])
+            if limited != x[k]:
+                clamped = True
+            x[k] = limited
+        if distance > limit:  # the root moves at the speed limit towards where the model put it
+            shrink = limit / distance
+            for k in range(ANGLES, POSE_DIM):
+                x[k] = last_good[r, k] + (x[k] - last_good[r, k]) * shrink
+            clamped = True
+        if bad:
+            x[:] = last_good[r]
+            bad_run[r] += 1
+            n_bad += 1
+        else:
+            last_good[r] = x
+            has_good[r] = True
+            bad_run[r] = 0
+            n_clamped += clamped
+        held[b] = bad
+        e = energy[b]
+        if e != 1.0:  # around the neutral stance, within the limits; pose.previous stays unscaled
+            for k in range(ANGLES):
+                x[k] = min(max(NEUTRAL[k] + e * (x[k] - NEUTRAL[k]), _LO[k]), _HI[k])
+        for j in range(smpl.NUM_JOINTS):  # bridge.rig.rotations.axis_angle_to_quat, in float64
+            vx, vy, vz = np.float64(x[3 * j]), np.float64(x[3 * j + 1]), np.float64(x[3 * j + 2])
+            angle = math.sqrt(vx * vx + vy * vy + vz * vz)
+            # sin(θ/2)/θ ≈ 1/2 - θ²/48 near zero.
+            sine = 0.5 - angle * angle / 48.0 if angle < SMALL_ANGLE else math.sin(0.5 * angle) / angle
+            joints[b, j, 0], joints[b, j, 1], joints[b, j, 2] = vx * sine, vy * sine, vz * sine
+            joints[b, j, 3] = math.cos(0.5 * angle)
+        root[b] = x[ANGLES:]
+        if alpha[b] > 0:
+            _low_pass(joints[b], root[b], alpha[b], started[r], q_stages[r], q_out[r], r_stages[r])
+            started[r] = True
+    return n_bad, n_clamped
+
+
+@jit
+def _low_pass(
+    q: F32, root: F32, alpha: float, started: bool, q_stages: F32, q_out: F32, r_stages: F32
+) -> None:
+    """One row's second-order low-pass, in place on `q` (24, 4) and `root` (3,): each quaternion
+    first flipped onto the previous output's hemisphere; a row not yet started starts both stages
+    at its sample."""
+    a = alpha if started else np.float32(1.0)
+    for j in range(len(q)):
+        dot = np.float32(0.0)
+        for k in range(4):
+            dot += q[j, k] * q_out[j, k]
+        sign = np.float32(-1.0) if dot < 0 and started else np.float32(1.0)
+        squares = np.float32(0.0)
+        for k in range(4):
+            q_stages[0, j, k] += a * (sign * q[j, k] - q_stages[0, j, k])
+            q_stages[1, j, k] += a * (q_stages[0, j, k] - q_stages[1, j, k])
+            squares += q_stages[1, j, k] ** 2
+        norm = max(np.sqrt(squares), np.float32(1e-12))
+        for k in range(4):
+            q[j, k] = q_out[j, k] = q_stages[1, j, k] / norm
+    for k in range(3):
+        r_stages[0, k] += a * (root[k] - r_stages[0, k])
+        r_stages[1, k] += a * (r_stages[0, k] - r_stages[1, k])
+        root[k] = r_stages[1, k]
+
+
+def compile_all() -> None:
+    """Compile (or load from the cache) the motion post-processing's kernels, foot planting's too:
+    what scripts/install.sh runs."""
+    foot_plant.compile_all()
+    MotionPost(GuardStats(), 1 / 60, foot_plant=True)

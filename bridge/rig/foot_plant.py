@@ -10,7 +10,7 @@ pinned by two-bone leg IK). Per-row state is the caller's (the choreographer) or
 The maths runs row by row in numba-compiled loops. Per row it is a few hundred scalar operations on
 3-vectors, which numpy spent as as many array calls: 1.1 ms a call even for one session, most of the
 served post-processing. Compiled, a row costs about a microsecond. numba compiles once per checkout
-(some 20 s on two cores; scripts/install.sh does it, `compile_all`) and caches the code beside this
+(some 15 s on two cores; scripts/install.sh does it, `compile_all`) and caches the code beside this
 module (`cache=True`); `FootPlanter()` loads or compiles it (0.5 s loaded), so the first served frame
 does not.
 """
@@ -18,13 +18,11 @@ does not.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from typing import Any, TypeVar, cast
 
-import numba
 import numpy as np
 import numpy.typing as npt
 
+from bridge.compiled import jit
 from bridge.rig.smpl import PARENTS, REST_OFFSETS
 
 __all__ = [
@@ -42,9 +40,6 @@ __all__ = [
 F32 = npt.NDArray[np.float32]
 F64 = npt.NDArray[np.float64]
 Rows = slice | npt.NDArray[np.int64]
-_Fn = TypeVar("_Fn", bound=Callable[..., Any])
-# numba has no type hints: the compiled functions keep their Python signatures for mypy.
-_jit = cast(Callable[[_Fn], _Fn], numba.njit(cache=True, nogil=True))
 
 # The two leg chains, left first: hip, knee, ankle (their rotations), then the toe's offset.
 _CHAIN = np.array(((1, 4, 7, 10), (2, 5, 8, 11)))
@@ -77,7 +72,7 @@ Q4 = tuple[float, float, float, float]
 _PELVIS_AT = (float(_PELVIS[0]), float(_PELVIS[1]), float(_PELVIS[2]))
 
 
-@_jit
+@jit
 def _matrix(q: F64, out: F64) -> None:
     """Unit quaternion (4,) xyzw → rotation matrix (3, 3), into `out`."""
     x, y, z, w = q[0], q[1], q[2], q[3]
@@ -86,7 +81,7 @@ def _matrix(q: F64, out: F64) -> None:
     out[2, 0], out[2, 1], out[2, 2] = 2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)
 
 
-@_jit
+@jit
 def _product(a: F64, b: F64, out: F64) -> None:
     """3x3 matrix product a · b into `out`."""
     for i in range(3):
@@ -94,37 +89,37 @@ def _product(a: F64, b: F64, out: F64) -> None:
             out[i, j] = a[i, 0] * b[0, j] + a[i, 1] * b[1, j] + a[i, 2] * b[2, j]
 
 
-@_jit
+@jit
 def _vec(a: F64) -> V3:
     return (a[0], a[1], a[2])
 
 
-@_jit
+@jit
 def _put(row: F64, v: V3) -> None:
     row[0], row[1], row[2] = v
 
 
-@_jit
+@jit
 def _add(a: V3, b: V3) -> V3:
     return (a[0] + b[0], a[1] + b[1], a[2] + b[2])
 
 
-@_jit
+@jit
 def _sub(a: V3, b: V3) -> V3:
     return (a[0] - b[0], a[1] - b[1], a[2] - b[2])
 
 
-@_jit
+@jit
 def _dot(a: V3, b: V3) -> float:
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 
 
-@_jit
+@jit
 def _cross(a: V3, b: V3) -> V3:
     return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
 
 
-@_jit
+@jit
 def _rotate(m: F64, v: V3) -> V3:
     """3x3 matrix times vector."""
     return (
@@ -134,7 +129,7 @@ def _rotate(m: F64, v: V3) -> V3:
     )
 
 
-@_jit
+@jit
 def _unrotate(m: F64, v: V3) -> V3:
     """The transposed (inverse) rotation times vector."""
     return (
@@ -144,7 +139,7 @@ def _unrotate(m: F64, v: V3) -> V3:
     )
 
 
-@_jit
+@jit
 def _hamilton(a: Q4, b: Q4) -> Q4:
     """Quaternion product a ⊗ b (b first, then a), xyzw (bridge.rig.rotations.quat_multiply)."""
     return (
@@ -155,17 +150,17 @@ def _hamilton(a: Q4, b: Q4) -> Q4:
     )
 
 
-@_jit
+@jit
 def _wrap(angle: float) -> float:
     return (angle + np.pi) % (2 * np.pi) - np.pi
 
 
-@_jit
+@jit
 def _angle(cosine: float) -> float:
     return math.acos(min(max(cosine, -1.0), 1.0))
 
 
-@_jit
+@jit
 def _leg(q: F64, leg: int, local: F64, frames: F64, joints: F64) -> None:
     """Forward kinematics of one leg of a row, root at the origin. `q` (24, 4) the row's local
     rotations. Writes the leg's local rotation matrices `local` (3, 3, 3: hip, knee, ankle), the world
@@ -186,7 +181,7 @@ def _leg(q: F64, leg: int, local: F64, frames: F64, joints: F64) -> None:
     _put(joints[3], toe)
 
 
-@_jit
+@jit
 def _to_parent(frame: F64, world: Q4, q: F64, out: F64) -> None:
     """A joint's new rotation `world` · (its old world rotation), written as its local rotation:
     `world` taken into the parent's `frame` as it was, times the joint's old local rotation `q`."""
@@ -194,7 +189,7 @@ def _to_parent(frame: F64, world: Q4, q: F64, out: F64) -> None:
     out[0], out[1], out[2], out[3] = _hamilton((x, y, z, world[3]), (q[0], q[1], q[2], q[3]))
 
 
-@_jit
+@jit
 def _ik(q: F64, leg: int, frames: F64, joints: F64, ankle: V3, yaw: float, out: F64) -> None:
     """Two-bone IK of one leg: the local rotations `out` (3, 4) of its hip, knee and ankle (`q`, with
     `frames` and `joints` from `_leg`) turned so that its ankle reaches `ankle` (root at the origin)
@@ -234,7 +229,7 @@ def _ik(q: F64, leg: int, frames: F64, joints: F64, ankle: V3, yaw: float, out: 
     _to_parent(frames[2], turn, q[_CHAIN[leg, 2]], out[2])
 
 
-@_jit
+@jit
 def _stance(left: float, right: float, was: int, started: bool) -> int:
     """The stance foot from the feet's contact heights: the lower foot, changing only when the other
     is lower by STANCE_HYSTERESIS_M (so a foot does not flicker between two near-level feet); a row
@@ -245,7 +240,7 @@ def _stance(left: float, right: float, was: int, started: bool) -> int:
     return 1 - was if contact[1 - was] < contact[was] - STANCE_HYSTERESIS_M else was
 
 
-@_jit
+@jit
 def _root(toes: F64, lowest: float, stance: int, replant: tuple[bool, bool], plant: F64, root: F64) -> V3:
     """The root translation that keeps the stance toe on its plant point and the lowest contact
     `lowest` at FLOOR_Y. Feet in `replant` are put down now at the previous root `root` plus their
@@ -256,7 +251,7 @@ def _root(toes: F64, lowest: float, stance: int, replant: tuple[bool, bool], pla
     return (plant[stance, 0] - toes[stance, 0], FLOOR_Y - lowest, plant[stance, 2] - toes[stance, 2])
 
 
-@_jit
+@jit
 def _leg_joints_rows(q: F64, out: F64) -> None:
     local, frames = np.empty((3, 3, 3)), np.empty((3, 3, 3))
     for b in range(len(q)):
@@ -280,7 +275,7 @@ def feet(local_quats: npt.ArrayLike) -> tuple[F64, F64]:
     return joints[:, :, 3], np.minimum(joints[:, :, 2, 1], joints[:, :, 3, 1])
 
 
-@_jit
+@jit
 def _ik_rows(q: F64, ankle: F64, yaw: F64, out: F64) -> None:
     local, frames, joints = np.empty((3, 3, 3)), np.empty((3, 3, 3)), np.empty((4, 3))
     for b in range(len(q)):
@@ -299,7 +294,7 @@ def leg_ik(local_quats: npt.ArrayLike, ankle: npt.ArrayLike, yaw: npt.ArrayLike)
     return out
 
 
-@_jit
+@jit
 def _plant_root_rows(
     toes: F64,
     contact: F64,
@@ -330,7 +325,7 @@ def plant_root(
     return _plant_root_rows(toes, contact_y, stance.astype(np.int64), replant, plant, root)
 
 
-@_jit
+@jit
 def _plant_rows(
     joints: F32,
     rows: npt.NDArray[np.int64],
