@@ -173,20 +173,29 @@ def per_worker(before: Samples, after: Samples, seconds: float, model: str) -> l
                 out[d["worker"]] += v - before.get((n, lab), 0.0)
         return out
 
+    def histogram(stage: str, part: str, **labels: str) -> dict[str, float]:
+        """A stage histogram's _sum, _count or _bucket (end_to_end is a family of its own)."""
+        if stage == "end_to_end":
+            return delta(f"avatar_bridge_end_to_end_seconds_{part}", model=model, **labels)
+        return delta(f"avatar_bridge_stage_seconds_{part}", stage=stage, model=model, **labels)
+
     frames = delta("avatar_bridge_frames_published_total", model=model)
     stages = {
-        stage: (
-            delta("avatar_bridge_stage_seconds_sum", stage=stage, model=model),
-            delta("avatar_bridge_stage_seconds_count", stage=stage, model=model),
-        )
-        for stage in ("engine", "post", "publish")
+        stage: (histogram(stage, "sum"), histogram(stage, "count"))
+        for stage in ("queue", "engine", "post", "publish", "end_to_end")
     }
+    # Calls slower than a frame and than three, per stage, from the histogram buckets (LATENCY_BUCKETS_S
+    # has 0.016 and 0.05): where a tick's tail comes from inside a worker, if it does.
+    within = {(stage, le): histogram(stage, "bucket", le=le) for stage in stages for le in ("0.016", "0.05")}
     rows = []
     for worker in sorted(frames, key=int):
         row: dict[str, Any] = {"worker": int(worker), "frames_per_s": round(frames[worker] / seconds, 1)}
         for stage, (total, count) in stages.items():
             n = count.get(worker, 0.0)
             row[f"{stage}_ms_mean"] = round(1e3 * total.get(worker, 0.0) / n, 3) if n else 0.0
+            for le, name in (("0.016", "16ms"), ("0.05", "50ms")):
+                row[f"{stage}_calls_over_{name}"] = int(n - within[stage, le].get(worker, 0.0))
+        row["calls"] = int(stages["engine"][1].get(worker, 0.0))
         rows.append(row)
     return rows
 
@@ -376,6 +385,7 @@ def bench_model(
             )
             out.append(record(manifest.name, n, workers, reports, per_w, baseline) | {"cpu": cpu})
             print(_row(out[-1]), flush=True)
+            print(f"    {_slow_calls(per_w)}", flush=True)
             for c in sorted(cpu, key=lambda c: -c["cpu_percent"]):
                 threads = ", ".join(f"{name} {u:.0f}" for name, u in c["busiest_threads"])
                 print(
@@ -417,6 +427,17 @@ def stop_mps() -> None:
 
 
 # ------------------------------------------------------------------------------------------ output
+def _slow_calls(per_w: list[dict[str, Any]]) -> str:
+    calls = sum(w["calls"] for w in per_w)
+
+    def over(stage: str, limit: str) -> int:
+        return sum(w[f"{stage}_calls_over_{limit}"] for w in per_w)
+
+    stages = ("queue", "engine", "post", "publish", "end_to_end")
+    slow = ", ".join(f"{stage} {over(stage, '16ms')}/{over(stage, '50ms')}" for stage in stages)
+    return f"calls over 16/50 ms of {calls} in the workers: {slow}"
+
+
 def _row(r: dict[str, Any]) -> str:
     workers = " ".join(f"{w['frames_per_s']:.0f}" for w in r["per_worker"])
     return (
