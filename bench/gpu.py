@@ -374,6 +374,7 @@ def bench_model(
         "--max-queue-delay-us", str(QUEUE_DELAY_US),
         "--prepare-workers", str(args.prepare_workers if model == "face" else 1),
         *(["--frames-hwm", str(args.frames_hwm)] if args.frames_hwm else []),
+        *args.serve_args.split(),
     ]  # fmt: skip
     out = []
     log = args.out.with_suffix(f".{model}-{workers}.log")
@@ -592,6 +593,7 @@ def save(
         "baseline": "PyTorch eager float32, one call per session per frame, same device, same run",
         "fps_per_session_target": FPS,
         "max_queue_delay_us": QUEUE_DELAY_US,
+        "serve_args": args.serve_args,
         "face_prepare_workers_per_worker": args.prepare_workers,
         "seconds_per_scenario": args.seconds,
         "warmup_s": args.warmup,

@@ -44,6 +44,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         help="serve --frames-hwm: messages queued per subscriber on the public frames port (serve's default)",
     )
+    parser.add_argument(
+        "--serve-args",
+        default="",
+        help='more `serve` flags for the bridge under test, e.g. "--scheduler tick" (an A/B run)',
+    )
     parser.add_argument("--mps", action="store_true", help="run the CUDA MPS daemon for the benchmark")
     parser.add_argument(
         "--device", choices=("auto", "cuda", "cpu"), default="auto", help="cpu: a smoke run without a GPU"
