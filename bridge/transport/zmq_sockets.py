@@ -396,8 +396,7 @@ class BridgeSockets:
         while self._router_monitor is not None and self._router_monitor.poll(0):
             event = recv_monitor_message(self._router_monitor)
             reasons.append(HANDSHAKE_FAILURES.get(int(event["event"]), "other"))
-        with self._pub_lock:
-            self._read_subscriptions()
+        with self._pub_lock:  # the frames socket's come in as its subscriptions are read (each loop turn)
             reasons += self._pub_handshake_failures
             self._pub_handshake_failures = []
         return reasons
