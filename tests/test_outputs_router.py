@@ -233,7 +233,9 @@ def test_record_then_replay_at_original_timing(tmp_path: Path) -> None:
     assert [r.topic.decode()[:6] for r in records] == ["event/"] + ["frame/"] * 10 + ["event/"]
     assert [r.payload for r in records[1:11]] == payloads  # byte for byte
     recorded = (np.array([r.t_recv_ns for r in records]) - records[0].t_recv_ns) / 1e9
-    assert np.diff(recorded[1:11]).min() > 0.01
+    # The sender's 20 ms spacing, kept: over the ten frames (one receive delayed on a loaded machine
+    # shortens the gap after it, 8 ms once in a CI rehearsal), and in order.
+    assert recorded[10] - recorded[1] > 9 * 0.015 and np.all(np.diff(recorded) >= 0)
     recordings = load_recordings(log_path)
     assert list(recordings) == [SESSION] and len(recordings[SESSION].frames) == 10
     assert recordings[SESSION].info.from_event

@@ -91,6 +91,11 @@ class FramesForwarder:
         return self.process is not None and self.process.is_alive()
 
     @property
+    def serving(self) -> bool:
+        """Alive and bound: a restarted process still importing is alive, not yet serving."""
+        return self.alive and self._shared.ready.is_set()
+
+    @property
     def refused(self) -> int:
         return int(self._shared.refused.value)
 

@@ -57,7 +57,7 @@ class FrontEndMetrics(MetricsEndpoint):
         down = [str(w.index) for w in self.front.workers if not (w.ready and w.alive)]
         if down:
             return False, f"worker {', '.join(down)} restarting"
-        if not self.front.frames.alive:
+        if not self.front.frames.serving:
             return False, "the frames forwarder is restarting"
         return True, "ok"
 
