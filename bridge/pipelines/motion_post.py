@@ -171,21 +171,16 @@ class MotionPost:
         Returns joint quaternions (B, 24, 4), root (B, 3) and which rows were held (bad). Updates
         the rows of `slots`; the model's pose.previous stays its own (unscaled) output."""
         order = np.argsort(slots)  # slot order: the state rows are read and written in sequence
-        rows = np.ascontiguousarray(slots[order], np.int64)
+        rows = np.asarray(slots[order], np.int64)
         n = len(rows)
-        joints, root, held = (
-            np.empty((n, smpl.NUM_JOINTS, 4), np.float32),
-            np.empty((n, 3), np.float32),
-            np.empty(n, bool),
-        )
-        scale = np.ones(n, np.float32) if energy is None else np.ascontiguousarray(energy[order], np.float32)
-        raw, smoothing = (
-            np.ascontiguousarray(pose[order], np.float32),
-            np.ascontiguousarray(alpha[order], np.float32),
-        )
+        joints = np.empty((n, smpl.NUM_JOINTS, 4), np.float32)
+        root = np.empty((n, 3), np.float32)
+        held = np.empty(n, bool)
+        scale = np.ones(n, np.float32) if energy is None else np.asarray(energy[order], np.float32)
         bad, clamped = _post_rows(
-            rows, raw, smoothing, scale, self.dt, self.last_good, self.has_good, self.bad_run,
-            self.started, self.q_stages, self.q_out, self.r_stages, joints, root, held,
+            rows, np.asarray(pose[order], np.float32), np.asarray(alpha[order], np.float32), scale,
+            self.dt, self.last_good, self.has_good, self.bad_run, self.started, self.q_stages,
+            self.q_out, self.r_stages, joints, root, held,
         )  # fmt: skip
         with self.stats._lock:  # one update per batch instead of one lock round per session
             self.stats.outputs += n

@@ -11,8 +11,8 @@ The maths runs row by row in numba-compiled loops. Per row it is a few hundred s
 3-vectors, which numpy spent as as many array calls: 1.1 ms a call even for one session, most of the
 served post-processing. Compiled, a row costs about a microsecond. numba compiles once per checkout
 (some 15 s on two cores; scripts/install.sh does it, `compile_all`) and caches the code beside this
-module (`cache=True`); `FootPlanter()` loads or compiles it (0.5 s loaded), so the first served frame
-does not.
+module (`cache=True`); `FootPlanter()` loads or compiles it (the first compiled call of a process
+takes ~1 s, numba's runtime loading), so the first served frame does not.
 """
 
 from __future__ import annotations
@@ -130,16 +130,6 @@ def _rotate(m: F64, v: V3) -> V3:
 
 
 @jit
-def _unrotate(m: F64, v: V3) -> V3:
-    """The transposed (inverse) rotation times vector."""
-    return (
-        m[0, 0] * v[0] + m[1, 0] * v[1] + m[2, 0] * v[2],
-        m[0, 1] * v[0] + m[1, 1] * v[1] + m[2, 1] * v[2],
-        m[0, 2] * v[0] + m[1, 2] * v[1] + m[2, 2] * v[2],
-    )
-
-
-@jit
 def _hamilton(a: Q4, b: Q4) -> Q4:
     """Quaternion product a ⊗ b (b first, then a), xyzw (bridge.rig.rotations.quat_multiply)."""
     return (
@@ -185,7 +175,7 @@ def _leg(q: F64, leg: int, local: F64, frames: F64, joints: F64) -> None:
 def _to_parent(frame: F64, world: Q4, q: F64, out: F64) -> None:
     """A joint's new rotation `world` · (its old world rotation), written as its local rotation:
     `world` taken into the parent's `frame` as it was, times the joint's old local rotation `q`."""
-    x, y, z = _unrotate(frame, (world[0], world[1], world[2]))
+    x, y, z = _rotate(frame.T, (world[0], world[1], world[2]))  # the inverse rotation
     out[0], out[1], out[2], out[3] = _hamilton((x, y, z, world[3]), (q[0], q[1], q[2], q[3]))
 
 
