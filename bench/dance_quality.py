@@ -40,7 +40,6 @@ from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
-import soundfile
 import torch
 from scipy.ndimage import gaussian_filter1d
 
@@ -55,6 +54,8 @@ from bridge.choreography.metrics import (
     planted,
 )
 from bridge.media.midi_songs import fluidsynth_available, midi_song
+from bridge.media.recordings import BENCH as BENCH_RECORDINGS
+from bridge.media.recordings import Recording, read_mono
 from bridge.media.songs import synthesize_song
 from bridge.models.motion import AIST_STYLES, DanceLSTM, build_dance_lstm
 from bridge.outputs.bvh import CM_PER_M, bvh_text
@@ -79,20 +80,6 @@ REAL_SECONDS = 32.5
 BLOCKS = ("synthetic", "midi", "real")
 
 
-@dataclass(frozen=True)
-class RealSong:
-    package: str
-    path: Path
-    start_s: float
-    loops: int  # a short game loop is played back to back, as the game does
-    style: int
-
-
-REAL_SONGS = (
-    RealSong("chromium-bsu-data", Path("/usr/share/games/chromium-bsu/wav/music_game.wav"), 0.0, 5, 3),
-    RealSong("asc-music", Path("/usr/share/games/asc/music/time_to_strike.mp3"), 20.0, 1, 1),  # pop
-    RealSong("asc-music", Path("/usr/share/games/asc/music/frontiers.mp3"), 200.0, 1, 4),  # la_hiphop
-)
 ENGINES = Path(__file__).resolve().parents[1] / "engines"
 F32 = npt.NDArray[np.float32]
 Dancer = Callable[[F32, int], npt.NDArray[np.float64]]
@@ -149,14 +136,11 @@ def offline_beats(envelope: npt.NDArray[np.float64], fps: float = 60.0) -> npt.N
     return np.round(grid + phase).astype(np.int64)[: int((e.size - phase) / period)]
 
 
-def _real_clip(song: RealSong, seed: int) -> Clip:
+def _real_clip(song: Recording, seed: int) -> Clip:
     """A loop is played whole, `loops` times (cutting it would break its beat grid at each seam);
     a song gives REAL_SECONDS from its start time."""
-    with soundfile.SoundFile(str(song.path)) as f:
-        rate = int(f.samplerate)
-        f.seek(int(song.start_s * rate))
-        pcm = np.asarray(f.read(-1 if song.loops > 1 else int(REAL_SECONDS * rate), "float32", True))
-    rows = MusicFeatureStream(rate, 60.0).push(np.tile(pcm.mean(axis=1), song.loops))
+    pcm, rate = read_mono(song, REAL_SECONDS)
+    rows = MusicFeatureStream(rate, 60.0).push(pcm)
     beats = _scored(offline_beats(rows[:, 0].astype(np.float64)), len(rows))
     where = f" from {song.start_s:.0f} s" if song.start_s else f" x{song.loops}" if song.loops > 1 else ""
     return Clip(f"{song.path.name}{where}", rows, beats, song.style, seed)
@@ -357,10 +341,10 @@ def main() -> None:
             title = f"real instruments (fluidsynth GM): {len(midi)} MIDI songs, {a.seconds:.0f} s each"
             report["real_instruments"] = _block(title, [(clip, None) for clip in midi], dancers)
     if "real" in a.blocks:
-        for song in REAL_SONGS:
+        for song in BENCH_RECORDINGS:
             if not song.path.exists():
                 print(f"\nreal recording {song.path} is missing (apt-get install {song.package}); skipped")
-        real = [_real_clip(song, 9050 + n) for n, song in enumerate(REAL_SONGS) if song.path.exists()]
+        real = [_real_clip(song, 9050 + n) for n, song in enumerate(BENCH_RECORDINGS) if song.path.exists()]
         if len(real) > 1:
             title = f"real recordings: {len(real)} songs from Debian packages, about {REAL_SECONDS} s each"
             report["real_recordings"] = _block(title, [(clip, None) for clip in real], dancers)

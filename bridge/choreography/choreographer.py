@@ -25,7 +25,7 @@ import numpy.typing as npt
 
 from bridge.choreography.moves import MOVES, knee_bend
 from bridge.choreography.styles import STYLES
-from bridge.pipelines.music_features import MeterTracker
+from bridge.pipelines.music_features import BEAT_COLUMN, MeterTracker
 from bridge.rig.foot_plant import feet, plant_root
 from bridge.rig.rotations import axis_angle_to_quat, quat_to_axis_angle
 from bridge.rig.smpl import JOINT_LIMIT_ROWS, NUM_JOINTS
@@ -34,7 +34,7 @@ __all__ = ["STATE_SIZE", "Choreographer", "choreograph"]
 
 F64 = npt.NDArray[np.float64]
 _MOVE_NAMES = tuple(MOVES)
-_ENV, _MFCC, _BEAT = 0, slice(1, 21), 34
+_ENV, _MFCC = 0, slice(1, 21)
 
 
 def _layout(*fields: tuple[str, int]) -> tuple[dict[str, slice], int]:
@@ -124,7 +124,7 @@ class Choreographer:
             s[_F["nov"]] += 0.005 * (gap - s[_F["nov"]])
             s[_F["env"]] += 0.004 * (env - s[_F["env"]])  # ~4 s: no wobble within a beat
             s[_F["env_max"]] = max(float(s[_F["env_max"]][0]) * 0.9995, float(s[_F["env"]][0]))
-            if row[_BEAT] > 0.5:
+            if row[BEAT_COLUMN] > 0.5:
                 interval = t - s[_F["last_beat"]][0]
                 period = s[_F["period"]][0]
                 if 0.4 * period < interval < 2.5 * period:

@@ -8,6 +8,11 @@ bridge's own streaming extractor exactly as served (bridge.pipelines.music_featu
 target is the choreographer's motion on those features (dancer seed 0, the bench's teacher). The
 MIDI songs' features can be made where fluidsynth is installed and trained on elsewhere
 (`--midi-cache`: written when missing, read when present; the targets are computed where it trains).
+`--recordings` adds real recordings that ship in Debian game-music packages (bridge.media.recordings:
+none of the benchmark's packages), whole tracks cut into pieces of `--seconds`, drawn
+`--recordings-weight` times as often as a generated song; their features can be made where the
+packages are installed (`--recordings-cache`, as for the MIDI songs). They need no beat labels: the
+target is the choreographer's dance on them, as on every song.
 
 Targets: the teacher's 72 joint angles and its root height; its horizontal root translation (which
 wanders over the floor as the planted feet carry it, and no model can know from the music) is not a
@@ -37,10 +42,12 @@ spread, and that standardisation is folded into the first LSTM layer's input wei
 the exported graph is the untrained model's graph. Validation: BAS of the free-running student
 (T=1 steps, each output fed back, feet planted as served) on songs with seeds the data and the bench
 never use (and, with MIDI songs, MIDI_VALIDATION rendered songs of seeds MIDI_VALIDATION_SEED+,
-also never in the bench); the best checkpoint is kept. Writes DIR/dance_lstm.pt ({"state_dict",
-"training"}: what `python -m bridge.choreography.export --weights` exports) and DIR/training.json
-(the same record with the loss log). Deterministic for a seed on the CPU; a GPU run reproduces within float
-tolerance, not bit for bit. `--cache` saves the generated data for reruns with other settings.
+also never in the bench; with recordings, six excerpts of a package training does not use, scored
+on the served tracker's beats); every validation song weighs the same; the best checkpoint is
+kept. Writes DIR/dance_lstm.pt ({"state_dict", "training"}: what `python -m
+bridge.choreography.export --weights` exports) and DIR/training.json (the same record with the loss
+log, each block's validation BAS too). Deterministic for a seed on the CPU; a GPU run reproduces
+within float tolerance, not bit for bit. `--cache` saves the generated data for reruns with other settings.
 """
 
 from __future__ import annotations
@@ -59,8 +66,10 @@ import torch
 
 from bridge.choreography.choreographer import choreograph
 from bridge.choreography.metrics import beat_align_score, joints_of, planted
+from bridge.media.recordings import TRAINING, VALIDATION, Recording, missing, read_mono
 from bridge.media.songs import synthesize_song
 from bridge.models.motion import AIST_STYLES, N_FEATURES, DanceLSTM, load_dance_lstm
+from bridge.pipelines.music_features import BEAT_COLUMN, MusicFeatureStream
 from bridge.rig.smpl import PARENTS, REST_OFFSETS
 
 __all__ = [
@@ -84,6 +93,13 @@ MIDI_DATA = (
     "fluidsynth with fluid-soundfont-gm (FluidR3_GM) at 48 kHz; features and targets as for the synthetic "
     "songs"
 )
+RECORDINGS_DATA = (
+    "pieces of real recordings from Debian game-music packages (bridge.media.recordings.TRAINING: "
+    "extremetuxracer-data, xmoto-data, lincity-ng-data, powermanga-data, freedroid-data; none of the "
+    "benchmark's packages), whole tracks cut into pieces of the song length; features as served, targets "
+    "the choreographer's dance on them (no beat labels needed); validation on six Neverball tracks "
+    "(neverball-data) scored on the served tracker's beats"
+)
 WARMUP = 240  # frames the beat tracker needs before the scores count (4 s)
 BURN_IN = 60  # frames of each training window that only warm the state up
 DATA = (
@@ -97,8 +113,6 @@ DATA = (
 def make_clip(args: tuple[int, float, int]) -> tuple[F32, F32, int, npt.NDArray[np.int64]]:
     """(song index, seconds, data seed) → features (T, 35), target poses (T, 75), style index, beat
     frames."""
-    from bridge.pipelines.music_features import MusicFeatureStream
-
     i, seconds, seed = args
     rng = np.random.default_rng([seed, i])
     bpm = float(rng.uniform(70.0, 180.0))
@@ -113,7 +127,6 @@ def make_midi_rows(args: tuple[int, float, int]) -> tuple[F32, int, npt.NDArray[
     """(song index, seconds, first song seed) → the served features (T, 35) of a MIDI song rendered
     by fluidsynth (genres cycled, tempo uniform 70-180 BPM), its style index and beat frames."""
     from bridge.media.midi_songs import GENRES, midi_song
-    from bridge.pipelines.music_features import MusicFeatureStream
 
     i, seconds, first = args
     bpm = float(np.random.default_rng([first, i]).uniform(70.0, 180.0))
@@ -127,39 +140,35 @@ def _teacher(args: tuple[F32, int]) -> F32:
 
 
 Clip = tuple[F32, F32, int, npt.NDArray[np.int64]]  # features, teacher poses, style, beat frames
+Rows = tuple[F32, int, npt.NDArray[np.int64]]  # features, style, beat frames
+_PARTS = ("train_", "val_")
 
 
-def _midi_data(songs: int, seconds: float, cache: Path | None, workers: int) -> tuple[list[Clip], list[Clip]]:
-    """The MIDI training and validation songs as clips: features from `cache` when it exists
-    (written otherwise), the teacher's poses computed here."""
-    parts = ("train_", "val_")
-    if cache is not None and cache.exists():
-        d = np.load(cache)
-        made = [
-            [
-                (f, int(s), b[b >= 0])
-                for f, s, b in zip(d[k + "features"], d[k + "styles"], d[k + "beats"], strict=True)
-            ]
-            for k in parts
+def _load_rows(cache: Path) -> list[list[Rows]]:
+    d = np.load(cache)
+    return [
+        [
+            (f, int(s), b[b >= 0])
+            for f, s, b in zip(d[k + "features"], d[k + "styles"], d[k + "beats"], strict=True)
         ]
-    else:
-        jobs = [
-            [(i, seconds, MIDI_SEED) for i in range(songs)],
-            [(i, 30.0, MIDI_VALIDATION_SEED) for i in range(MIDI_VALIDATION)],
-        ]
-        with ProcessPoolExecutor(max(workers, 1)) as pool:
-            made = [list(pool.map(make_midi_rows, j)) for j in jobs]
-        made = [[(f[: min(len(c[0]) for c in m)], st, b) for f, st, b in m] for m in made]  # one length
-        if cache is not None:
-            arrays: dict[str, npt.NDArray[Any]] = {}
-            for k, clips in zip(parts, made, strict=True):
-                beats = np.full((len(clips), max(len(c[2]) for c in clips)), -1, np.int64)
-                for n, c in enumerate(clips):
-                    beats[n, : len(c[2])] = c[2]
-                arrays[k + "features"] = np.stack([c[0] for c in clips])
-                arrays[k + "styles"] = np.array([c[1] for c in clips])
-                arrays[k + "beats"] = beats
-            np.savez_compressed(cache, allow_pickle=False, **arrays)
+        for k in _PARTS
+    ]
+
+
+def _save_rows(cache: Path, made: list[list[Rows]]) -> None:
+    arrays: dict[str, npt.NDArray[Any]] = {}
+    for k, clips in zip(_PARTS, made, strict=True):
+        beats = np.full((len(clips), max(len(c[2]) for c in clips)), -1, np.int64)
+        for n, c in enumerate(clips):
+            beats[n, : len(c[2])] = c[2]
+        arrays[k + "features"] = np.stack([c[0] for c in clips])
+        arrays[k + "styles"] = np.array([c[1] for c in clips])
+        arrays[k + "beats"] = beats
+    np.savez_compressed(cache, allow_pickle=False, **arrays)
+
+
+def _with_teacher(made: list[list[Rows]], workers: int) -> tuple[list[Clip], list[Clip]]:
+    """Training and validation rows with the teacher's poses, computed here."""
     with ProcessPoolExecutor(max(workers, 1)) as pool:
         train, val = (
             [
@@ -169,6 +178,65 @@ def _midi_data(songs: int, seconds: float, cache: Path | None, workers: int) -> 
             for m in made
         )
     return train, val
+
+
+def _midi_data(songs: int, seconds: float, cache: Path | None, workers: int) -> tuple[list[Clip], list[Clip]]:
+    """The MIDI training and validation songs as clips: features from `cache` when it exists
+    (written otherwise), the teacher's poses computed here."""
+    if cache is not None and cache.exists():
+        made = _load_rows(cache)
+    else:
+        jobs = [
+            [(i, seconds, MIDI_SEED) for i in range(songs)],
+            [(i, 30.0, MIDI_VALIDATION_SEED) for i in range(MIDI_VALIDATION)],
+        ]
+        with ProcessPoolExecutor(max(workers, 1)) as pool:
+            made = [list(pool.map(make_midi_rows, j)) for j in jobs]
+        made = [[(f[: min(len(c[0]) for c in m)], st, b) for f, st, b in m] for m in made]  # one length
+        if cache is not None:
+            _save_rows(cache, made)
+    return _with_teacher(made, workers)
+
+
+def recording_pieces(recording: Recording, seconds: float, style: int) -> list[Rows]:
+    """The served features of a whole recording cut into pieces of `seconds`, back to back, the last
+    one ending where the recording ends (overlapping the one before); none if it is shorter. Beats:
+    the served tracker's (column 34), which the teacher dances to."""
+    pcm, rate = read_mono(recording)
+    rows = MusicFeatureStream(rate, 60.0).push(pcm)
+    n = int(seconds * 60)
+    starts = list(range(0, len(rows) - n + 1, n))
+    if starts and starts[-1] + n < len(rows):
+        starts.append(len(rows) - n)
+    return [(rows[s : s + n], style, np.flatnonzero(rows[s : s + n, BEAT_COLUMN])) for s in starts]
+
+
+def _recording_job(args: tuple[Recording, float, int]) -> list[Rows]:
+    return recording_pieces(*args)
+
+
+def _recording_data(seconds: float, cache: Path | None, workers: int) -> tuple[list[Clip], list[Clip]]:
+    """Pieces of the packaged training recordings and the validation excerpts (bridge.media.recordings)
+    as clips: features from `cache` when it exists (written otherwise), the teacher's poses computed here."""
+    if cache is not None and cache.exists():
+        made = _load_rows(cache)
+    else:
+        if missing(TRAINING + VALIDATION):
+            raise SystemExit(
+                f"recordings missing: apt-get install {' '.join(missing(TRAINING + VALIDATION))}"
+            )
+        jobs = [(r, seconds, i % len(AIST_STYLES)) for i, r in enumerate(TRAINING)]
+        with ProcessPoolExecutor(max(workers, 1)) as pool:
+            pieces = [p for ps in pool.map(_recording_job, jobs) for p in ps]
+        val = []
+        for i, r in enumerate(VALIDATION):
+            pcm, rate = read_mono(r, 30.0)
+            rows = MusicFeatureStream(rate, 60.0).push(pcm)
+            val.append((rows, i % len(AIST_STYLES), np.flatnonzero(rows[:, BEAT_COLUMN])))
+        made = [pieces, [(f[: min(len(c[0]) for c in val)], s, b) for f, s, b in val]]
+        if cache is not None:
+            _save_rows(cache, made)
+    return _with_teacher(made, workers)
 
 
 def _clips(
@@ -294,6 +362,9 @@ def train(
     midi_songs: int = 0,
     midi_cache: Path | None = None,
     init: Path | None = None,
+    recordings: bool = False,
+    recordings_cache: Path | None = None,
+    recordings_weight: float = 1.0,
 ) -> Path:
     torch.manual_seed(seed)
     t0 = time.time()
@@ -316,6 +387,14 @@ def train(
         feats_np = np.concatenate([feats_np[:, :n], np.stack([c[0][:n] for c in midi])])
         poses_np = np.concatenate([poses_np[:, :n], np.stack([c[1][:n] for c in midi])])
         styles_np = np.concatenate([styles_np, np.array([c[2] for c in midi])])
+    recorded_val: list[Clip] = []
+    n_recorded = 0
+    if recordings:
+        recorded, recorded_val = _recording_data(seconds, recordings_cache, workers)
+        n_recorded, n = len(recorded), min(feats_np.shape[1], len(recorded[0][0]))
+        feats_np = np.concatenate([feats_np[:, :n], np.stack([c[0][:n] for c in recorded])])
+        poses_np = np.concatenate([poses_np[:, :n], np.stack([c[1][:n] for c in recorded])])
+        styles_np = np.concatenate([styles_np, np.array([c[2] for c in recorded])])
     hours = feats_np.shape[0] * feats_np.shape[1] / 60.0 / 3600.0
     print(f"data: {feats_np.shape[0]} songs, {hours:.2f} h, in {time.time() - t0:.0f} s", flush=True)
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -348,16 +427,30 @@ def train(
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, lr, total_steps=max(steps, 1), pct_start=0.05)
     gen = torch.Generator(device=device).manual_seed(seed)
     n_songs, n_frames = feats.shape[:2]
+    # Each recording piece is drawn `recordings_weight` times as often as a generated song.
+    weights = torch.ones(n_songs, device=device)
+    weights[n_songs - n_recorded :] = recordings_weight
     zero_pose = torch.zeros(batch, 75, device=device)
     h0 = torch.zeros(batch, model.layers, model.hidden, device=device)
     path, best = out / "dance_lstm.pt", -1.0
     log: list[dict[str, float]] = []
     info: dict[str, Any] = {
-        "model": "our own DanceLSTM distilled from our rule-based choreographer on synthetic songs",
+        "model": "our own DanceLSTM distilled from our rule-based choreographer (no mocap or dance data)",
         "command": "python -m bridge.choreography.train " + " ".join(sys.argv[1:]),
-        "data": DATA + (f"; and {midi_songs} {MIDI_DATA}" if midi_songs else ""),
+        "data": DATA
+        + (f"; and {midi_songs} {MIDI_DATA}" if midi_songs else "")
+        + (f"; and {n_recorded} {RECORDINGS_DATA}" if recordings else ""),
         "songs": int(feats_np.shape[0]),
         **({"midi_songs": midi_songs, "midi_validation_songs": len(midi_val)} if midi_songs else {}),
+        **(
+            {
+                "recording_pieces": n_recorded,
+                "recording_validation_clips": len(recorded_val),
+                "recordings_weight": recordings_weight,
+            }
+            if recordings
+            else {}
+        ),
         "hours": round(hours, 2),
         "seed": seed,
         "steps": steps,
@@ -370,9 +463,13 @@ def train(
         "log": log,
         "device": str(device),
     }
+    validation = {"synthetic": val, "midi": midi_val, "recordings": recorded_val}
     t_step = time.time()
     for step in range(steps):
-        idx = torch.randint(0, n_songs, (batch,), generator=gen, device=device)
+        if recordings_weight == 1.0:
+            idx = torch.randint(0, n_songs, (batch,), generator=gen, device=device)
+        else:
+            idx = torch.multinomial(weights, batch, replacement=True, generator=gen)
         start = torch.randint(0, n_frames - window, (batch,), generator=gen, device=device)
         # A quarter of the windows start at the song's start, from the zero state, as a session does.
         start = torch.where(torch.rand(batch, generator=gen, device=device) < 0.25, 0, start)
@@ -406,10 +503,10 @@ def train(
         opt.step()
         sched.step()
         if (step + 1) % max(steps // 8, 1) == 0 or step == steps - 1:
-            bas = _scores(model, val, (mean, std))
-            if midi_val:  # every validation song weighs the same
-                midi_bas = _scores(model, midi_val, (mean, std))
-                bas = (bas * len(val) + midi_bas * len(midi_val)) / (len(val) + len(midi_val))
+            blocks = {k: (_scores(model, v, (mean, std)), len(v)) for k, v in validation.items() if v}
+            bas = sum(b * n for b, n in blocks.values()) / sum(
+                n for _, n in blocks.values()
+            )  # songs weigh the same
             log.append(
                 {
                     "step": step + 1,
@@ -417,11 +514,14 @@ def train(
                     "velocity": lv.item(),
                     "acceleration": la.item(),
                     "val_bas": bas,
+                    **{f"val_{k}": b for k, (b, _) in blocks.items()},
                 }
             )
             print(
                 f"step {step + 1:5d} pose {lp.item():.4f} vel {lv.item():.4f} acc {la.item():.4f} "
-                f"val BAS {bas:.3f} ({time.time() - t0:.0f} s)",
+                f"val BAS {bas:.3f} ("
+                + ", ".join(f"{k} {b:.3f}" for k, (b, _) in blocks.items())
+                + f") ({time.time() - t0:.0f} s)",
                 flush=True,
             )
             if bas > best:
@@ -474,6 +574,15 @@ def main() -> None:
     ap.add_argument(
         "--midi-cache", type=Path, default=None, help="the MIDI songs' features: reused, or written here"
     )
+    ap.add_argument(
+        "--recordings", action="store_true", help="packaged real recordings (bridge.media.recordings) too"
+    )
+    ap.add_argument(
+        "--recordings-cache", type=Path, default=None, help="their features: reused, or written here"
+    )
+    ap.add_argument(
+        "--recordings-weight", type=float, default=1.0, help="how often a piece is drawn against a song"
+    )
     a = ap.parse_args()
     a.out.mkdir(parents=True, exist_ok=True)
     print(
@@ -499,6 +608,9 @@ def main() -> None:
             a.midi_songs,
             a.midi_cache,
             a.init,
+            a.recordings,
+            a.recordings_cache,
+            a.recordings_weight,
         )
     )
 

@@ -65,6 +65,7 @@ import soxr
 from bridge.runtime.state_slots import SlotLease, SlotPool
 
 __all__ = [
+    "BEAT_COLUMN",
     "FEATURE_DIM",
     "HOP",
     "N_FFT",
@@ -89,7 +90,7 @@ _ENVELOPE = 0
 _MFCC = slice(1, 1 + N_MFCC)
 _CHROMA = slice(_MFCC.stop, _MFCC.stop + N_CHROMA)
 _PEAK = _CHROMA.stop
-_BEAT = _PEAK + 1
+BEAT_COLUMN = _PEAK + 1  # the beat one-hot
 
 _CENS_FRAMES = 21
 _CENS_STEPS = np.array([0.05, 0.1, 0.2, 0.4])  # CENS quantisation: a value above k of these counts k
@@ -648,7 +649,7 @@ class MusicFeatureBatch:
         # The tracker takes frame j+1's values: this window's loud and low-band flux wait one wave.
         beat, accent = self._beats.step(rows, ix, env[:, -2], self._loud[ix], self._low[ix], frames)
         self._loud[ix], self._low[ix] = loud, low
-        out[:, _BEAT] = beat
+        out[:, BEAT_COLUMN] = beat
         return out, beat, accent
 
     def _chroma_cens(self, ix: _Index, chroma: _F64) -> _F64:
