@@ -326,6 +326,14 @@ def record(
         for name, n in r["errors"].items():
             errors[name] += n
     per_session_step = mean / sessions
+    # p99 of each second of the window (a generator's ticks are in order, 60 a second): a transient
+    # shows apart from the steady state.
+    by_second = [
+        percentile(
+            np.asarray([x for r in reports for x in r["latencies_ms"][k * int(FPS) : (k + 1) * int(FPS)]]), 99
+        )
+        for k in range(int(seconds))
+    ]
     fps = sum(r["frames_received_measured"] for r in reports) / sessions / seconds
     return {
         "model": model,
@@ -339,6 +347,7 @@ def record(
         "p99_ms": round(p99, 3),
         "mean_ms": round(mean, 3),
         "max_ms": round(float(steps.max()), 3) if steps.size else float("nan"),
+        "p99_ms_by_second": [round(x, 2) for x in by_second],
         "fps_per_session": round(fps, 2),
         "within_frame": p99 <= FRAME_MS and fps > 57,
         "ticks": int(steps.size),
@@ -387,6 +396,10 @@ def bench_model(
             out.append(record(manifest.name, n, workers, reports, per_w, baseline) | {"cpu": cpu})
             print(_row(out[-1]), flush=True)
             print(f"    {_slow_calls(per_w)}", flush=True)
+            print(
+                f"    p99 ms by second: {' '.join(f'{x:.0f}' for x in out[-1]['p99_ms_by_second'])}",
+                flush=True,
+            )
             for c in sorted(cpu, key=lambda c: -c["cpu_percent"]):
                 threads = ", ".join(f"{name} {u:.0f}" for name, u in c["busiest_threads"])
                 print(
