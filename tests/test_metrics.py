@@ -184,3 +184,35 @@ def test_gpu_memory_from_nvidia_smi(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     [total] = families["avatar_bridge_gpu_memory_total_bytes"].samples
     assert used.labels == {"gpu": "0", "name": "NVIDIA H200"} and used.value == 1024 * 2**20
     assert total.value == 143771 * 2**20
+
+
+def test_front_end_merges_worker_texts_by_family_with_a_worker_label() -> None:
+    from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+    from bridge.serving.front_metrics import worker_text
+
+    texts = []
+    for index in range(2):
+        registry = CollectorRegistry()
+        Counter("avatar_bridge_frames", "frames", ["model"], registry=registry).labels("dance").inc(index + 1)
+        Histogram("avatar_bridge_stage_seconds", "stage", registry=registry).observe(0.01 * (index + 1))
+        Gauge("process_open_fds", "fds", registry=registry).set(10 + index)
+        texts.append((index, generate_latest(registry).decode()))
+    merged = worker_text(texts)
+    families = {f.name: f for f in text_string_to_metric_families(merged)}
+    types = [line.split()[2] for line in merged.splitlines() if line.startswith("# TYPE")]
+    assert len(types) == len(set(types))  # each family once, all its samples in one block
+    frames = {
+        (s.labels["worker"], s.labels["model"]): s.value
+        for s in families["avatar_bridge_frames"].samples
+        if s.name.endswith("_total")
+    }
+    assert frames == {("0", "dance"): 1.0, ("1", "dance"): 2.0}
+    sums = {
+        s.labels["worker"]: s.value
+        for s in families["avatar_bridge_stage_seconds"].samples
+        if s.name.endswith("_sum")
+    }
+    assert sums == {"0": 0.01, "1": 0.02}
+    fds = {s.labels["worker"]: s.value for s in families["avatar_bridge_worker_process_open_fds"].samples}
+    assert fds == {"0": 10.0, "1": 11.0} and "process_open_fds" not in families  # not ours: renamed

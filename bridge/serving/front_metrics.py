@@ -22,7 +22,6 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
-from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector
 
 from bridge.protocol.errors import ErrorCode
@@ -50,6 +49,17 @@ class FrontEndMetrics(MetricsEndpoint):
     def __init__(self, front: FrontEnd, host: str, port: int) -> None:
         self.front = front
         super().__init__(FrontEndCollector(front), host, port)
+
+    def render(self) -> bytes:
+        """Every worker's /metrics merged (worker_text), then the front end's own."""
+        texts = []
+        for w in self.front.workers:
+            if w.metrics_port is None or not w.ready:
+                continue
+            status, text = _get(w.metrics_port, "/metrics")
+            if status == 200:
+                texts.append((w.index, text.decode()))
+        return worker_text(texts).encode() + super().render()
 
     def health(self) -> tuple[bool, str]:
         if time.monotonic() - self.front.heartbeat > HEALTH_STALE_S:
@@ -80,33 +90,43 @@ class FrontEndMetrics(MetricsEndpoint):
         return ready, {"ready": ready, "health": why, "workers": workers, "frames_forwarder": forwarder}
 
 
+def worker_text(texts: list[tuple[int, str]]) -> str:
+    """Workers' /metrics texts (worker index, text) as one exposition: each family once, its samples
+    from every worker labelled `worker`, process and Python families (not ours: the front end has its
+    own) renamed avatar_bridge_worker_*. Done on the text's lines rather than through
+    prometheus_client's parser: at 12 workers with their sessions that parser held the front end's GIL
+    for tens of milliseconds per scrape, and every input it routes waited (a scrape showed as a p99
+    spike at 2048 sessions); relabelling a line is a few string operations."""
+    families: dict[str, tuple[list[str], list[str]]] = {}  # name -> (HELP and TYPE lines, samples)
+    for index, text in texts:
+        samples: list[str] = []
+        rename = False
+        for line in text.splitlines():
+            if line.startswith(("# HELP ", "# TYPE ")):
+                name = line.split(" ", 3)[2]
+                rename = not name.startswith(PREFIX)  # every sample of a block starts with its name
+                if rename:
+                    line = f"{line[:7]}{PREFIX}_worker_{line[7:]}"
+                header, samples = families.setdefault(f"{PREFIX}_worker_{name}" if rename else name, ([], []))
+                if len(header) < 2:
+                    header.append(line)
+            elif line and not line.startswith("#"):
+                if rename:
+                    line = f"{PREFIX}_worker_{line}"
+                cut = min(i for i in (line.find("{"), line.find(" ")) if i >= 0)  # end of the sample name
+                if line[cut] == "{":
+                    samples.append(f'{line[: cut + 1]}worker="{index}",{line[cut + 1 :]}')
+                else:
+                    samples.append(f'{line[:cut]}{{worker="{index}"}}{line[cut:]}')
+    return "".join("\n".join(header + samples) + "\n" for header, samples in families.values())
+
+
 class FrontEndCollector(Collector):
     def __init__(self, front: FrontEnd) -> None:
         self.front = front
 
     def collect(self) -> Iterator[Metric]:
-        yield from self._workers()
         yield from self._own()
-
-    def _workers(self) -> Iterator[Metric]:
-        """Every worker's families merged by name, each sample labelled with its worker."""
-        merged: dict[str, Metric] = {}
-        for w in self.front.workers:
-            if w.metrics_port is None or not w.ready:
-                continue
-            status, text = _get(w.metrics_port, "/metrics")
-            if status != 200:
-                continue
-            for family in text_string_to_metric_families(text.decode()):
-                rename = not family.name.startswith(PREFIX)  # process_*, python_*: ours are the front end's
-                name = f"{PREFIX}_worker_{family.name}" if rename else family.name
-                out = merged.get(name)
-                if out is None:
-                    out = merged[name] = Metric(name, family.documentation, family.type)
-                for sample in family.samples:
-                    sample_name = f"{PREFIX}_worker_{sample.name}" if rename else sample.name
-                    out.add_sample(sample_name, {**sample.labels, "worker": str(w.index)}, sample.value)
-        yield from merged.values()
 
     def _own(self) -> Iterator[Metric]:
         front, stats = self.front, self.front.stats

@@ -32,7 +32,7 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
@@ -78,8 +78,8 @@ MAX_ANSWERS_PER_S = 20.0  # answers of every kind together; a request beyond wai
 class _Renderer:
     """The /metrics text, rendered at most every RENDER_EVERY_S; concurrent scrapes share one render."""
 
-    def __init__(self, registry: CollectorRegistry) -> None:
-        self._registry = registry
+    def __init__(self, render: Callable[[], bytes]) -> None:
+        self._render = render
         self._lock = threading.Lock()
         self._text = b""
         self._at = -RENDER_EVERY_S
@@ -88,7 +88,7 @@ class _Renderer:
     def text(self) -> bytes:
         with self._lock:  # a scraper arriving during a render waits for it and takes its result
             if time.monotonic() - self._at >= RENDER_EVERY_S:
-                self._text = generate_latest(self._registry)
+                self._text = self._render()
                 self._at = time.monotonic()
                 self.renders += 1
             return self._text
@@ -106,7 +106,7 @@ class MetricsEndpoint(ABC):
         PlatformCollector(registry=self.registry)
         GCCollector(registry=self.registry)
         self.registry.register(FrozenHeap())
-        self.renderer = _Renderer(self.registry)
+        self.renderer = _Renderer(self.render)
         self.refused = 0  # connections closed unanswered: over the cap, too slow, or not a GET
         self._waiting: dict[asyncio.StreamWriter, float] = {}  # connections still sending their request
         self._open = 0
@@ -207,6 +207,10 @@ class MetricsEndpoint(ABC):
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=5)
         self._render_pool.shutdown(wait=False, cancel_futures=True)
+
+    def render(self) -> bytes:
+        """The /metrics text; runs on the render thread."""
+        return bytes(generate_latest(self.registry))
 
     @abstractmethod
     def health(self) -> tuple[bool, str]:
