@@ -19,7 +19,8 @@ from bridge.harness.client import BridgeClient
 from bridge.media.face_video import FaceVideo
 from bridge.protocol import FaceFrame, MotionFrame
 from bridge.serving.metrics import GpuMemory
-from bridge.serving.server import Bridge
+from bridge.serving.server import Bridge, ServeConfig
+from bridge.serving.workers import worker_config
 
 from .conftest import start_bridge, stop_bridge
 
@@ -184,6 +185,8 @@ def test_gpu_memory_from_nvidia_smi(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     [total] = families["avatar_bridge_gpu_memory_total_bytes"].samples
     assert used.labels == {"gpu": "0", "name": "NVIDIA H200"} and used.value == 1024 * 2**20
     assert total.value == 143771 * 2**20
+    # With --workers only the front end asks nvidia-smi: one query for the shared GPU, not one per worker.
+    assert ServeConfig().gpu_metrics and not worker_config(ServeConfig(), metrics=True).gpu_metrics
 
 
 def test_front_end_merges_worker_texts_by_family_with_a_worker_label() -> None:

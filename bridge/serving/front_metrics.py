@@ -6,7 +6,7 @@ endpoint, on the public metrics port, is the same bounded server (MetricsEndpoin
     /metrics  every worker's figures with a `worker` label (its process figures renamed
               avatar_bridge_worker_*), and the front end's own: workers ready, restarts, sessions
               lost with a worker, error replies it sent itself, replies it could not deliver, CURVE
-              handshakes refused.
+              handshakes refused, and GPU memory (once: the workers share the GPU and leave it out).
     /healthz  200 while the front end's loop turns and every worker is serving; 503 while one restarts.
     /readyz   200 once every worker answers its own /readyz with 200; JSON with each worker's answer
               and process id.
@@ -25,7 +25,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from bridge.protocol.errors import ErrorCode
-from bridge.serving.metrics import HEALTH_STALE_S, PREFIX, MetricsEndpoint
+from bridge.serving.metrics import HEALTH_STALE_S, PREFIX, GpuMemory, MetricsEndpoint
 from bridge.transport.zmq_sockets import HANDSHAKE_FAILURES
 
 if TYPE_CHECKING:
@@ -124,9 +124,11 @@ def worker_text(texts: list[tuple[int, str]]) -> str:
 class FrontEndCollector(Collector):
     def __init__(self, front: FrontEnd) -> None:
         self.front = front
+        self._gpu = GpuMemory()
 
     def collect(self) -> Iterator[Metric]:
         yield from self._own()
+        yield from self._gpu.collect()  # once for the shared GPU; the workers leave it out
 
     def _own(self) -> Iterator[Metric]:
         front, stats = self.front, self.front.stats

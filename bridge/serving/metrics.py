@@ -277,7 +277,7 @@ class FrozenHeap(Collector):
 class BridgeCollector(Collector):
     def __init__(self, bridge: Bridge) -> None:
         self.bridge = bridge
-        self._gpu = GpuMemory()
+        self._gpu = GpuMemory() if bridge.config.gpu_metrics else None
 
     def collect(self) -> Iterator[Metric]:
         b = self.bridge
@@ -293,7 +293,8 @@ class BridgeCollector(Collector):
         yield from self._engines()
         yield from self._sessions()
         yield from self._errors()
-        yield from self._gpu.collect()
+        if self._gpu is not None:
+            yield from self._gpu.collect()
 
     def _latency(self) -> Iterator[Metric]:
         stage = HistogramMetricFamily(

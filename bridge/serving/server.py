@@ -109,6 +109,9 @@ class ServeConfig:
     ports_file: Path | None = None
     metrics_port: int | None = None  # HTTP /metrics, /healthz, /readyz; 0 picks a free port
     metrics_host: str = "127.0.0.1"
+    # GPU memory (nvidia-smi) in /metrics. A worker leaves it to its front end: the GPU is shared, and
+    # one nvidia-smi per worker per scrape stalled the workers (docs/scheduling.md section 6).
+    gpu_metrics: bool = True
     extra_engine_dirs: tuple[Path, ...] = ()  # more model folders (the converted face tracker)
 
     def backend_for(self, model: str) -> tuple[str, dict[str, Any]]:

@@ -62,9 +62,9 @@ class WorkerSpec:
 
 def worker_config(config: ServeConfig, *, metrics: bool) -> ServeConfig:
     """A worker's config from the front end's: the same engines, limits and backend; the public edge
-    (host, ports, CURVE, per-subscriber bounds, metrics address) belongs to the front end. The PUB link to
-    the front end is unbounded (frames_hwm 0, and no subscription limit: that one connection carries
-    every client's): the front end's XPUB applies the public bounds."""
+    (host, ports, CURVE, per-subscriber bounds, metrics address, GPU memory figures) belongs to the
+    front end. The PUB link to the front end is unbounded (frames_hwm 0, and no subscription limit:
+    that one connection carries every client's): the front end's XPUB applies the public bounds."""
     transport = replace(
         config.transport,
         host="127.0.0.1",
@@ -83,6 +83,7 @@ def worker_config(config: ServeConfig, *, metrics: bool) -> ServeConfig:
         ports_file=None,
         metrics_port=0 if metrics else None,
         metrics_host="127.0.0.1",
+        gpu_metrics=False,
     )
 
 
