@@ -47,7 +47,8 @@ UNTRAINED = (
 )
 TRAINED_DANCE = (
     "Our own model, distilled from our rule-based choreographer (bridge.choreography) on our own "
-    "synthetic songs and MIDI songs we compose, rendered by fluidsynth; no mocap or dance data set. "
+    "synthetic songs, MIDI songs we compose (rendered by fluidsynth) and real game-music recordings "
+    "from Debian packages (the choreographer's dance on them is the target); no mocap or dance data set. "
     "Its horizontal root translation is not trained: the post-processing plants its feet "
     "(post_processing: foot_plant); see the training field and docs/dance.md."
 )
