@@ -80,6 +80,7 @@ __all__ = [
     "fold_standardisation",
     "make_clip",
     "make_midi_rows",
+    "recording_pieces",
     "train",
     "unfold_standardisation",
 ]
