@@ -53,9 +53,10 @@ from bridge.choreography.metrics import (
     pfc,
     planted,
 )
+from bridge.choreography.train import served_rows
 from bridge.media.midi_songs import fluidsynth_available, midi_song
 from bridge.media.recordings import BENCH as BENCH_RECORDINGS
-from bridge.media.recordings import Recording, read_mono
+from bridge.media.recordings import Recording
 from bridge.media.songs import synthesize_song
 from bridge.models.motion import AIST_STYLES, DanceLSTM, build_dance_lstm
 from bridge.outputs.bvh import CM_PER_M, bvh_text
@@ -139,8 +140,7 @@ def offline_beats(envelope: npt.NDArray[np.float64], fps: float = 60.0) -> npt.N
 def _real_clip(song: Recording, seed: int) -> Clip:
     """A loop is played whole, `loops` times (cutting it would break its beat grid at each seam);
     a song gives REAL_SECONDS from its start time."""
-    pcm, rate = read_mono(song, REAL_SECONDS)
-    rows = MusicFeatureStream(rate, 60.0).push(pcm)
+    rows = served_rows(song, REAL_SECONDS)
     beats = _scored(offline_beats(rows[:, 0].astype(np.float64)), len(rows))
     where = f" from {song.start_s:.0f} s" if song.start_s else f" x{song.loops}" if song.loops > 1 else ""
     return Clip(f"{song.path.name}{where}", rows, beats, song.style, seed)

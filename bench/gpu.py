@@ -326,8 +326,8 @@ def record(
         for name, n in r["errors"].items():
             errors[name] += n
     per_session_step = mean / sessions
-    # p99 of each second of the window (a generator's ticks are in order, 60 a second): a transient
-    # shows apart from the steady state.
+    # p99 of each second of the window (a generator's complete ticks are in order, 60 a second; an
+    # incomplete one shifts the rest by a tick): a transient shows apart from the steady state.
     by_second = [
         percentile(
             np.asarray([x for r in reports for x in r["latencies_ms"][k * int(FPS) : (k + 1) * int(FPS)]]), 99

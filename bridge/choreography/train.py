@@ -81,6 +81,7 @@ __all__ = [
     "make_clip",
     "make_midi_rows",
     "recording_pieces",
+    "served_rows",
     "train",
     "unfold_standardisation",
 ]
@@ -203,13 +204,18 @@ def recording_pieces(recording: Recording, seconds: float, style: int) -> list[R
     """The served features of a whole recording cut into pieces of `seconds`, back to back, the last
     one ending where the recording ends (overlapping the one before); none if it is shorter. Beats:
     the served tracker's (column 34), which the teacher dances to."""
-    pcm, rate = read_mono(recording)
-    rows = MusicFeatureStream(rate, 60.0).push(pcm)
+    rows = served_rows(recording)
     n = int(seconds * 60)
     starts = list(range(0, len(rows) - n + 1, n))
     if starts and starts[-1] + n < len(rows):
         starts.append(len(rows) - n)
     return [(rows[s : s + n], style, np.flatnonzero(rows[s : s + n, BEAT_COLUMN])) for s in starts]
+
+
+def served_rows(recording: Recording, seconds: float | None = None) -> F32:
+    """The served features of a recording (or of `seconds` of it)."""
+    pcm, rate = read_mono(recording, seconds)
+    return MusicFeatureStream(rate, 60.0).push(pcm)
 
 
 def _recording_job(args: tuple[Recording, float, int]) -> list[Rows]:
@@ -222,19 +228,18 @@ def _recording_data(seconds: float, cache: Path | None, workers: int) -> tuple[l
     if cache is not None and cache.exists():
         made = _load_rows(cache)
     else:
-        if missing(TRAINING + VALIDATION):
-            raise SystemExit(
-                f"recordings missing: apt-get install {' '.join(missing(TRAINING + VALIDATION))}"
-            )
+        if packages := missing(TRAINING + VALIDATION):
+            raise SystemExit(f"recordings missing: apt-get install {' '.join(packages)}")
         jobs = [(r, seconds, i % len(AIST_STYLES)) for i, r in enumerate(TRAINING)]
         with ProcessPoolExecutor(max(workers, 1)) as pool:
             pieces = [p for ps in pool.map(_recording_job, jobs) for p in ps]
-        val = []
-        for i, r in enumerate(VALIDATION):
-            pcm, rate = read_mono(r, 30.0)
-            rows = MusicFeatureStream(rate, 60.0).push(pcm)
-            val.append((rows, i % len(AIST_STYLES), np.flatnonzero(rows[:, BEAT_COLUMN])))
-        made = [pieces, [(f[: min(len(c[0]) for c in val)], s, b) for f, s, b in val]]
+        excerpts = [served_rows(r, 30.0) for r in VALIDATION]
+        n = min(len(rows) for rows in excerpts)  # one length
+        val = [
+            (rows[:n], i % len(AIST_STYLES), np.flatnonzero(rows[:n, BEAT_COLUMN]))
+            for i, rows in enumerate(excerpts)
+        ]
+        made = [pieces, val]
         if cache is not None:
             _save_rows(cache, made)
     return _with_teacher(made, workers)

@@ -109,8 +109,8 @@ class ServeConfig:
     ports_file: Path | None = None
     metrics_port: int | None = None  # HTTP /metrics, /healthz, /readyz; 0 picks a free port
     metrics_host: str = "127.0.0.1"
-    # GPU memory (nvidia-smi) in /metrics. A worker leaves it to its front end: the GPU is shared, and
-    # one nvidia-smi per worker per scrape stalled the workers (docs/scheduling.md section 6).
+    # GPU memory (nvidia-smi) in /metrics. A worker leaves it to its front end: the GPU is shared, so
+    # one query per scrape does where there were one per worker.
     gpu_metrics: bool = True
     extra_engine_dirs: tuple[Path, ...] = ()  # more model folders (the converted face tracker)
 
