@@ -65,9 +65,12 @@ def test_face_matches_onnxruntime() -> None:
     want, _ = ort.run({"image": image})
     got, _ = pt.run({"image": image})
     assert isinstance(pt.backend, TorchBackend)
-    staged = pt.backend.staging("image", image.shape)
+    staged = pt.input_buffer("image", image.shape)  # the backend's staging buffer, reused per call
+    assert staged.ctypes.data == pt.input_buffer("image", image.shape).ctypes.data
     staged[...] = image
     from_staging, _ = pt.run({"image": staged})
+    fresh = ort.input_buffer("image", image.shape)  # onnxruntime has none: a new array
+    assert fresh.shape == image.shape and fresh.dtype == np.float32
     for role in want:
         np.testing.assert_allclose(got[role], want[role], atol=1e-4)
         np.testing.assert_array_equal(from_staging[role], got[role])

@@ -61,7 +61,6 @@ class FacePipeline(Pipeline[FaceState, np.ndarray | None]):
     def __init__(self, engine: Engine) -> None:
         super().__init__(engine)
         self._local = threading.local()
-        self._image_tensor = next(s.tensor for s in engine.manifest.inputs if s.role == "image")
 
     def _detector(self) -> FaceDetector:
         """OpenCV's cascade classifier is not thread-safe and the scheduler may pre-process sessions
@@ -97,12 +96,7 @@ class FacePipeline(Pipeline[FaceState, np.ndarray | None]):
         rows: list[Any] = [None] * len(steps)
         if not found:
             return BatchResult(rows, 0.0)
-        # Assemble the batch where the backend copies it from (pinned memory on the torch backend).
-        shape = (len(found), 3, CROP_SIZE, CROP_SIZE)
-        staging = getattr(self.engine.backend, "staging", None)
-        images: np.ndarray = (
-            staging(self._image_tensor, shape) if staging is not None else np.empty(shape, np.float32)
-        )
+        images = self.engine.input_buffer("image", (len(found), 3, CROP_SIZE, CROP_SIZE))
         np.stack([crop for s in steps if (crop := s.payload) is not None], out=images)
         t0 = time.perf_counter()
         outputs, _ = self.engine.run({"image": images})

@@ -322,7 +322,8 @@ class FaceTrackingPipeline(Pipeline[TrackingState, TrackStep]):
         live = [i for i, s in enumerate(steps) if s.payload.crop is not None]
         if not live:
             return BatchResult(TrackedFaces.none(n), 0.0)
-        crops = np.stack([c for i in live if (c := steps[i].payload.crop) is not None])
+        crops = self.engine.input_buffer("face.mesh_image", (len(live), 3, geo.MESH_SIZE, geo.MESH_SIZE))
+        np.stack([c for i in live if (c := steps[i].payload.crop) is not None], out=crops)
         t0 = time.perf_counter()
         out, _ = self.engine.run({"face.mesh_image": crops})
         to_image = np.stack([steps[i].payload.crop_to_image for i in live])

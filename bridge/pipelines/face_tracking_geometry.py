@@ -192,7 +192,9 @@ def crop(image: npt.NDArray[np.uint8], roi: Roi, size: int = MESH_SIZE) -> tuple
     patch = cv2.warpAffine(
         image, m, (size, size), flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP, borderMode=cv2.BORDER_CONSTANT
     )
-    return np.ascontiguousarray(patch.transpose(2, 0, 1), np.float32) / 255.0, m
+    out = np.empty((3, size, size), np.float32)  # one array, written once: crops run on many threads
+    np.divide(patch.transpose(2, 0, 1), np.float32(255.0), out=out)
+    return out, m
 
 
 def project(landmarks: F32, m: F64) -> F64:

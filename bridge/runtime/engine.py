@@ -110,6 +110,15 @@ class Engine:
 
     # -------------------------------------------------------------------------------------------
 
+    def input_buffer(self, role: str, shape: tuple[int, ...]) -> np.ndarray:
+        """An array to assemble input `role` of one call in: the backend's staging buffer where it has
+        one (pinned memory on the torch backend; a call given it copies it to the device directly,
+        skipping a host copy, and no fresh array is faulted in per call), else a new array. Valid
+        until the next `input_buffer` call for the same role."""
+        plan = next(p for p in self._inputs if p.role == role)
+        staging = getattr(self.backend, "staging", None)
+        return staging(plan.tensor, shape) if staging is not None else np.empty(shape, plan.dtype)
+
     def initial_state(self, batch: int) -> dict[str, np.ndarray]:
         """Zero state for `batch` sessions, keyed by state input tensor name."""
         return {p.input: np.zeros(p.zeros_shape(batch), p.dtype) for p in self.manifest.state}
