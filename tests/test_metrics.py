@@ -200,7 +200,9 @@ def test_front_end_merges_worker_texts_by_family_with_a_worker_label() -> None:
         Counter("avatar_bridge_frames", "frames", ["model"], registry=registry).labels("dance").inc(index + 1)
         Histogram("avatar_bridge_stage_seconds", "stage", registry=registry).observe(0.01 * (index + 1))
         Gauge("process_open_fds", "fds", registry=registry).set(10 + index)
-        texts.append((index, generate_latest(registry).decode()))
+        session = "avatar_bridge_session_frames"  # as session_text writes it: a counter, no suffix
+        sessions = f'# HELP {session} frames\n# TYPE {session} counter\n{session}{{session="s{index}"}} 3.0\n'
+        texts.append((index, generate_latest(registry).decode() + sessions))
     merged = worker_text(texts)
     families = {f.name: f for f in text_string_to_metric_families(merged)}
     types = [line.split()[2] for line in merged.splitlines() if line.startswith("# TYPE")]
@@ -219,3 +221,5 @@ def test_front_end_merges_worker_texts_by_family_with_a_worker_label() -> None:
     assert sums == {"0": 0.01, "1": 0.02}
     fds = {s.labels["worker"]: s.value for s in families["avatar_bridge_worker_process_open_fds"].samples}
     assert fds == {"0": 10.0, "1": 11.0} and "process_open_fds" not in families  # not ours: renamed
+    per_session = {(s.labels["worker"], s.labels["session"]) for s in families[session].samples}
+    assert per_session == {("0", "s0"), ("1", "s1")}
