@@ -131,3 +131,31 @@ def test_tiers_and_precision() -> None:
     want, _ = Engine.load(DANCE).run(inputs)
     got, _ = bf16.run(inputs)
     np.testing.assert_allclose(got["pose.axis_angle"], want["pose.axis_angle"], atol=0.05)
+
+
+def test_batch_norm_is_folded_into_convolutions(tmp_path: Path) -> None:
+    """A ResNet (EMOCA-size, shrunk) runs with its batch norms folded in, giving the module's outputs."""
+    import torch
+
+    from bridge.models.export import export_emoca_size
+    from bridge.models.face import build_emoca_size
+
+    manifest = export_emoca_size(tmp_path, layers=(1, 1, 1, 1), base_width=8)
+    net = build_emoca_size(layers=(1, 1, 1, 1), base_width=8).eval()
+    generator = torch.Generator().manual_seed(3)
+    for m in net.modules():  # statistics other than the fresh ones, so folding has something to fold
+        if isinstance(m, torch.nn.BatchNorm2d):
+            m.running_mean.uniform_(-0.2, 0.2, generator=generator)
+            m.running_var.uniform_(0.5, 2.0, generator=generator)
+            m.weight.data.uniform_(0.5, 1.5, generator=generator)
+            m.bias.data.uniform_(-0.1, 0.1, generator=generator)
+    image = np.random.default_rng(2).random((2, 3, 224, 224), dtype=np.float32)
+    with torch.no_grad():
+        want = net(torch.from_numpy(image)).numpy()
+    engine = Engine.load(manifest, backend="torch", module=net)
+    assert isinstance(engine.backend, TorchBackend) and engine.backend._net is not None
+    assert not any(isinstance(m, torch.nn.BatchNorm2d) for m in engine.backend._net.modules())
+    got, _ = engine.run({"image": image})
+    np.testing.assert_allclose(got["extra.flame.shape"], want[:, :100], atol=1e-4)
+    np.testing.assert_allclose(got["flame.expression"], want[:, 150:200], atol=1e-4)
+    engine.close()
