@@ -235,9 +235,13 @@ def front_end_refused(bridge: BridgeProcess) -> float:
 def test_subscriptions_per_connection_are_bounded_at_the_front_end(bridge: BridgeProcess) -> None:
     """The public frames port of `serve --workers` stores at most max_subscriptions (256) prefixes
     per connection, like a single bridge: one over is refused and counted, that connection misses
-    only those frames, another connection gets them, and a connection's count ends with it."""
+    only those frames, another connection gets them, and a connection's count ends with it; a
+    bystander streaming meanwhile loses nothing."""
     client = BridgeClient(request_port=bridge.request_port)
     subs: list[zmq.Socket[bytes]] = []
+    bystander = Bystander(bridge.request_port)
+    bystander.start()
+    report = None
     try:
         client.hello()
         frames = f"tcp://127.0.0.1:{client.hello_reply['frames_port']}"
@@ -279,7 +283,11 @@ def test_subscriptions_per_connection_are_bounded_at_the_front_end(bridge: Bridg
         assert again.poll(2000) and again.recv_multipart()[0] == topic
         assert front_end_refused(bridge) == before + 1
         client.close_session(sid)
+        report = bystander.stop()
+        assert report.clean, report
     finally:
+        if report is None:
+            bystander.stop()
         for sub in subs:
             sub.close()
         client.close()
