@@ -37,6 +37,14 @@ def test_file_values_apply_and_flags_win(tmp_path: Path) -> None:
     assert load_serve_table(path).present()["osc"] == "vmc://127.0.0.1:39539"
 
 
+def test_gpu_metrics_off_by_flag_or_key(tmp_path: Path) -> None:
+    assert config_from_args(_args()).gpu_metrics
+    assert not config_from_args(_args("--no-gpu-metrics")).gpu_metrics
+    assert not config_from_args(
+        _args("--config", str(_write(tmp_path, "[serve]\ngpu_metrics = false\n")))
+    ).gpu_metrics
+
+
 @pytest.mark.parametrize(
     ("text", "named"),
     [

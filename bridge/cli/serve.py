@@ -144,6 +144,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--metrics-host", help="address of the metrics endpoint (default 127.0.0.1)")
     parser.add_argument(
+        "--no-gpu-metrics",
+        dest="gpu_metrics",
+        action="store_const",
+        const=False,
+        help="leave GPU memory (an nvidia-smi run every 5 s of scrapes) out of /metrics",
+    )
+    parser.add_argument(
         "--workers",
         type=int,
         help="serve from N worker processes behind one front end (same ports; docs/deployment.md)",
@@ -198,6 +205,7 @@ def config_from_args(args: argparse.Namespace, table: ServeTable | None = None) 
         "ports_file": pick("ports_file"),
         "metrics_port": pick("metrics_port"),
         "metrics_host": pick("metrics_host"),
+        "gpu_metrics": pick("gpu_metrics"),
         "models": models or None,
         "backend_options": _backend_options(pick("backend"), tensorrt, pick("triton_url")),
         "model_backends": model_backends or None,

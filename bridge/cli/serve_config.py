@@ -70,6 +70,7 @@ class ServeTable(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True)
     ports_file: str | None = None
     metrics_port: int | None = None
     metrics_host: str | None = None
+    gpu_metrics: bool | None = None
     workers: int | None = None
     worker_gpus: str | None = None
     # Outputs (bridge.outputs.cli reads these under the same names as its flags).

@@ -135,11 +135,12 @@ def worker_text(texts: list[tuple[int, str]]) -> str:
 class FrontEndCollector(Collector):
     def __init__(self, front: FrontEnd) -> None:
         self.front = front
-        self._gpu = GpuMemory()
+        self._gpu = GpuMemory() if front.config.gpu_metrics else None
 
     def collect(self) -> Iterator[Metric]:
         yield from self._own()
-        yield from self._gpu.collect()  # once for the shared GPU; the workers leave it out
+        if self._gpu is not None:
+            yield from self._gpu.collect()  # once for the shared GPU; the workers leave it out
 
     def _own(self) -> Iterator[Metric]:
         front, stats = self.front, self.front.stats

@@ -110,7 +110,7 @@ class ServeConfig:
     metrics_port: int | None = None  # HTTP /metrics, /healthz, /readyz; 0 picks a free port
     metrics_host: str = "127.0.0.1"
     # GPU memory (nvidia-smi) in /metrics. A worker leaves it to its front end: the GPU is shared, so
-    # one query per scrape does where there were one per worker.
+    # one query per scrape does where there were one per worker. `serve --no-gpu-metrics` turns it off.
     gpu_metrics: bool = True
     extra_engine_dirs: tuple[Path, ...] = ()  # more model folders (the converted face tracker)
 
