@@ -22,6 +22,10 @@ worker label) and stage means. The baseline, measured in the same run in this pr
 module in eager FP32 on the same GPU, one call per session per frame; `baseline_ratio` = the
 baseline's time per session-step over the bridge's (mean tick latency / sessions).
 
+Per-worker figures come from two /metrics scrapes, at the window's start and end; `--scrape-lead S`
+takes the first S seconds earlier, in the warm-up, so the window shows the latency without that
+scrape (one costs about a second of tail at 2048 sessions: docs/scheduling.md section 6).
+
 `--mps` starts the CUDA MPS control daemon for the run (and stops it after), so the workers share the
 GPU's SMs instead of time-slicing (docs/deployment.md); the JSON records whether it came up.
 """
@@ -257,10 +261,17 @@ def cpu_use(
 
 # ------------------------------------------------------------------------------------------ scenarios
 def run_scenario(
-    bridge: BridgeProcess, model: str, sessions: int, generators: int, warmup_s: float, seconds: float
+    bridge: BridgeProcess,
+    model: str,
+    sessions: int,
+    generators: int,
+    warmup_s: float,
+    seconds: float,
+    scrape_lead_s: float = 0.0,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
     """Drive `sessions` sessions from `generators` processes; (their reports, per-worker figures, CPU
-    use per process of the bridge and the generators)."""
+    use per process of the bridge and the generators). The first /metrics scrape (and CPU reading)
+    is `scrape_lead_s` before the window, so that one scrape's cost can be told from the window's."""
     count = min(generators, sessions)
     shares = [sessions // count + (1 if i < sessions % count else 0) for i in range(count)]
     procs = [
@@ -293,7 +304,7 @@ def run_scenario(
     port = bridge.ports["metrics_port"]
     pids = _tree(bridge.proc.pid) + [p.pid for p in procs]
     roles = {bridge.proc.pid: "front end"} | {p.pid: "load generator" for p in procs}
-    time.sleep(max(0.0, t_start + warmup_s - time.time()))
+    time.sleep(max(0.0, t_start + warmup_s - scrape_lead_s - time.time()))
     before, cpu_before, t0 = scrape(port), thread_times(pids), time.time()
     time.sleep(max(0.0, t_start + warmup_s + seconds - time.time()))
     after, cpu_after, t1 = scrape(port), thread_times(pids), time.time()
@@ -391,7 +402,7 @@ def bench_model(
     with BridgeProcess(*serve_args, start_timeout_s=600, log_path=log) as bridge:
         for n in counts:
             reports, per_w, cpu = run_scenario(
-                bridge, manifest.name, n, args.generators, args.warmup, args.seconds
+                bridge, manifest.name, n, args.generators, args.warmup, args.seconds, args.scrape_lead
             )
             out.append(record(manifest.name, n, workers, reports, per_w, baseline) | {"cpu": cpu})
             print(_row(out[-1]), flush=True)
@@ -609,6 +620,7 @@ def save(
         "serve_args": args.serve_args,
         "face_prepare_workers_per_worker": args.prepare_workers,
         "seconds_per_scenario": args.seconds,
+        "first_scrape_before_window_s": args.scrape_lead,
         "warmup_s": args.warmup,
         "largest_sessions_within_frame": {
             f"{m} (workers {w})": largest_within_frame(records, m, w) for m, w in runs

@@ -49,6 +49,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="",
         help='more `serve` flags for the bridge under test, e.g. "--scheduler tick" (an A/B run)',
     )
+    parser.add_argument(
+        "--scrape-lead",
+        type=float,
+        default=0.0,
+        help="take the first /metrics scrape this many seconds before the window (in the warm-up)",
+    )
     parser.add_argument("--mps", action="store_true", help="run the CUDA MPS daemon for the benchmark")
     parser.add_argument(
         "--device", choices=("auto", "cuda", "cpu"), default="auto", help="cpu: a smoke run without a GPU"
