@@ -159,3 +159,20 @@ def test_batch_norm_is_folded_into_convolutions(tmp_path: Path) -> None:
     np.testing.assert_allclose(got["extra.flame.shape"], want[:, :100], atol=1e-4)
     np.testing.assert_allclose(got["flame.expression"], want[:, 150:200], atol=1e-4)
     engine.close()
+
+
+def test_a_module_torch_fx_cannot_trace_runs_unfolded(caplog: pytest.LogCaptureFixture) -> None:
+    import torch
+
+    from bridge.runtime.torch.runner import _fused_conv_bn
+
+    class Branchy(torch.nn.Module):  # control flow on a tensor's value: not traceable
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv, self.bn = torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.bn(self.conv(x)) if x.sum() > 0 else x
+
+    net = Branchy().eval()
+    assert _fused_conv_bn(net) is net and "not folded" in caplog.text

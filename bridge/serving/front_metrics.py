@@ -90,12 +90,13 @@ class FrontEndMetrics(MetricsEndpoint):
         return ready, {"ready": ready, "health": why, "workers": workers, "frames_forwarder": forwarder}
 
 
-# The sample names a family of each type writes, after its own name (exposition format 0.0.4;
-# bridge.serving.metrics.session_text writes counters without a suffix).
+# The sample names a family of each type writes, after its own name (exposition format 0.0.4, where
+# prometheus_client writes info and state sets as gauges and gauge histograms as histograms;
+# bridge.serving.metrics.session_text writes counters without a suffix). Other types: the name alone.
 _SUFFIXES = {
     "counter": ("", "_total", "_created"),
     "gauge": ("",),
-    "histogram": ("_bucket", "_count", "_sum", "_created"),
+    "histogram": ("_bucket", "_count", "_sum", "_created", "_gcount", "_gsum"),
     "summary": ("", "_count", "_sum", "_created"),
     "info": ("_info",),
 }

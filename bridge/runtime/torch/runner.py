@@ -330,5 +330,9 @@ def _fused_conv_bn(net: nn.Module) -> nn.Module:
         warnings.simplefilter("ignore", DeprecationWarning)
         from torch.fx.experimental.optimization import fuse
 
-    fused: nn.Module = fuse(net)
+    try:
+        fused: nn.Module = fuse(net)
+    except Exception as exc:  # not traceable by torch.fx (data-dependent control flow): run it as it is
+        log.warning("%s: batch norm not folded (torch.fx cannot trace it: %s)", type(net).__name__, exc)
+        return net
     return fused
