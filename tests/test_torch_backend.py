@@ -71,6 +71,8 @@ def test_face_matches_onnxruntime() -> None:
     from_staging, _ = pt.run({"image": staged})
     fresh = ort.input_buffer("image", image.shape)  # onnxruntime has none: a new array
     assert fresh.shape == image.shape and fresh.dtype == np.float32
+    with pytest.raises(ValueError, match="no input role 'pixels'"):
+        ort.input_buffer("pixels", image.shape)
     for role in want:
         np.testing.assert_allclose(got[role], want[role], atol=1e-4)
         np.testing.assert_array_equal(from_staging[role], got[role])

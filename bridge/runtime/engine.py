@@ -115,7 +115,9 @@ class Engine:
         one (pinned memory on the torch backend; a call given it copies it to the device directly,
         skipping a host copy, and no fresh array is faulted in per call), else a new array. Valid
         until the next `input_buffer` call for the same role."""
-        plan = next(p for p in self._inputs if p.role == role)
+        plan = next((p for p in self._inputs if p.role == role), None)
+        if plan is None:
+            raise ValueError(f"{self.manifest.name}: no input role {role!r}")
         staging = getattr(self.backend, "staging", None)
         return staging(plan.tensor, shape) if staging is not None else np.empty(shape, plan.dtype)
 
