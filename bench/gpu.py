@@ -24,7 +24,8 @@ baseline's time per session-step over the bridge's (mean tick latency / sessions
 
 Per-worker figures come from two /metrics scrapes, at the window's start and end; `--scrape-lead S`
 takes the first S seconds earlier, in the warm-up, so the window shows the latency without that
-scrape (one costs about a second of tail at 2048 sessions: docs/scheduling.md section 6).
+scrape, and `--scrape-every S` adds scrapes inside the window, as a Prometheus server would make
+them, to show what each costs (docs/scheduling.md section 6). Scrapes are parsed after the window.
 
 `--mps` starts the CUDA MPS control daemon for the run (and stops it after), so the workers share the
 GPU's SMs instead of time-slicing (docs/deployment.md); the JSON records whether it came up.
@@ -153,12 +154,17 @@ def baseline_face_ms(manifest: ModelManifest, calls: int, device: torch.device) 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
 
-def scrape(port: int) -> Samples:
-    """Every sample of the front end's /metrics: (name, sorted labels) -> value."""
+def scrape(port: int) -> str:
+    """The front end's /metrics text."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+        return str(r.read().decode())
+
+
+def samples(text: str) -> Samples:
+    """Every sample of a /metrics text: (name, sorted labels) -> value. Parsed after the window: at
+    2048 sessions a parse takes this process's CPU for a good part of a second."""
     from prometheus_client.parser import text_string_to_metric_families
 
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
-        text = r.read().decode()
     return {
         (s.name, tuple(sorted(s.labels.items()))): s.value
         for family in text_string_to_metric_families(text)
@@ -268,10 +274,13 @@ def run_scenario(
     warmup_s: float,
     seconds: float,
     scrape_lead_s: float = 0.0,
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    scrape_every_s: float = 0.0,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]], list[float]]:
     """Drive `sessions` sessions from `generators` processes; (their reports, per-worker figures, CPU
-    use per process of the bridge and the generators). The first /metrics scrape (and CPU reading)
-    is `scrape_lead_s` before the window, so that one scrape's cost can be told from the window's."""
+    use per process of the bridge and the generators, when each scrape began in seconds from the
+    window's start). The first /metrics scrape (and CPU reading) is `scrape_lead_s` before the
+    window, so that one scrape's cost can be told from the window's; with `scrape_every_s`, more
+    scrapes run inside the window."""
     count = min(generators, sessions)
     shares = [sessions // count + (1 if i < sessions % count else 0) for i in range(count)]
     procs = [
@@ -304,9 +313,15 @@ def run_scenario(
     port = bridge.ports["metrics_port"]
     pids = _tree(bridge.proc.pid) + [p.pid for p in procs]
     roles = {bridge.proc.pid: "front end"} | {p.pid: "load generator" for p in procs}
-    time.sleep(max(0.0, t_start + warmup_s - scrape_lead_s - time.time()))
+    window = t_start + warmup_s
+    time.sleep(max(0.0, window - scrape_lead_s - time.time()))
+    scrapes_at = [time.time() - window]
     before, cpu_before, t0 = scrape(port), thread_times(pids), time.time()
-    time.sleep(max(0.0, t_start + warmup_s + seconds - time.time()))
+    while scrape_every_s > 0 and scrapes_at[-1] + scrape_every_s < seconds - 0.5:
+        time.sleep(max(0.0, window + scrapes_at[-1] + scrape_every_s - time.time()))
+        scrapes_at.append(time.time() - window)
+        scrape(port)
+    time.sleep(max(0.0, window + seconds - time.time()))
     after, cpu_after, t1 = scrape(port), thread_times(pids), time.time()
     cpu = cpu_use(cpu_before, cpu_after, t1 - t0, roles)
     reports = []
@@ -315,7 +330,7 @@ def run_scenario(
         if p.returncode:
             raise RuntimeError(f"load generator exited with {p.returncode}")
         reports.append(json.loads(out.strip().splitlines()[-1]))
-    return reports, per_worker(before, after, t1 - t0, model), cpu
+    return reports, per_worker(samples(before), samples(after), t1 - t0, model), cpu, scrapes_at
 
 
 def record(
@@ -401,14 +416,23 @@ def bench_model(
     log.unlink(missing_ok=True)
     with BridgeProcess(*serve_args, start_timeout_s=600, log_path=log) as bridge:
         for n in counts:
-            reports, per_w, cpu = run_scenario(
-                bridge, manifest.name, n, args.generators, args.warmup, args.seconds, args.scrape_lead
+            reports, per_w, cpu, scrapes_at = run_scenario(
+                bridge,
+                manifest.name,
+                n,
+                args.generators,
+                args.warmup,
+                args.seconds,
+                args.scrape_lead,
+                args.scrape_every,
             )
-            out.append(record(manifest.name, n, workers, reports, per_w, baseline) | {"cpu": cpu})
+            rec = record(manifest.name, n, workers, reports, per_w, baseline)
+            out.append(rec | {"cpu": cpu, "scrapes_at_s": [round(t, 2) for t in scrapes_at]})
             print(_row(out[-1]), flush=True)
             print(f"    {_slow_calls(per_w)}", flush=True)
             print(
-                f"    p99 ms by second: {' '.join(f'{x:.0f}' for x in out[-1]['p99_ms_by_second'])}",
+                f"    p99 ms by second: {' '.join(f'{x:.0f}' for x in out[-1]['p99_ms_by_second'])}"
+                f" (scrapes at s: {' '.join(f'{t:.1f}' for t in scrapes_at)})",
                 flush=True,
             )
             for c in sorted(cpu, key=lambda c: -c["cpu_percent"]):
@@ -621,6 +645,7 @@ def save(
         "face_prepare_workers_per_worker": args.prepare_workers,
         "seconds_per_scenario": args.seconds,
         "first_scrape_before_window_s": args.scrape_lead,
+        "scrape_every_s": args.scrape_every,
         "warmup_s": args.warmup,
         "largest_sessions_within_frame": {
             f"{m} (workers {w})": largest_within_frame(records, m, w) for m, w in runs

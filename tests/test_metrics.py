@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import re
 import shutil
@@ -18,7 +19,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from bridge.harness.client import BridgeClient
 from bridge.media.face_video import FaceVideo
 from bridge.protocol import FaceFrame, MotionFrame
-from bridge.serving.metrics import GpuMemory
+from bridge.serving.heap import frozen_objects
+from bridge.serving.metrics import FrozenHeap, GpuMemory
 from bridge.serving.server import Bridge, ServeConfig
 from bridge.serving.workers import worker_config
 
@@ -187,6 +189,17 @@ def test_gpu_memory_from_nvidia_smi(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert total.value == 143771 * 2**20
     # With --workers only the front end asks nvidia-smi: one query for the shared GPU, not one per worker.
     assert ServeConfig().gpu_metrics and not worker_config(ServeConfig(), metrics=True).gpu_metrics
+
+
+def test_a_scrape_does_not_walk_the_frozen_heap(monkeypatch: pytest.MonkeyPatch) -> None:
+    # gc.get_freeze_count() walks every frozen object (20 ms in a worker on two cores): the figure is
+    # the count freeze_startup_heap kept.
+    def walk() -> int:
+        raise AssertionError("a scrape walked the frozen heap")
+
+    monkeypatch.setattr(gc, "get_freeze_count", walk)
+    [family] = FrozenHeap().collect()
+    assert family.name == "python_gc_frozen_objects" and family.samples[0].value == frozen_objects()
 
 
 def test_front_end_merges_worker_texts_by_family_with_a_worker_label() -> None:

@@ -55,6 +55,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=0.0,
         help="take the first /metrics scrape this many seconds before the window (in the warm-up)",
     )
+    parser.add_argument(
+        "--scrape-every",
+        type=float,
+        default=0.0,
+        help="also scrape /metrics every this many seconds inside the window, as a Prometheus server "
+        "would (0: only at its start and end)",
+    )
     parser.add_argument("--mps", action="store_true", help="run the CUDA MPS daemon for the benchmark")
     parser.add_argument(
         "--device", choices=("auto", "cuda", "cpu"), default="auto", help="cpu: a smoke run without a GPU"

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import asyncio.base_events
-import gc
 import json
 import logging
 import shutil
@@ -39,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from bridge import __version__
 from bridge.protocol.errors import ErrorCode
+from bridge.serving.heap import frozen_objects
 from bridge.serving.stats import FRAME_DROP_REASONS, REPLY_DROP_REASONS
 from bridge.transport.zmq_sockets import HANDSHAKE_FAILURES
 
@@ -300,7 +300,7 @@ class FrozenHeap(Collector):
         yield GaugeMetricFamily(
             "python_gc_frozen_objects",
             "Objects frozen out of full collections at start-up",
-            value=gc.get_freeze_count(),
+            value=frozen_objects(),
         )
 
 
