@@ -1,6 +1,8 @@
 """Face pipeline: RGB frame -> detect + aligned crop -> expression engine -> FLAME -> guard, filter -> frame.
 
-A model without an eyelid output (the EMOCA-size encoder pair) reports eyelids as 0 (open).
+A session opened with `cropped: true` sends the aligned 224×224 crop itself (a client or plugin that
+tracks the face on its own): no detection, every image is a face. A model without an eyelid output
+(the EMOCA-size encoder pair) reports eyelids as 0 (open).
 """
 
 from __future__ import annotations
@@ -17,9 +19,11 @@ import numpy as np
 from bridge.filters.one_euro import OneEuroFilter, flame_one_euro
 from bridge.pipelines.base import BatchResult, FailedRow, Pipeline, Step
 from bridge.pipelines.cpu_priority import yield_to_realtime
-from bridge.pipelines.face_crop import FaceDetector, FaceTracker, crop_face
+from bridge.pipelines.face_crop import FaceDetector, FaceTracker, crop_face, engine_image
 from bridge.pipelines.options import check_options
 from bridge.pipelines.output_guard import FaceOutputGuard
+from bridge.protocol.codec import ProtocolError
+from bridge.protocol.errors import ErrorCode
 from bridge.protocol.events import FACE_EXPRESSION_NAMES, FACE_EYELID_NAMES, FaceRig
 from bridge.protocol.frames import encode_face_frame
 from bridge.protocol.requests import ImageInput, Input
@@ -47,6 +51,7 @@ class FaceState:
     guard: FaceOutputGuard
     smoother: OneEuroFilter | None
     blendshapes: bool
+    cropped: bool  # images are the aligned crop already: no detection
     last: np.ndarray = field(default_factory=lambda: np.zeros(flame.FLAME_DIM, np.float32))
 
 
@@ -71,20 +76,32 @@ class FacePipeline(Pipeline[FaceState, np.ndarray | None]):
         return detector
 
     def open_session(self, options: dict[str, Any]) -> FaceState:
-        check_options(self.name, options, {"blendshapes": bool, "smoothing": bool})
+        check_options(self.name, options, {"blendshapes": bool, "smoothing": bool, "cropped": bool})
         return FaceState(
             tracker=FaceTracker(),
             guard=FaceOutputGuard(self.guard_stats, lambda: self.open_session(options)),
             smoother=flame_one_euro() if options.get("smoothing", True) else None,
             blendshapes=options.get("blendshapes", True),
+            cropped=options.get("cropped", False),
         )
 
     def rig(self, state: FaceState) -> FaceRig:
         return FaceRig(FACE_EXPRESSION_NAMES, FACE_EYELID_NAMES, ARKIT_NAMES if state.blendshapes else ())
 
+    def validate(self, state: FaceState, item: Input) -> None:
+        if state.cropped and isinstance(item, ImageInput) and item.pixels.shape[:2] != (CROP_SIZE, CROP_SIZE):
+            h, w = item.pixels.shape[:2]
+            raise ProtocolError(
+                ErrorCode.BAD_VALUE,
+                f"face: a session opened with cropped takes {CROP_SIZE}x{CROP_SIZE} images (the aligned "
+                f"face crop), got {w}x{h}",
+            )
+
     def prepare(self, state: FaceState, item: Input) -> list[Step[np.ndarray | None]]:
         yield_to_realtime()  # camera work runs below motion and speech (bridge.pipelines.cpu_priority)
         assert isinstance(item, ImageInput)
+        if state.cropped:
+            return [Step(engine_image(item.pixels), item.seq, item.t_capture_ns)]
         state.tracker.detector = self._detector()
         box = state.tracker.update(item.pixels)
         crop = None if box is None else crop_face(item.pixels, box, CROP_SIZE)

@@ -214,7 +214,14 @@ def crop_face(
     warped = cv2.warpAffine(
         rgb, crop_transform(box, size), (size, size), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT
     )
+    return engine_image(np.asarray(warped, np.uint8), out)
+
+
+def engine_image(
+    rgb: npt.NDArray[np.uint8], out: npt.NDArray[np.float32] | None = None
+) -> npt.NDArray[np.float32]:
+    """An ``H×W×3`` RGB uint8 image as the encoder takes it: ``[3, H, W]`` float32 in [0, 1]."""
     if out is None:
-        out = np.empty((3, size, size), np.float32)
-    np.multiply(warped.transpose(2, 0, 1), np.float32(1.0 / 255.0), out=out)
+        out = np.empty((3, *rgb.shape[:2]), np.float32)
+    np.multiply(rgb.transpose(2, 0, 1), np.float32(1.0 / 255.0), out=out)
     return out
