@@ -15,12 +15,14 @@ below 60 when the bridge cannot keep up).
 
 Scenarios: motion (DanceLSTM, feature rows) at 256, 1024 and 2048 sessions; face (EMOCA-size: two
 ResNet-50 at 224x224, Haar tracking and the DECA crop of a 320x240 camera frame in the workers) at 16
-and 64 sessions. Per scenario: tick latency (a generator's first input of the tick sent -> its last
-frame of the tick received) p50/p99, FPS per session, frames lost (published per the close replies -
-received), error replies, and per-worker throughput (frames per second from /metrics, with the
-worker label) and stage means. The baseline, measured in the same run in this process: the same
-module in eager FP32 on the same GPU, one call per session per frame; `baseline_ratio` = the
-baseline's time per session-step over the bridge's (mean tick latency / sessions).
+and 64 sessions; with `--face-input crop` the generators send the aligned 224x224 crops instead (open
+option `cropped`), so the workers run the engines and no detection. Per scenario: tick latency (a
+generator's first input of the tick sent -> its last frame of the tick received) p50/p99, FPS per
+session, frames lost (published per the close replies - received), error replies, and per-worker
+throughput (frames per second from /metrics, with the worker label) and stage means. The baseline,
+measured in the same run in this process: the same module in eager FP32 on the same GPU, one call
+per session per frame; `baseline_ratio` = the baseline's time per session-step over the bridge's
+(mean tick latency / sessions).
 
 Per-worker figures come from two /metrics scrapes, at the window's start and end; `--scrape-lead S`
 takes the first S seconds earlier, in the warm-up, so the window shows the latency without that
@@ -275,6 +277,7 @@ def run_scenario(
     seconds: float,
     scrape_lead_s: float = 0.0,
     scrape_every_s: float = 0.0,
+    cropped: bool = False,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]], list[float]]:
     """Drive `sessions` sessions from `generators` processes; (their reports, per-worker figures, CPU
     use per process of the bridge and the generators, when each scrape began in seconds from the
@@ -293,6 +296,7 @@ def run_scenario(
                 str(n),
                 str(warmup_s),
                 str(seconds),
+                *(["--cropped"] if cropped else []),
             ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -425,6 +429,7 @@ def bench_model(
                 args.seconds,
                 args.scrape_lead,
                 args.scrape_every,
+                cropped=args.face_input == "crop",
             )
             rec = record(manifest.name, n, workers, reports, per_w, baseline)
             out.append(rec | {"cpu": cpu, "scrapes_at_s": [round(t, 2) for t in scrapes_at]})
@@ -646,6 +651,9 @@ def save(
         "seconds_per_scenario": args.seconds,
         "first_scrape_before_window_s": args.scrape_lead,
         "scrape_every_s": args.scrape_every,
+        "face_input": "aligned 224x224 crops (option cropped)"
+        if args.face_input == "crop"
+        else "320x240 frames",
         "warmup_s": args.warmup,
         "largest_sessions_within_frame": {
             f"{m} (workers {w})": largest_within_frame(records, m, w) for m, w in runs

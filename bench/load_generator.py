@@ -1,6 +1,6 @@
 """One load-generator process of bench/gpu.py: many sessions of one client against a running `serve`.
 
-    python bench/load_generator.py PORT PIPELINE SESSIONS WARMUP_S SECONDS [GROUP]
+    python bench/load_generator.py PORT PIPELINE SESSIONS WARMUP_S SECONDS [GROUP] [--cropped]
 
 Opens SESSIONS sessions (pipelined opens); for motion, in the batch group GROUP (default
 `gen<pid>`, one per generator; `-` for none) and subscribed to that group's batch topic
@@ -14,11 +14,14 @@ in its hello reply), else one `input` per session, reading frames in between (op
 tick goes on time whatever came back). After WARMUP_S unmeasured seconds it measures for SECONDS,
 then drains, closes its sessions (their `frames_published`) and prints one JSON line: tick latencies
 (a tick's inputs sent -> its last frame received here; ticks missing a frame are counted apart),
-frames received, published and lost, error replies.
+frames received, published and lost, error replies. Face sessions get 320x240 camera frames, or with
+`--cropped` are opened with `cropped: true` and get 224x224 crops (each frame's centre square,
+resized), so the bridge detects nothing.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
@@ -26,12 +29,14 @@ import time
 from collections import Counter
 from typing import Any
 
+import cv2
 import msgspec
 import numpy as np
 import numpy.typing as npt
 import zmq
 
 from bridge.media.face_video import FaceVideo
+from bridge.pipelines.face import CROP_SIZE
 from bridge.protocol.batch_frames import BATCH_GROUP_OPTION, batch_topic, decode_batch
 from bridge.protocol.codec import pack, unpack_map
 from bridge.protocol.frames import frame_topic
@@ -50,13 +55,18 @@ class _Header(msgspec.Struct):
 _decode_header = msgspec.msgpack.Decoder(_Header).decode
 
 
-def _inputs(pipeline: str, sessions: int) -> list[dict[str, Any]]:
+def _inputs(pipeline: str, sessions: int, cropped: bool) -> list[dict[str, Any]]:
     """Per session, what one tick sends besides session, seq and time (fixed payloads)."""
     if pipeline == "face":
         video = FaceVideo(320, 240, FPS)
-        frames = [video.frame(i).tobytes() for i in range(16)]
+        frames = [video.frame(i) for i in range(16)]
+        if cropped:
+            frames = [
+                cv2.resize(f[:, 40:280], (CROP_SIZE, CROP_SIZE), interpolation=cv2.INTER_AREA) for f in frames
+            ]
+        h, w = frames[0].shape[:2]
         return [
-            {"kind": "image", "width": 320, "height": 240, "data": frames[i % len(frames)]}
+            {"kind": "image", "width": w, "height": h, "data": frames[i % len(frames)].tobytes()}
             for i in range(sessions)
         ]
     rows = np.random.default_rng(1).standard_normal((sessions, 35)).astype("<f4")
@@ -64,7 +74,13 @@ def _inputs(pipeline: str, sessions: int) -> list[dict[str, Any]]:
 
 
 def main(
-    port: int, pipeline: str, sessions: int, warmup_s: float, seconds: float, group: str = ""
+    port: int,
+    pipeline: str,
+    sessions: int,
+    warmup_s: float,
+    seconds: float,
+    group: str = "",
+    cropped: bool = False,
 ) -> dict[str, Any]:
     ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context.instance()
     dealer = ctx.socket(zmq.DEALER)
@@ -96,6 +112,8 @@ def main(
     batched = pipeline == "motion"
     group = group if batched else ""
     options = {"options": {BATCH_GROUP_OPTION: group}} if group else {}
+    if pipeline == "face" and cropped:
+        options = {"options": {"cropped": True}}
     opened = requests([{"op": "open", "pipeline": pipeline, **options} for _ in range(sessions)])
     ids = [str(r["session"]) for r in opened if r.get("ok")]
     if len(ids) < sessions:
@@ -105,7 +123,7 @@ def main(
         sub.setsockopt(zmq.SUBSCRIBE, batch_topic(pipeline, group))
     for sid in [] if batched else ids:
         sub.setsockopt(zmq.SUBSCRIBE, frame_topic(sid))
-    payloads = _inputs(pipeline, sessions)
+    payloads = _inputs(pipeline, sessions, cropped)
     time.sleep(0.5)  # subscriptions reach the workers through the front end's forwarder
     freeze_startup_heap()  # as serve does: no full collection walks the start-up heap mid-run
     print("ready", flush=True)
@@ -197,8 +215,17 @@ def main(
 
 
 if __name__ == "__main__":
-    port, pipeline, sessions, warmup_s, seconds = sys.argv[1:6]
-    group = sys.argv[6] if len(sys.argv) > 6 else f"gen{os.getpid()}"
-    group = "" if group == "-" else group
-    result = main(int(port), pipeline, int(sessions), float(warmup_s), float(seconds), group)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("port", type=int)
+    parser.add_argument("pipeline", choices=("motion", "face"))
+    parser.add_argument("sessions", type=int)
+    parser.add_argument("warmup_s", type=float)
+    parser.add_argument("seconds", type=float)
+    parser.add_argument(
+        "group", nargs="?", default=f"gen{os.getpid()}", help="motion's batch group; - for none"
+    )
+    parser.add_argument("--cropped", action="store_true", help="face: send aligned 224x224 crops")
+    a = parser.parse_args()
+    group = "" if a.group == "-" else a.group
+    result = main(a.port, a.pipeline, a.sessions, a.warmup_s, a.seconds, group, a.cropped)
     print(json.dumps(result), flush=True)

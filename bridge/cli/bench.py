@@ -62,6 +62,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also scrape /metrics every this many seconds inside the window, as a Prometheus server "
         "would (0: only at its start and end)",
     )
+    parser.add_argument(
+        "--face-input",
+        choices=("frame", "crop"),
+        default="frame",
+        help="face sessions get 320x240 camera frames (detection and crop in the workers) or aligned "
+        "224x224 crops (option cropped: the engines alone)",
+    )
     parser.add_argument("--mps", action="store_true", help="run the CUDA MPS daemon for the benchmark")
     parser.add_argument(
         "--device", choices=("auto", "cuda", "cpu"), default="auto", help="cpu: a smoke run without a GPU"

@@ -47,11 +47,10 @@ _ROLES = {
 
 @dataclass
 class FaceState:
-    tracker: FaceTracker
+    tracker: FaceTracker | None  # None: opened with `cropped`, images are the aligned crop already
     guard: FaceOutputGuard
     smoother: OneEuroFilter | None
     blendshapes: bool
-    cropped: bool  # images are the aligned crop already: no detection
     last: np.ndarray = field(default_factory=lambda: np.zeros(flame.FLAME_DIM, np.float32))
 
 
@@ -78,18 +77,21 @@ class FacePipeline(Pipeline[FaceState, np.ndarray | None]):
     def open_session(self, options: dict[str, Any]) -> FaceState:
         check_options(self.name, options, {"blendshapes": bool, "smoothing": bool, "cropped": bool})
         return FaceState(
-            tracker=FaceTracker(),
+            tracker=None if options.get("cropped", False) else FaceTracker(self._detector()),
             guard=FaceOutputGuard(self.guard_stats, lambda: self.open_session(options)),
             smoother=flame_one_euro() if options.get("smoothing", True) else None,
             blendshapes=options.get("blendshapes", True),
-            cropped=options.get("cropped", False),
         )
 
     def rig(self, state: FaceState) -> FaceRig:
         return FaceRig(FACE_EXPRESSION_NAMES, FACE_EYELID_NAMES, ARKIT_NAMES if state.blendshapes else ())
 
     def validate(self, state: FaceState, item: Input) -> None:
-        if state.cropped and isinstance(item, ImageInput) and item.pixels.shape[:2] != (CROP_SIZE, CROP_SIZE):
+        if (
+            state.tracker is None
+            and isinstance(item, ImageInput)
+            and item.pixels.shape[:2] != (CROP_SIZE, CROP_SIZE)
+        ):
             h, w = item.pixels.shape[:2]
             raise ProtocolError(
                 ErrorCode.BAD_VALUE,
@@ -100,7 +102,7 @@ class FacePipeline(Pipeline[FaceState, np.ndarray | None]):
     def prepare(self, state: FaceState, item: Input) -> list[Step[np.ndarray | None]]:
         yield_to_realtime()  # camera work runs below motion and speech (bridge.pipelines.cpu_priority)
         assert isinstance(item, ImageInput)
-        if state.cropped:
+        if state.tracker is None:
             return [Step(engine_image(item.pixels), item.seq, item.t_capture_ns)]
         state.tracker.detector = self._detector()
         box = state.tracker.update(item.pixels)
