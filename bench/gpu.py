@@ -174,6 +174,9 @@ def samples(text: str) -> Samples:
     }
 
 
+GENERATIONS = ("0", "1", "2")
+
+
 def per_worker(before: Samples, after: Samples, seconds: float, model: str) -> list[dict[str, Any]]:
     """Frames per second and stage means of each worker over the measured window."""
 
@@ -199,6 +202,11 @@ def per_worker(before: Samples, after: Samples, seconds: float, model: str) -> l
     # Calls slower than a frame and than three, per stage, from the histogram buckets (LATENCY_BUCKETS_S
     # has 0.016 and 0.05): where a tick's tail comes from inside a worker, if it does.
     within = {(stage, le): histogram(stage, "bucket", le=le) for stage in stages for le in ("0.016", "0.05")}
+    # The workers' garbage collections in the window (bridge.serving.heap times them by generation).
+    gc = "avatar_bridge_worker_python_gc_pause_seconds"
+    gc_pauses = {(g, "count"): delta(f"{gc}_count", generation=g) for g in GENERATIONS}
+    gc_pauses |= {(g, "sum"): delta(f"{gc}_sum", generation=g) for g in GENERATIONS}
+    gc_pauses |= {(g, "0.005"): delta(f"{gc}_bucket", generation=g, le="0.005") for g in GENERATIONS}
     rows = []
     for worker in sorted(frames, key=int):
         row: dict[str, Any] = {"worker": int(worker), "frames_per_s": round(frames[worker] / seconds, 1)}
@@ -208,6 +216,12 @@ def per_worker(before: Samples, after: Samples, seconds: float, model: str) -> l
             for le, name in (("0.016", "16ms"), ("0.05", "50ms")):
                 row[f"{stage}_calls_over_{name}"] = int(n - within[stage, le].get(worker, 0.0))
         row["calls"] = int(stages["engine"][1].get(worker, 0.0))
+        collections = sum(gc_pauses[g, "count"].get(worker, 0.0) for g in GENERATIONS)
+        row["gc_collections"] = int(collections)
+        row["gc_pauses_over_5ms"] = int(
+            collections - sum(gc_pauses[g, "0.005"].get(worker, 0.0) for g in GENERATIONS)
+        )
+        row["gc_ms_total"] = round(1e3 * sum(gc_pauses[g, "sum"].get(worker, 0.0) for g in GENERATIONS), 1)
         rows.append(row)
     return rows
 
@@ -489,7 +503,9 @@ def _slow_calls(per_w: list[dict[str, Any]]) -> str:
 
     stages = ("queue", "engine", "post", "publish", "end_to_end")
     slow = ", ".join(f"{stage} {over(stage, '16ms')}/{over(stage, '50ms')}" for stage in stages)
-    return f"calls over 16/50 ms of {calls} in the workers: {slow}"
+    collections = sum(w["gc_collections"] for w in per_w)
+    gc = f"{collections} collections, {sum(w['gc_pauses_over_5ms'] for w in per_w)} over 5 ms"
+    return f"calls over 16/50 ms of {calls} in the workers: {slow}; gc: {gc}"
 
 
 def _row(r: dict[str, Any]) -> str:

@@ -111,10 +111,10 @@ def main(
     sub.connect(f"tcp://127.0.0.1:{hello['frames_port']}")
     batched = pipeline == "motion"
     group = group if batched else ""
-    options = {"options": {BATCH_GROUP_OPTION: group}} if group else {}
+    options: dict[str, Any] = {BATCH_GROUP_OPTION: group} if group else {}
     if pipeline == "face" and cropped:
-        options = {"options": {"cropped": True}}
-    opened = requests([{"op": "open", "pipeline": pipeline, **options} for _ in range(sessions)])
+        options["cropped"] = True
+    opened = requests([{"op": "open", "pipeline": pipeline, "options": options} for _ in range(sessions)])
     ids = [str(r["session"]) for r in opened if r.get("ok")]
     if len(ids) < sessions:
         raise SystemExit(f"opened {len(ids)} of {sessions} sessions: {dict(errors)}")

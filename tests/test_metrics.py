@@ -19,8 +19,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from bridge.harness.client import BridgeClient
 from bridge.media.face_video import FaceVideo
 from bridge.protocol import FaceFrame, MotionFrame
-from bridge.serving.heap import frozen_objects
-from bridge.serving.metrics import FrozenHeap, GpuMemory
+from bridge.serving.heap import GC_PAUSES, frozen_objects, time_collection
+from bridge.serving.metrics import GpuMemory, HeapCollector
 from bridge.serving.server import Bridge, ServeConfig
 from bridge.serving.workers import worker_config
 
@@ -198,8 +198,18 @@ def test_a_scrape_does_not_walk_the_frozen_heap(monkeypatch: pytest.MonkeyPatch)
         raise AssertionError("a scrape walked the frozen heap")
 
     monkeypatch.setattr(gc, "get_freeze_count", walk)
-    [family] = FrozenHeap().collect()
-    assert family.name == "python_gc_frozen_objects" and family.samples[0].value == frozen_objects()
+    frozen, _ = HeapCollector().collect()
+    assert frozen.name == "python_gc_frozen_objects" and frozen.samples[0].value == frozen_objects()
+
+
+def test_collections_are_timed_by_generation() -> None:
+    before = GC_PAUSES[2].count
+    time_collection("start", {"generation": 2})
+    time_collection("stop", {"generation": 2, "collected": 0, "uncollectable": 0})
+    assert GC_PAUSES[2].count == before + 1 and 0 <= GC_PAUSES[2].total < 60
+    pauses = {f.name: f for f in HeapCollector().collect()}["python_gc_pause_seconds"]
+    count = [s for s in pauses.samples if s.name.endswith("_count") and s.labels["generation"] == "2"]
+    assert count[0].value == GC_PAUSES[2].count
 
 
 def test_front_end_merges_worker_texts_by_family_with_a_worker_label() -> None:

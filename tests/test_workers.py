@@ -97,6 +97,12 @@ def test_harness_loses_nothing_with_sessions_on_both_workers(bridge: BridgeProce
     # Each worker froze its start-up heap out of full collections (bridge.serving.heap), so did the front end.
     frozen = [line for line in text.splitlines() if "python_gc_frozen_objects" in line and line[0] != "#"]
     assert len(frozen) == 3 and all(float(line.split()[-1]) > 10_000 for line in frozen), frozen
+    # and times its collections from then on, by generation
+    pauses = [line for line in text.splitlines() if "python_gc_pause_seconds_count{" in line]
+    assert (
+        len(pauses) == 9
+        and 'avatar_bridge_worker_python_gc_pause_seconds_count{worker="1",generation="2"}' in text
+    )
     assert metrics_get(bridge, "/healthz") == (200, "ok\n")
     status, body = metrics_get(bridge, "/readyz")
     assert status == 200 and set(json.loads(body)["workers"]) == {"0", "1"}

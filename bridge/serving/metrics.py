@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from bridge import __version__
 from bridge.protocol.errors import ErrorCode
-from bridge.serving.heap import frozen_objects
+from bridge.serving.heap import GC_PAUSES, frozen_objects
 from bridge.serving.stats import FRAME_DROP_REASONS, REPLY_DROP_REASONS
 from bridge.transport.zmq_sockets import HANDSHAKE_FAILURES
 
@@ -105,7 +105,7 @@ class MetricsEndpoint(ABC):
         ProcessCollector(registry=self.registry)
         PlatformCollector(registry=self.registry)
         GCCollector(registry=self.registry)
-        self.registry.register(FrozenHeap())
+        self.registry.register(HeapCollector())
         self.renderer = _Renderer(self.render)
         self.refused = 0  # connections closed unanswered: over the cap, too slow, or not a GET
         self._waiting: dict[asyncio.StreamWriter, float] = {}  # connections still sending their request
@@ -293,8 +293,9 @@ def backend_readiness(bridge: Bridge) -> dict[str, str]:
     }
 
 
-class FrozenHeap(Collector):
-    """How many objects the process froze out of the collector at start-up (bridge.serving.heap)."""
+class HeapCollector(Collector):
+    """How many objects the process froze out of the collector at start-up, and how long its garbage
+    collections have paused it since (bridge.serving.heap)."""
 
     def collect(self) -> Iterator[Metric]:
         yield GaugeMetricFamily(
@@ -302,6 +303,15 @@ class FrozenHeap(Collector):
             "Objects frozen out of full collections at start-up",
             value=frozen_objects(),
         )
+        pauses = HistogramMetricFamily(
+            "python_gc_pause_seconds",
+            "Garbage collections since the start-up heap froze, by generation: the process runs nothing else",
+            labels=["generation"],
+        )
+        for generation, h in enumerate(GC_PAUSES):
+            h = h.copy()  # a collection on another thread may record while this reads
+            pauses.add_metric([str(generation)], h.cumulative(), h.total)
+        yield pauses
 
 
 class BridgeCollector(Collector):
