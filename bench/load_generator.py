@@ -13,8 +13,9 @@ input per session, as one multiplexed `inputs` message when the bridge serves it
 in its hello reply), else one `input` per session, reading frames in between (open loop: the next
 tick goes on time whatever came back). After WARMUP_S unmeasured seconds it measures for SECONDS,
 then drains, closes its sessions (their `frames_published`) and prints one JSON line: tick latencies
-(a tick's inputs sent -> its last frame received here; ticks missing a frame are counted apart),
-frames received, published and lost, error replies. Face sessions get 320x240 camera frames, or with
+(a tick's inputs sent -> its last frame received here; ticks missing a frame are counted apart), a
+histogram of every frame's own latency (its tick sent -> the message holding it received), frames
+received, published and lost, error replies. Face sessions get 320x240 camera frames, or with
 `--cropped` are opened with `cropped: true` and get 224x224 crops (each frame's centre square,
 resized), so the bridge detects nothing.
 """
@@ -44,6 +45,8 @@ from bridge.serving.heap import freeze_startup_heap
 
 FPS = 60.0
 DRAIN_S = 1.0
+FRAME_BIN_MS = 0.1  # resolution of the per-frame latency histogram
+FRAME_BINS = 20_000  # up to 2 s; slower frames land in the last bin
 
 
 class _Header(msgspec.Struct):
@@ -134,6 +137,9 @@ def main(
     sent_at = np.full(n_ticks, np.nan)  # when each tick's inputs were sent
     missing = np.zeros(n_ticks, np.int64)  # frames of each tick not yet received
     done_at = np.full(n_ticks, np.nan)  # when each tick's last frame came
+    # Each measured frame's own latency (its tick sent -> the message holding it received), what one
+    # avatar sees; a tick's latency is its slowest frame's, across every worker its sessions are on.
+    frame_hist = np.zeros(FRAME_BINS, np.int64)
     poller = zmq.Poller()
     poller.register(sub, zmq.POLLIN)
     poller.register(dealer, zmq.POLLIN)
@@ -148,7 +154,10 @@ def main(
             index, n = np.unique(known, return_counts=True)
             missing[index] -= n
             done_at[index[missing[index] <= 0]] = now
-            received_measured += int(n[sent_at[index] >= measure_from].sum())
+            in_window = sent_at[index] >= measure_from
+            received_measured += int(n[in_window].sum())
+            bins = ((now - sent_at[index[in_window]]) * 1e3 / FRAME_BIN_MS).astype(np.int64)
+            np.add.at(frame_hist, np.clip(bins, 0, FRAME_BINS - 1), n[in_window])
 
     def receive(until: float) -> None:
         """Read frames (and error replies) until `until`."""
@@ -205,6 +214,8 @@ def main(
         # How late this generator sent its ticks (its own load: a saturated generator shows here).
         "send_lag_p99_ms": round(float(np.percentile(lag_ms, 99)) if lag_ms.size else 0.0, 3),
         "latencies_ms": [round(float(x), 3) for x in latencies_ms],
+        "frame_latency_bin_ms": FRAME_BIN_MS,
+        "frame_latency_hist": {int(b): int(frame_hist[b]) for b in np.flatnonzero(frame_hist)},
         "seconds": seconds,
         "frames_received_measured": received_measured,
         "frames_received": received,

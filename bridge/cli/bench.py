@@ -27,7 +27,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--workers",
         default="4",
-        help="bridge worker processes (serve --workers); a list such as 1,4 also runs motion with the others",
+        help="bridge worker processes (serve --workers); a list such as 1,4 also runs motion (with --only "
+        "face, face) with the others",
     )
     parser.add_argument("--generators", type=int, default=4, help="load-generator processes (clients)")
     parser.add_argument(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -31,11 +32,21 @@ def percentile(values: npt.ArrayLike, q: float) -> float:
     return float(np.percentile(array, q)) if array.size else float("nan")
 
 
+def cpu_model() -> str:
+    """The processor's model name (Linux's /proc/cpuinfo), else what `platform` knows: runs on
+    machines of the same kind can differ in it, and their figures with it."""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
+
+
 def write_bench_json(path: Path, fields: Mapping[str, object]) -> None:
     """A benchmark's JSON result: when and where it ran, then its own fields."""
     doc = {
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
+        "machine": f"{cpu_model()}, {os.cpu_count()} cores",
         **fields,
     }
     path.parent.mkdir(parents=True, exist_ok=True)
