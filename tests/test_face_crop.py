@@ -17,6 +17,7 @@ from bridge.pipelines.face_crop import (
     FaceTracker,
     crop_face,
     crop_transform,
+    engine_image,
     find_cascade,
 )
 
@@ -58,11 +59,9 @@ def test_crop_is_centred_on_the_face(detector: FaceDetector) -> None:
     photo = ASTRONAUT
     box = detector.detect(photo)[0]
     crop = crop_face(photo, box)
-    assert crop.shape == (3, 224, 224) and crop.dtype == np.float32
-    assert crop.min() >= 0.0 and crop.max() <= 1.0
+    assert crop.shape == (224, 224, 3) and crop.dtype == np.uint8
     # The detector, run on the crop, finds the face around the middle of it.
-    back = np.ascontiguousarray((crop.transpose(1, 2, 0) * 255).round().astype(np.uint8))
-    again = detector.detect(back)
+    again = detector.detect(crop)
     assert again
     g = again[0]
     centre = np.array([g.x + g.w / 2, g.y + g.h / 2])
@@ -84,10 +83,14 @@ def test_crop_geometry_follows_the_deca_rule() -> None:
     s = CROP_SCALE * side
     x0, y0 = centre[0] - s / 2, centre[1] - s / 2
     img[int(np.floor(y0)) : int(np.ceil(y0 + s)) + 1, int(np.floor(x0)) : int(np.ceil(x0 + s)) + 1] = 255
-    crop = crop_face(img, box)
-    assert crop.min() > 0.99
+    assert crop_face(img, box).min() > 252
+
+
+def test_engine_image_is_the_crop_in_planes_scaled_to_one() -> None:
+    crop = np.random.default_rng(0).integers(0, 256, (224, 224, 3), dtype=np.uint8)
     out = np.empty((3, 224, 224), np.float32)
-    assert crop_face(img, box, out=out) is out
+    assert engine_image(crop, out) is out
+    np.testing.assert_array_equal(out, crop.transpose(2, 0, 1) * np.float32(1.0 / 255.0))
 
 
 def test_tracker_holds_the_box_through_misses(detector: FaceDetector) -> None:

@@ -201,20 +201,16 @@ def crop_transform(box: Box, size: int = 224) -> npt.NDArray[np.float64]:
     return np.array([[k, 0.0, -k * (cx - 0.5 * side)], [0.0, k, -k * (cy - 0.5 * side)]])
 
 
-def crop_face(
-    rgb: npt.NDArray[np.uint8],
-    box: Box,
-    size: int = 224,
-    out: npt.NDArray[np.float32] | None = None,
-) -> npt.NDArray[np.float32]:
-    """DECA-style aligned crop: ``H×W×3`` RGB uint8 → ``[3, size, size]`` float32 in [0, 1].
+def crop_face(rgb: npt.NDArray[np.uint8], box: Box, size: int = 224) -> npt.NDArray[np.uint8]:
+    """DECA-style aligned crop: ``H×W×3`` RGB uint8 → ``size×size×3`` RGB uint8 (``engine_image``
+    converts it, straight into the engine call's buffer).
 
     Pixels outside the frame are black, as in DECA's warp.
     """
     warped = cv2.warpAffine(
         rgb, crop_transform(box, size), (size, size), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT
     )
-    return engine_image(np.asarray(warped, np.uint8), out)
+    return np.asarray(warped, np.uint8)
 
 
 def engine_image(
