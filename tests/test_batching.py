@@ -10,14 +10,15 @@ import numpy as np
 import pytest
 
 from bridge.filters.low_pass import smoothing_factor, time_constant
-from bridge.pipelines.base import Step
+from bridge.pipelines.base import BatchResult, Step
 from bridge.pipelines.face import FacePipeline, FaceState
 from bridge.pipelines.motion import OFFLINE_MAX_STEPS, MotionPipeline, MotionState, smoothing_cutoff_hz
 from bridge.pipelines.motion_post import BatchPost, MotionPost
 from bridge.pipelines.output_guard import GuardStats
-from bridge.protocol.frames import MotionFrame, decode_frame
+from bridge.protocol.frames import FaceFrame, MotionFrame, decode_frame
 from bridge.protocol.motion_frames import encode_motion_frames
 from bridge.protocol.requests import FeaturesInput
+from bridge.rig import flame
 from bridge.rig.rotations import axis_angle_to_quat
 from bridge.runtime.engine import Engine
 from tests.oracles.frames import encode_motion_frame
@@ -200,7 +201,7 @@ def test_batched_face_equals_each_session_alone(backend: str) -> None:
         pytest.importorskip("torch")
     engine = Engine.load(ENGINES / "face_expression_small.manifest.json", backend=backend)
     pipeline = FacePipeline(engine)
-    crops = np.random.default_rng(1).random((4, 3, 224, 224), dtype=np.float32)
+    crops = np.random.default_rng(1).integers(0, 256, (4, 224, 224, 3), dtype=np.uint8)
     payloads = [crops[0], None, crops[2], crops[3]]
     steps = [Step(p, i, 0) for i, p in enumerate(payloads)]
     states = [cast(FaceState, None)] * 4  # run_batch keeps no per-session face state
@@ -209,4 +210,40 @@ def test_batched_face_equals_each_session_alone(backend: str) -> None:
     for i in (0, 2, 3):
         alone = pipeline.run_batch(states[:1], [steps[i]]).rows[0]
         np.testing.assert_allclose(batched[i], alone, atol=1e-5)
+    engine.close()
+
+
+def test_batched_face_post_processing_equals_each_session_alone() -> None:
+    """finish_batch over a batch (guard, One-Euro filter, rotations, ARKit map as arrays) gives each
+    session, bit for bit, what it gives that session alone: smoothing on and off, blendshapes on and
+    off, rows without a face, bad rows held by the guard, duplicate timestamps, a hot restart."""
+    engine = Engine.load(ENGINES / "face_expression_small.manifest.json", backend="onnxruntime")
+    rng = np.random.default_rng(4)
+    n = 6
+    options = [{"cropped": True, "smoothing": i % 2 == 0, "blendshapes": i % 3 != 0} for i in range(n)]
+    batch, alone = FacePipeline(engine), FacePipeline(engine)
+    together = [batch.open_session(o) for o in options]
+    apart = [alone.open_session(o) for o in options]
+    for tick in range(45):
+        rows: list[np.ndarray | None] = []
+        for i in range(n):
+            row = (rng.standard_normal(flame.FLAME_DIM) * (4.0 if rng.random() < 0.2 else 1.0)).astype(
+                np.float32
+            )
+            if i == 0 and tick > 5:
+                row[:] = np.nan  # session 0 goes bad for good: held, then hot-restarted after 30
+            rows.append(None if rng.random() < 0.15 else row)
+        t_ns = [round(tick * 1e9 / 60) if rng.random() < 0.9 else 0 for _ in range(n)]
+        steps = [Step(None, tick, t_ns[i]) for i in range(n)]
+        frames = batch.finish_batch(together, SIDS[:n], [tick] * n, steps, BatchResult(list(rows), 1.0))
+        for i in range(n):
+            one = alone.finish_batch(
+                [apart[i]], SIDS[i : i + 1], [tick], steps[i : i + 1], BatchResult([rows[i]], 1.0)
+            )
+            a, b = decode_frame(frames[i][0]), decode_frame(one[0][0])
+            assert isinstance(a, FaceFrame) and isinstance(b, FaceFrame)
+            assert (a.header.seq, a.face_found) == (b.header.seq, b.face_found)
+            for name in ("expression", "eyelids", "jaw", "head", "blendshapes"):
+                np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+    assert batch.guard_stats.restarts == alone.guard_stats.restarts == 1
     engine.close()

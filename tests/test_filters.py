@@ -182,3 +182,26 @@ def test_one_euro_rows_equal_per_session_filters_bit_for_bit() -> None:
     for frame in range(10):
         x = rng.normal(size=c).astype(np.float32)
         np.testing.assert_array_equal(f.filter(x, frame / 60.0), reference.filter(x, frame / 60.0))
+
+
+def test_filter_rows_equals_each_filter_alone_bit_for_bit() -> None:
+    """Face sessions' filters stepped together (filter_rows) against the same filters stepped one by
+    one: first samples, duplicate timestamps, a reset, rows that skip a tick."""
+    from bridge.filters.one_euro import filter_rows
+
+    rng = np.random.default_rng(5)
+    n = 4
+    together = [flame_one_euro() for _ in range(n)]
+    apart = [flame_one_euro() for _ in range(n)]
+    for frame in range(30):
+        rows = [i for i in range(n) if frame >= i and (frame + i) % 7]  # rows start late, skip ticks
+        if not rows:
+            continue
+        x = rng.normal(size=(len(rows), together[0].n_channels)).astype(np.float32)
+        t = np.array([frame / 60.0 if frame != 9 else 8 / 60.0 for _ in rows])  # frame 9 repeats 8's time
+        if frame == 15:
+            together[2].reset()
+            apart[2].reset()
+        out = filter_rows([together[i] for i in rows], x, t)
+        for k, i in enumerate(rows):
+            np.testing.assert_array_equal(out[k], apart[i].filter(x[k], float(t[k])))

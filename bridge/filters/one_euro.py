@@ -4,12 +4,14 @@ An adaptive low-pass: the cutoff rises with the (smoothed) speed of each channel
 is steady (cutoff ≈ ``min_cutoff``) and a fast one has little lag (cutoff grows by ``beta`` per unit
 of speed). `one_euro_rows` steps many filters at once: one row per session of stacked state, the
 arithmetic one numpy pass over the rows (a batch of face-tracking sessions). `OneEuroFilter` holds one
-session's state (every parameter a scalar or one value per channel); both run the same arithmetic.
+session's state (every parameter a scalar or one value per channel); `filter_rows` steps many of those
+in one pass (a batch of face sessions). All run the same float32 arithmetic.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -137,6 +139,27 @@ class OneEuroFilter:
         )
         self._out[:] = self._x
         return self._out
+
+
+def filter_rows(filters: Sequence[OneEuroFilter], x: npt.ArrayLike, t: npt.ArrayLike) -> F32:
+    """One sample per filter, `x` (n, C) taken at `t` (n,) seconds: what each `filter` call would
+    return (the same float32 arithmetic), with the filters' states stacked into one pass of
+    `one_euro_rows` and written back (a batch of face sessions, each with its own filter)."""
+    value, derivative, last_t = one_euro_rows(
+        np.asarray(x, np.float32),
+        np.asarray(t, np.float64),
+        np.stack([f._x for f in filters]),
+        np.stack([f._dx for f in filters]),
+        np.array([f._t for f in filters], np.float64),
+        np.array([f._started for f in filters]),
+        np.stack([f._min_cutoff for f in filters]),
+        np.stack([f._beta for f in filters]),
+        np.stack([f._d_cutoff for f in filters]),
+    )
+    for f, v, d, lt in zip(filters, value, derivative, last_t.tolist(), strict=True):
+        f._x, f._dx, f._t, f._started = v, d, lt, True
+        f._out[:] = v
+    return value
 
 
 def flame_one_euro(d_cutoff: float = D_CUTOFF_DEFAULT) -> OneEuroFilter:

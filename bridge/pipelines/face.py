@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from bridge.filters.one_euro import OneEuroFilter, flame_one_euro
+from bridge.filters.one_euro import OneEuroFilter, filter_rows, flame_one_euro
 from bridge.pipelines.base import BatchResult, FailedRow, Pipeline, Step
 from bridge.pipelines.cpu_priority import yield_to_realtime
 from bridge.pipelines.face_crop import FaceDetector, FaceTracker, crop_face, engine_image
@@ -139,46 +139,46 @@ class FacePipeline(Pipeline[FaceState, np.ndarray | None]):
         steps: Sequence[Step[np.ndarray | None]],
         result: BatchResult,
     ) -> list[list[bytes]]:
-        # Per session: face batches are tens of sessions, and the One-Euro filter and ARKit mapping
-        # are per-session objects.
+        # The arithmetic (guard, One-Euro filter, rotations, ARKit map) runs over the batch as arrays;
+        # each session keeps its own guard and filter state. Encoding is per session.
+        found = [i for i, row in enumerate(result.rows) if row is not None]
+        params = np.stack(
+            [state.last if row is None else row for state, row in zip(states, result.rows, strict=True)]
+        )
+        if found:
+            params[found] = FaceOutputGuard.apply_rows([states[i].guard for i in found], params[found])
+            for i in found:
+                states[i].guard.restart_if_due(states[i])  # a restart brings a fresh filter too
+            smoothed = [i for i in found if states[i].smoother is not None]
+            if smoothed:
+                params[smoothed] = filter_rows(
+                    [s for i in smoothed if (s := states[i].smoother) is not None],
+                    params[smoothed],
+                    np.array([steps[i].t_capture_ns / 1e9 for i in smoothed]),
+                )
+            for i in found:
+                states[i].last[:] = params[i]
+        rotations = axis_angle_to_quat(np.stack((params[:, flame.JAW], params[:, flame.HEAD]), axis=1))
+        blendshapes = self._mapper.map_flame(params)
         frames: list[list[bytes]] = []
-        for state, session, seq, step, row in zip(states, sessions, seqs, steps, result.rows, strict=True):
+        for i, (state, session, seq, step) in enumerate(zip(states, sessions, seqs, steps, strict=True)):
             try:
-                frames.append([self._finish(state, session, seq, step, row, result)])
-            except Exception as exc:  # one failing row costs only its own session
+                frame = encode_face_frame(
+                    session,
+                    seq,
+                    step.input_seq,
+                    step.t_capture_ns,
+                    face_found=result.rows[i] is not None,
+                    expression=params[i, flame.EXPRESSION],
+                    eyelids=params[i, flame.EYELIDS],
+                    jaw=rotations[i, 0],
+                    head=rotations[i, 1],
+                    blendshapes=blendshapes[i] if state.blendshapes else None,
+                    engine_us=result.engine_us,
+                    batch=len(result.rows),
+                )
+                frames.append([frame])
+            except Exception as exc:  # one row that cannot be encoded costs only its own session
                 log.exception("face post-processing failed for session %s", session)
                 frames.append(FailedRow(f"post-processing failed: {exc}"))
         return frames
-
-    def _finish(
-        self,
-        state: FaceState,
-        session: str,
-        seq: int,
-        step: Step[np.ndarray | None],
-        row: np.ndarray | None,
-        result: BatchResult,
-    ) -> bytes:
-        if row is None:
-            params = state.last
-        else:
-            params = state.guard.apply(row)
-            state.guard.restart_if_due(state)
-            if state.smoother is not None:
-                params = state.smoother.filter(params, step.t_capture_ns / 1e9)
-            state.last[:] = params
-        rotations = axis_angle_to_quat(np.stack((params[flame.JAW], params[flame.HEAD])))
-        return encode_face_frame(
-            session,
-            seq,
-            step.input_seq,
-            step.t_capture_ns,
-            face_found=row is not None,
-            expression=params[flame.EXPRESSION],
-            eyelids=params[flame.EYELIDS],
-            jaw=rotations[0],
-            head=rotations[1],
-            blendshapes=self._mapper.map_flame(params) if state.blendshapes else None,
-            engine_us=result.engine_us,
-            batch=len(result.rows),
-        )

@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -114,8 +114,21 @@ class FaceOutputGuard(OutputGuard):
         super().__init__(stats, reopen, flame.FLAME_DIM, restart_after)
 
     def apply(self, params: npt.ArrayLike) -> npt.NDArray[np.float32]:
-        x = np.array(params, dtype=np.float32)
-        if not np.isfinite(x).all() or np.any(x < _FACE_GROSS_LO) or np.any(x > _FACE_GROSS_HI):
-            return self._hold()
+        out: npt.NDArray[np.float32] = self.apply_rows([self], np.asarray(params, np.float32)[None])[0]
+        return out
+
+    @staticmethod
+    def apply_rows(
+        guards: Sequence[FaceOutputGuard], params: npt.NDArray[np.float32]
+    ) -> npt.NDArray[np.float32]:
+        """One output per guard, `params` (n, FLAME_DIM): the checks over all rows in one pass, then
+        each guard's own accept-or-hold (a batch of face sessions)."""
+        x = np.asarray(params, np.float32)
+        bad: npt.NDArray[np.bool_] = np.asarray(
+            ~np.isfinite(x).all(axis=1) | (x < _FACE_GROSS_LO).any(axis=1) | (x > _FACE_GROSS_HI).any(axis=1)
+        )
         out = np.clip(x, _FACE_LO, _FACE_HI)
-        return self._accept(out, clamped=bool(np.any(out != x)))
+        clamped = np.asarray((out != x).any(axis=1))
+        for i, guard in enumerate(guards):
+            out[i] = guard._hold() if bad[i] else guard._accept(out[i], clamped=bool(clamped[i]))
+        return out
