@@ -510,7 +510,10 @@ def start_mps(folder: Path) -> str:
 def stop_mps() -> None:
     control = shutil.which("nvidia-cuda-mps-control")
     if control is not None and "CUDA_MPS_PIPE_DIRECTORY" in os.environ:
-        subprocess.run([control], input="quit\n", text=True, capture_output=True, timeout=30)
+        try:
+            subprocess.run([control], input="quit\n", text=True, capture_output=True, timeout=30)
+        except subprocess.TimeoutExpired:  # the figures are saved already; a daemon left running is all
+            print("MPS control daemon did not answer 'quit' within 30 s; left running", flush=True)
     for name in ("CUDA_MPS_PIPE_DIRECTORY", "CUDA_MPS_LOG_DIRECTORY"):
         os.environ.pop(name, None)
 
