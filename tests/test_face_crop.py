@@ -17,7 +17,6 @@ from bridge.pipelines.face_crop import (
     FaceTracker,
     crop_face,
     crop_transform,
-    engine_image,
     find_cascade,
 )
 
@@ -84,13 +83,6 @@ def test_crop_geometry_follows_the_deca_rule() -> None:
     x0, y0 = centre[0] - s / 2, centre[1] - s / 2
     img[int(np.floor(y0)) : int(np.ceil(y0 + s)) + 1, int(np.floor(x0)) : int(np.ceil(x0 + s)) + 1] = 255
     assert crop_face(img, box).min() > 252
-
-
-def test_engine_image_is_the_crop_in_planes_scaled_to_one() -> None:
-    crop = np.random.default_rng(0).integers(0, 256, (224, 224, 3), dtype=np.uint8)
-    out = np.empty((3, 224, 224), np.float32)
-    assert engine_image(crop, out) is out
-    np.testing.assert_array_equal(out, crop.transpose(2, 0, 1) * np.float32(1.0 / 255.0))
 
 
 def test_tracker_holds_the_box_through_misses(detector: FaceDetector) -> None:

@@ -10,6 +10,7 @@ import pytest
 
 from bridge.runtime.backend import available_backends
 from bridge.runtime.engine import Engine
+from bridge.runtime.images import rgb_planes
 from bridge.runtime.state_slots import HostStateSlots, SlotPool, create_state_slots
 
 pytest.importorskip("torch")
@@ -178,3 +179,40 @@ def test_a_module_torch_fx_cannot_trace_runs_unfolded(caplog: pytest.LogCaptureF
 
     net = Branchy().eval()
     assert _fused_conv_bn(net) is net and "not folded" in caplog.text
+
+
+def test_an_image_fed_as_bytes_is_the_image_as_planes() -> None:
+    """[N, H, W, 3] uint8 = [N, 3, H, W] float32 in [0, 1] (bridge.runtime.images), on onnxruntime (the
+    engine converts on the host) and torch (the backend does, after the copy), staged bytes included."""
+    ort, pt = Engine.load(FACE), Engine.load(FACE, backend="torch")
+    rgb = np.random.default_rng(2).integers(0, 256, (3, 224, 224, 3), dtype=np.uint8)
+    want, _ = ort.run({"image": rgb_planes(rgb)})
+    from_bytes, _ = ort.run({"image": rgb})
+    on_torch, _ = pt.run({"image": rgb})
+    staged = pt.input_buffer("image", rgb.shape, np.uint8)
+    assert (
+        staged.dtype == np.uint8
+        and staged.ctypes.data == pt.input_buffer("image", rgb.shape, np.uint8).ctypes.data
+    )
+    staged[...] = rgb
+    from_staging, _ = pt.run({"image": staged})
+    float_path, _ = pt.run({"image": rgb_planes(rgb)})
+    for role in want:
+        np.testing.assert_array_equal(from_bytes[role], want[role])
+        np.testing.assert_allclose(on_torch[role], want[role], atol=1e-4)
+        np.testing.assert_array_equal(from_staging[role], on_torch[role])
+        np.testing.assert_array_equal(float_path[role], on_torch[role])  # the same planes, the same plan
+    with pytest.raises(ValueError, match=r"or uint8 \[N,H,W,3\]"):
+        ort.run({"image": rgb[:, :200]})  # bytes of another size
+    with pytest.raises(ValueError, match="expects float32"):
+        ort.run({"image": rgb.astype(np.int32)})
+    ort.close()
+    pt.close()
+
+
+def test_only_an_image_input_takes_bytes() -> None:
+    dance = Engine.load(ENGINES / "dance_lstm.manifest.json")
+    role = dance.manifest.inputs[0].role
+    with pytest.raises(ValueError, match="is not an image"):
+        dance.input_buffer(role, (1, 35), np.uint8)
+    dance.close()

@@ -202,8 +202,8 @@ def crop_transform(box: Box, size: int = 224) -> npt.NDArray[np.float64]:
 
 
 def crop_face(rgb: npt.NDArray[np.uint8], box: Box, size: int = 224) -> npt.NDArray[np.uint8]:
-    """DECA-style aligned crop: ``H×W×3`` RGB uint8 → ``size×size×3`` RGB uint8 (``engine_image``
-    converts it, straight into the engine call's buffer).
+    """DECA-style aligned crop: ``H×W×3`` RGB uint8 → ``size×size×3`` RGB uint8 (the engine takes it
+    as it is: bridge.runtime.images).
 
     Pixels outside the frame are black, as in DECA's warp.
     """
@@ -211,13 +211,3 @@ def crop_face(rgb: npt.NDArray[np.uint8], box: Box, size: int = 224) -> npt.NDAr
         rgb, crop_transform(box, size), (size, size), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT
     )
     return np.asarray(warped, np.uint8)
-
-
-def engine_image(
-    rgb: npt.NDArray[np.uint8], out: npt.NDArray[np.float32] | None = None
-) -> npt.NDArray[np.float32]:
-    """An ``H×W×3`` RGB uint8 image as the encoder takes it: ``[3, H, W]`` float32 in [0, 1]."""
-    if out is None:
-        out = np.empty((3, *rgb.shape[:2]), np.float32)
-    np.multiply(rgb.transpose(2, 0, 1), np.float32(1.0 / 255.0), out=out)
-    return out

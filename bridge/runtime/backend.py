@@ -55,6 +55,9 @@ class Backend(ABC):
     """
 
     name: ClassVar[str]
+    # Takes image inputs as [N, H, W, 3] uint8 and converts them itself (bridge.runtime.images);
+    # otherwise the engine converts them on the host first.
+    converts_uint8_images: ClassVar[bool] = False
 
     def __init__(self, manifest: ModelManifest) -> None:
         self.manifest = manifest

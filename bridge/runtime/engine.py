@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from bridge.runtime.backend import Backend, create_backend
+from bridge.runtime.images import is_image_input, rgb_planes
 from bridge.runtime.manifest import ModelManifest, Profile, load_manifest, validate_against_onnx
 
 __all__ = ["Engine"]
@@ -29,6 +30,7 @@ class _InputPlan(NamedTuple):
     ndim: int
     static: tuple[tuple[int, int], ...]  # (axis, size) for every fixed dim
     declared: str  # shape as the manifest writes it, for error messages
+    image: bool  # float32 [N, 3, H, W]: also takes [N, H, W, 3] uint8 (bridge.runtime.images)
 
 
 class _OutputPlan(NamedTuple):
@@ -60,6 +62,7 @@ class Engine:
                 len(s.shape),
                 tuple((i, d) for i, d in enumerate(s.shape) if isinstance(d, int)),
                 "[" + ",".join(str(d) for d in s.shape) + "]",
+                is_image_input(s.dtype, s.shape),
             )
             for s in manifest.inputs
         )
@@ -110,16 +113,24 @@ class Engine:
 
     # -------------------------------------------------------------------------------------------
 
-    def input_buffer(self, role: str, shape: tuple[int, ...]) -> np.ndarray:
+    def input_buffer(
+        self, role: str, shape: tuple[int, ...], dtype: type[np.generic] | None = None
+    ) -> np.ndarray:
         """An array to assemble input `role` of one call in: the backend's staging buffer where it has
         one (pinned memory on the torch backend; a call given it copies it to the device directly,
-        skipping a host copy, and no fresh array is faulted in per call), else a new array. Valid
-        until the next `input_buffer` call for the same role."""
+        skipping a host copy, and no fresh array is faulted in per call), else a new array. `dtype`
+        np.uint8 asks for an image input's bytes, `shape` `[N, H, W, 3]` (bridge.runtime.images).
+        Valid until the next `input_buffer` call for the same role and dtype."""
         plan = next((p for p in self._inputs if p.role == role), None)
         if plan is None:
             raise ValueError(f"{self.manifest.name}: no input role {role!r}")
+        kind = np.dtype(dtype or plan.dtype)
+        if kind == np.uint8 and not plan.image:
+            raise ValueError(
+                f"{self.manifest.name}: input role {role!r} is not an image; it takes {plan.dtype}"
+            )
         staging = getattr(self.backend, "staging", None)
-        return staging(plan.tensor, shape) if staging is not None else np.empty(shape, plan.dtype)
+        return staging(plan.tensor, shape, kind) if staging is not None else np.empty(shape, kind)
 
     def initial_state(self, batch: int) -> dict[str, np.ndarray]:
         """Zero state for `batch` sessions, keyed by state input tensor name."""
@@ -142,9 +153,16 @@ class Engine:
             a = inputs_by_role.get(p.role)
             if a is None:
                 raise ValueError(f"{self.manifest.name}: missing input role {p.role!r} (tensor {p.tensor!r})")
-            if not isinstance(a, np.ndarray) or a.dtype != p.dtype or a.ndim != p.ndim:
+            if not isinstance(a, np.ndarray) or a.ndim != p.ndim:
                 raise ValueError(self._bad_input(p, a))
-            shape = a.shape
+            if p.image and a.dtype == np.uint8:  # [N, H, W, 3] bytes: checked as the planes they become
+                shape = (a.shape[0], a.shape[3], a.shape[1], a.shape[2])
+                if not self.backend.converts_uint8_images:
+                    a = rgb_planes(a)
+            elif a.dtype == p.dtype:
+                shape = a.shape
+            else:
+                raise ValueError(self._bad_input(p, a))
             for axis, size in p.static:
                 if shape[axis] != size:
                     raise ValueError(self._bad_input(p, a))
@@ -231,9 +249,10 @@ class Engine:
             if isinstance(a, np.ndarray)
             else f"a {type(a).__name__}, not an ndarray"
         )
+        also = " (or uint8 [N,H,W,3])" if p.image else ""
         return (
             f"{self.manifest.name}: input role {p.role!r} (tensor {p.tensor!r}) "
-            f"expects {p.dtype} {p.declared}, got {got}"
+            f"expects {p.dtype} {p.declared}{also}, got {got}"
         )
 
     def _bad_state(self, sp: _StatePlan, s: object, batch: int) -> str:

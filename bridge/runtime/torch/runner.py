@@ -8,6 +8,8 @@ outputs come back on the copy stream: the copy engine, not the compute stream, c
 so one engine's copies overlap another engine's (or another scheduler thread's) compute.
 
 Batch norm is folded into the convolutions at activation (eval: the same function, fewer kernels).
+Image inputs given as uint8 `[N, H, W, 3]` (bridge.runtime.images) cross as bytes, a quarter of the
+float32 planes, and become planes on the device, into the same buffers (and graph) a float32 call uses.
 
 On the CPU the same code runs eagerly at the exact batch (no tiers, graphs, pinned memory or streams):
 that is what the CI tests exercise.
@@ -27,6 +29,7 @@ from torch import nn
 
 from bridge.runtime.backend import Backend
 from bridge.runtime.engine import Engine
+from bridge.runtime.images import SCALE
 from bridge.runtime.manifest import ModelManifest
 from bridge.runtime.torch.modules import module_for
 from bridge.runtime.torch.state_slots import DeviceStateSlots
@@ -42,7 +45,12 @@ _PRECISIONS: dict[str, torch.dtype] = {
     "float16": torch.float16,
     "bfloat16": torch.bfloat16,
 }
-_HOST_DTYPES: dict[str, torch.dtype] = {"float32": torch.float32, "int64": torch.int64, "int32": torch.int32}
+_HOST_DTYPES: dict[str, torch.dtype] = {
+    "float32": torch.float32,
+    "int64": torch.int64,
+    "int32": torch.int32,
+    "uint8": torch.uint8,  # image inputs fed as bytes
+}
 
 
 class _Plan:
@@ -55,6 +63,9 @@ class _Plan:
         self.dev_in: dict[str, torch.Tensor] = {}
         self.dev_out: dict[str, torch.Tensor] = {}
         self.host_out: dict[str, torch.Tensor] = {}
+        # Image inputs fed as bytes: [tier, H, W, 3] uint8, made at the first such call.
+        self.host_bytes: dict[str, torch.Tensor] = {}
+        self.dev_bytes: dict[str, torch.Tensor] = {}
         self.slots_host = torch.empty(0, dtype=torch.int64)
         self.slots_dev = torch.empty(0, dtype=torch.int64)
         self.graph: torch.cuda.CUDAGraph | None = None
@@ -69,6 +80,7 @@ class TorchBackend(Backend):
     """
 
     name = "torch"
+    converts_uint8_images = True
 
     def __init__(
         self,
@@ -96,6 +108,7 @@ class TorchBackend(Backend):
         self._seed = seed
         self.device_post = device_post
         self._role_inputs = list(dict.fromkeys(s.tensor for s in manifest.inputs))
+        self._manifest_dtypes = {s.tensor: s.dtype for s in manifest.inputs}
         self._input_dtypes = {s.tensor: _HOST_DTYPES[s.dtype] for s in manifest.inputs}
         self._state_inputs = [p.input for p in manifest.state]
         self._state_outputs = [p.output for p in manifest.state]
@@ -103,7 +116,7 @@ class TorchBackend(Backend):
         self._channels_last = any(len(s.shape) == 4 for s in manifest.inputs)
         self._net: nn.Module | None = None
         self._plans: dict[tuple[Any, ...], _Plan] = {}
-        self._staging: dict[str, torch.Tensor] = {}
+        self._staging: dict[tuple[str, np.dtype[Any]], torch.Tensor] = {}
         self._copy: torch.cuda.Stream | None = None
         self._compute: torch.cuda.Stream | None = None
         self._pool: Any = None
@@ -142,22 +155,23 @@ class TorchBackend(Backend):
         return self.device if self.device_post else None
 
     # ------------------------------------------------------------------------------- inference
-    def staging(self, name: str, shape: Sequence[int]) -> np.ndarray:
-        """A host array (pinned on CUDA) to assemble role input tensor `name` in: a call whose input is
-        this array copies it to the device directly, skipping a host copy into staging (images are
-        large: 0.6 MB each). Valid until the next `staging` call for the same name."""
+    def staging(self, name: str, shape: Sequence[int], dtype: np.dtype[Any] | None = None) -> np.ndarray:
+        """A host array (pinned on CUDA) to assemble role input tensor `name` in (`dtype` np.uint8: an
+        image input's bytes): a call whose input is this array copies it to the device directly,
+        skipping a host copy into staging (images are large: 0.6 MB each as float32). Valid until the
+        next `staging` call for the same name and dtype."""
+        kind = np.dtype(dtype if dtype is not None else self._manifest_dtypes[name])
         size = int(np.prod(shape))
-        buffer = self._staging.get(name)
+        buffer = self._staging.get((name, kind))
         if buffer is None or buffer.numel() < size:
-            dtype = self._input_dtypes[name]
-            buffer = self._staging[name] = torch.empty(
-                size, dtype=dtype, pin_memory=self.device.type == "cuda"
+            buffer = self._staging[name, kind] = torch.empty(
+                size, dtype=_HOST_DTYPES[kind.name], pin_memory=self.device.type == "cuda"
             )
         return buffer[:size].numpy().reshape(shape)
 
     def _staged(self, name: str, array: np.ndarray) -> torch.Tensor | None:
         """`array` as a view of its staging buffer, when it is one (see `staging`)."""
-        buffer = self._staging.get(name)
+        buffer = self._staging.get((name, array.dtype))
         if buffer is None or array.ctypes.data != buffer.data_ptr() or not array.flags.c_contiguous:
             return None
         return buffer[: array.size].view(array.shape)
@@ -190,20 +204,27 @@ class TorchBackend(Backend):
         plan = self._plan(batch, feeds)
         staged = [*self._role_inputs, *(self._state_inputs if slots is None else ())]
         fetched = [*self._role_outputs, *(self._state_outputs if slots is None else ())]
+        as_bytes = [name for name in self._role_inputs if feeds[name].dtype == np.uint8]
         with torch.no_grad():
             with self._on(self._copy):
                 for name in staged:
+                    host, dev = plan.host_in, plan.dev_in
+                    if name in as_bytes:
+                        host, dev = self._byte_buffers(plan, name, feeds[name].shape[1:])
                     source = self._staged(name, feeds[name])
                     if source is None:
-                        plan.host_in[name][:batch].numpy()[...] = feeds[name]
-                        source = plan.host_in[name][:batch]
-                    plan.dev_in[name][:batch].copy_(source, non_blocking=True)
+                        host[name][:batch].numpy()[...] = feeds[name]
+                        source = host[name][:batch]
+                    dev[name][:batch].copy_(source, non_blocking=True)
                 if index is not None:
                     plan.slots_host[:batch].numpy()[...] = index
                     plan.slots_dev[:batch].copy_(plan.slots_host[:batch], non_blocking=True)
                 loaded = self._record(self._copy)
             with self._on(self._compute):
                 self._wait(self._compute, loaded)
+                for name in as_bytes:  # bytes -> the float32 planes the graph reads
+                    planes = plan.dev_in[name][:batch]
+                    planes.copy_(plan.dev_bytes[name][:batch].permute(0, 3, 1, 2)).mul_(float(SCALE))
                 if slots is not None:
                     slots.prepare(size, fresh)
                     rows = plan.slots_dev[:batch]
@@ -250,9 +271,21 @@ class TorchBackend(Backend):
             return batch
         return next((t for t in self.batch_tiers if t >= batch), batch)
 
+    def _byte_buffers(
+        self, plan: _Plan, name: str, shape: tuple[int, ...]
+    ) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
+        """The plan's uint8 host and device buffers for image input `name` ([H, W, 3] rows)."""
+        if name not in plan.dev_bytes:
+            full = (plan.tier, *shape)
+            plan.host_bytes[name] = torch.empty(
+                full, dtype=torch.uint8, pin_memory=self.device.type == "cuda"
+            )
+            plan.dev_bytes[name] = torch.zeros(full, dtype=torch.uint8, device=self.device)
+        return plan.host_bytes, plan.dev_bytes
+
     def _plan(self, batch: int, feeds: Mapping[str, np.ndarray]) -> _Plan:
         tier = self.tier_for(batch)
-        key = (tier, *(feeds[n].shape[1:] for n in self._role_inputs))
+        key = (tier, *(_row_shape(feeds[n]) for n in self._role_inputs))
         plan = self._plans.get(key)
         if plan is None:
             plan = self._plans[key] = self._new_plan(tier, feeds)
@@ -261,7 +294,7 @@ class TorchBackend(Backend):
     def _new_plan(self, tier: int, feeds: Mapping[str, np.ndarray]) -> _Plan:
         pinned = self.device.type == "cuda"
         plan = _Plan(tier)
-        shapes = {n: (tier, *feeds[n].shape[1:]) for n in self._role_inputs}
+        shapes = {n: (tier, *_row_shape(feeds[n])) for n in self._role_inputs}
         host_dtypes = dict(self._input_dtypes)
         for p in self.manifest.state:
             shapes[p.input] = p.zeros_shape(tier)
@@ -317,6 +350,13 @@ class TorchBackend(Backend):
     def _wait(stream: torch.cuda.Stream | None, event: torch.cuda.Event | None) -> None:
         if stream is not None and event is not None:
             stream.wait_event(event)
+
+
+def _row_shape(feed: np.ndarray) -> tuple[int, ...]:
+    """One row's shape as the module takes it: an image fed as [N, H, W, 3] bytes is [3, H, W]."""
+    if feed.dtype == np.uint8:
+        return (feed.shape[3], feed.shape[1], feed.shape[2])
+    return tuple(feed.shape[1:])
 
 
 def _default_tiers(manifest: ModelManifest) -> tuple[int, ...]:
