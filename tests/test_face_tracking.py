@@ -28,6 +28,7 @@ from bridge.pipelines.face_tracking_geometry import BLENDSHAPE_SUBSET
 from bridge.protocol import FaceFrame
 from bridge.protocol.requests import ImageInput
 from bridge.runtime.engine import Engine
+from bridge.runtime.images import rgb_planes
 
 from .conftest import start_bridge, stop_bridge
 
@@ -117,10 +118,12 @@ def test_conversion_matches_litert_on_real_images(bundle: loc.Bundle, models: Pa
     state = pipeline.open_session({"smoothing": False})
     row, step, _ = track(pipeline, state, image)
     detector_in = cv2.resize(image, (128, 128)).astype(np.float32) / 255.0
+    crop = step.crop[None]
     # (LiteRT input, ONNX input): the detector's ONNX takes [0, 1] and scales to [-1, 1] itself.
     subset = row.landmarks[:, :2][BLENDSHAPE_SUBSET][None].astype(np.float32)
     feeds = {
-        "face_landmarks_detector.tflite": (step.crop.transpose(1, 2, 0)[None], step.crop[None]),
+        # The mesh crop as LiteRT takes it (float HWC in [0, 1]) and as the bridge sends it (bytes).
+        "face_landmarks_detector.tflite": (rgb_planes(crop).transpose(0, 2, 3, 1), crop),
         "face_detector.tflite": (detector_in[None] * 2.0 - 1.0, detector_in.transpose(2, 0, 1)[None]),
         "face_blendshapes.tflite": (subset, subset),
     }

@@ -140,7 +140,7 @@ def _fresh_channels() -> F32:
 
 @dataclass
 class TrackStep:
-    crop: F32 | None  # (3, 256, 256), or None when no face was found
+    crop: npt.NDArray[np.uint8] | None  # (256, 256, 3) RGB, or None when no face was found
     crop_to_image: F64
     size: tuple[int, int]  # image width, height
     dark: bool
@@ -322,7 +322,11 @@ class FaceTrackingPipeline(Pipeline[TrackingState, TrackStep]):
         live = [i for i, s in enumerate(steps) if s.payload.crop is not None]
         if not live:
             return BatchResult(TrackedFaces.none(n), 0.0)
-        crops = self.engine.input_buffer("face.mesh_image", (len(live), 3, geo.MESH_SIZE, geo.MESH_SIZE))
+        # Bytes (a quarter of the float planes), stacked in the engine's staging buffer: the torch
+        # backend makes the planes on the device (bridge.runtime.images).
+        crops = self.engine.input_buffer(
+            "face.mesh_image", (len(live), geo.MESH_SIZE, geo.MESH_SIZE, 3), np.uint8
+        )
         np.stack([c for i in live if (c := steps[i].payload.crop) is not None], out=crops)
         t0 = time.perf_counter()
         out, _ = self.engine.run({"face.mesh_image": crops})

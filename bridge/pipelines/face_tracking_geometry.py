@@ -186,15 +186,14 @@ def rois_from_landmarks(landmarks: F64) -> list[Roi]:
     ]
 
 
-def crop(image: npt.NDArray[np.uint8], roi: Roi, size: int = MESH_SIZE) -> tuple[F32, F64]:
-    """The (3, size, size) crop in [0, 1] (zeros outside the image) and its crop-to-image map."""
+def crop(image: npt.NDArray[np.uint8], roi: Roi, size: int = MESH_SIZE) -> tuple[npt.NDArray[np.uint8], F64]:
+    """The (size, size, 3) RGB crop (black outside the image), as bytes: the engine takes them as
+    they are (bridge.runtime.images); and its crop-to-image map."""
     m = roi.crop_to_image(size)
     patch = cv2.warpAffine(
         image, m, (size, size), flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP, borderMode=cv2.BORDER_CONSTANT
     )
-    out = np.empty((3, size, size), np.float32)  # one array, written once: crops run on many threads
-    np.divide(patch.transpose(2, 0, 1), np.float32(255.0), out=out)
-    return out, m
+    return np.asarray(patch, np.uint8), m
 
 
 def project(landmarks: F32, m: F64) -> F64:
