@@ -145,7 +145,7 @@ class Engine:
 
         Sliced outputs are views into the backend's output array. Roles the model does not take are
         ignored, so a pipeline may pass e.g. `pose.previous` to any motion model. `state=None` starts
-        from zeros.
+        from zeros. An image input may be given as `[N, H, W, 3]` uint8 (bridge.runtime.images).
         """
         feeds: dict[str, np.ndarray] = {}
         batch = -1
