@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import threading
 import time
 from datetime import datetime, timezone
@@ -40,7 +39,7 @@ import zmq
 
 from bridge.harness.client import BridgeClient
 from bridge.harness.process import BridgeProcess
-from bridge.harness.run import percentile, run_harness
+from bridge.harness.run import cpu_model, percentile, run_harness
 from bridge.media.music import synthesize_music
 from bridge.pipelines.base import Step
 from bridge.pipelines.motion import MotionPipeline
@@ -413,7 +412,7 @@ def main() -> int:
     step = bench_step()
     publishing_call = bench_publish()
     result = {
-        "device": f"CPU: {platform.processor() or platform.machine()}, {os.cpu_count()} cores",
+        "device": f"CPU: {cpu_model()}, {os.cpu_count()} cores",
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "backend": "onnxruntime (CPU)",
         "seconds_per_scenario": args.seconds,

@@ -57,7 +57,7 @@ import torch
 
 from bridge.cli.bench import add_arguments
 from bridge.harness.process import BridgeProcess
-from bridge.harness.run import percentile, write_bench_json
+from bridge.harness.run import cpu_model, percentile, write_bench_json
 from bridge.models.export import export_emoca_size
 from bridge.pipelines.motion import FEATURE_COLS
 from bridge.runtime.manifest import ModelManifest, Profile, load_manifest
@@ -630,11 +630,7 @@ def run(args: argparse.Namespace) -> int:
     print(HEADER, flush=True)
     records: list[dict[str, Any]] = []
     failures: list[str] = []
-    name = (
-        torch.cuda.get_device_name()
-        if device.type == "cuda"
-        else f"CPU ({platform.processor() or platform.machine()})"
-    )
+    name = torch.cuda.get_device_name() if device.type == "cuda" else f"CPU ({cpu_model()})"
     try:
         for workers in counts_of_workers:  # the last is the main run; earlier ones compare
             main = workers == counts_of_workers[-1]

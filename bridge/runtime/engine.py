@@ -155,17 +155,16 @@ class Engine:
                 raise ValueError(f"{self.manifest.name}: missing input role {p.role!r} (tensor {p.tensor!r})")
             if not isinstance(a, np.ndarray) or a.ndim != p.ndim:
                 raise ValueError(self._bad_input(p, a))
-            if p.image and a.dtype == np.uint8:  # [N, H, W, 3] bytes: checked as the planes they become
-                shape = (a.shape[0], a.shape[3], a.shape[1], a.shape[2])
-                if not self.backend.converts_uint8_images:
-                    a = rgb_planes(a)
-            elif a.dtype == p.dtype:
-                shape = a.shape
-            else:
+            as_bytes = p.image and a.dtype == np.uint8
+            if not as_bytes and a.dtype != p.dtype:
                 raise ValueError(self._bad_input(p, a))
+            # [N, H, W, 3] bytes are checked as the planes they become.
+            shape = (a.shape[0], a.shape[3], a.shape[1], a.shape[2]) if as_bytes else a.shape
             for axis, size in p.static:
                 if shape[axis] != size:
                     raise ValueError(self._bad_input(p, a))
+            if as_bytes and not self.backend.converts_uint8_images:
+                a = rgb_planes(a)
             if batch < 0:
                 batch = shape[0]
             elif shape[0] != batch:

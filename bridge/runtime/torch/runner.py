@@ -108,8 +108,7 @@ class TorchBackend(Backend):
         self._seed = seed
         self.device_post = device_post
         self._role_inputs = list(dict.fromkeys(s.tensor for s in manifest.inputs))
-        self._manifest_dtypes = {s.tensor: s.dtype for s in manifest.inputs}
-        self._input_dtypes = {s.tensor: _HOST_DTYPES[s.dtype] for s in manifest.inputs}
+        self._input_dtypes = {s.tensor: s.dtype for s in manifest.inputs}  # the manifest's dtype names
         self._state_inputs = [p.input for p in manifest.state]
         self._state_outputs = [p.output for p in manifest.state]
         self._role_outputs = list(dict.fromkeys(s.tensor for s in manifest.outputs))
@@ -160,7 +159,7 @@ class TorchBackend(Backend):
         image input's bytes): a call whose input is this array copies it to the device directly,
         skipping a host copy into staging (images are large: 0.6 MB each as float32). Valid until the
         next `staging` call for the same name and dtype."""
-        kind = np.dtype(dtype if dtype is not None else self._manifest_dtypes[name])
+        kind = np.dtype(dtype if dtype is not None else self._input_dtypes[name])
         size = int(np.prod(shape))
         buffer = self._staging.get((name, kind))
         if buffer is None or buffer.numel() < size:
@@ -295,7 +294,7 @@ class TorchBackend(Backend):
         pinned = self.device.type == "cuda"
         plan = _Plan(tier)
         shapes = {n: (tier, *_row_shape(feeds[n])) for n in self._role_inputs}
-        host_dtypes = dict(self._input_dtypes)
+        host_dtypes = {name: _HOST_DTYPES[dtype] for name, dtype in self._input_dtypes.items()}
         for p in self.manifest.state:
             shapes[p.input] = p.zeros_shape(tier)
             host_dtypes[p.input] = _HOST_DTYPES[p.dtype]
