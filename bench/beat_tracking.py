@@ -10,6 +10,8 @@ every tick. Per song, after the warm-up (`--warm-up`, 8 s: the tracker sees 6 s 
 
 - tempo held: the fraction of ticks whose tempo is within ±2 % of the song's; the final tempo;
 - meter: the fraction of ticks with the song's beats per bar (3 or 4);
+- beats on time: the fraction of detected beats within ±2 frames of a true beat (the phase), and of
+  true beats with a detected beat within ±2 frames (none missed);
 - downbeat: over the detected beats within ±2 frames of a true beat, the fraction whose beat in bar
   is the true one (so it needs the meter and the downbeat right).
 
@@ -86,6 +88,9 @@ def track(songs: list[Song], warm_up_s: float) -> list[dict[str, Any]]:
             for f, pos in beats[i]
             if f >= warm and np.abs(truth - f).min() <= 2
         ]
+        detected = np.array([f for f, _ in beats[i] if f >= warm], np.int64)
+        judged = truth[(truth >= warm) & (truth < seen[i] - 2)]
+        found = [np.abs(detected - b).min() <= 2 for b in judged] if detected.size else [False]
         out.append(
             {
                 "bpm": song.bpm,
@@ -103,6 +108,8 @@ def track(songs: list[Song], warm_up_s: float) -> list[dict[str, Any]]:
                 if hits
                 else 0.0,
                 "beats_matched": len(hits),
+                "beats_on_time": len(hits) / max(detected.size, 1),
+                "true_beats_found": float(np.mean(found)),
             }
         )
     return out
@@ -152,12 +159,17 @@ def main(argv: Sequence[str] | None = None) -> None:
         "meter_correct": float(np.mean([r["meter_correct"] for r in rows])),
         "final_meter_correct": len([r for r in rows if r["final_meter"] == r["meter"]]),
         "downbeat_correct": float(np.mean([r["downbeat_correct"] for r in rows])),
+        "beats_on_time": float(np.mean([r["beats_on_time"] for r in rows])),
+        "true_beats_found": float(np.mean([r["true_beats_found"] for r in rows])),
     }
     print(
         f"{len(rows)} songs, {args.seconds:.0f} s each, judged after {args.warm_up:.0f} s ({cpu_s:.0f} s CPU)"
     )
-    print("| BPM | songs | tempo held ±2 % | final ±2 % | worst error | meter ok | downbeat ok |")
-    print("|---:|---:|---:|---:|---:|---:|---:|")
+    print(
+        "| BPM | songs | tempo held ±2 % | final ±2 % | worst error | meter ok | downbeat ok "
+        "| on time | found |"
+    )
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for bpm in tempi:
         at = [r for r in rows if r["bpm"] == float(bpm)]
         bad = max(at, key=lambda r: abs(r["worst_error"]))
@@ -165,7 +177,9 @@ def main(argv: Sequence[str] | None = None) -> None:
             f"| {bpm:.0f} | {len(at)} | {sum(r['tempo_held'] == 1.0 for r in at)} "
             f"| {sum(abs(r['final_error']) <= TOLERANCE for r in at)} | {100 * bad['worst_error']:+.1f} % "
             f"| {100 * np.mean([r['meter_correct'] for r in at]):.0f} % "
-            f"| {100 * np.mean([r['downbeat_correct'] for r in at]):.0f} % |"
+            f"| {100 * np.mean([r['downbeat_correct'] for r in at]):.0f} % "
+            f"| {100 * np.mean([r['beats_on_time'] for r in at]):.0f} % "
+            f"| {100 * np.mean([r['true_beats_found'] for r in at]):.0f} % |"
         )
     misses = [r for r in rows if r["tempo_held"] < 1.0]
     if misses:
@@ -182,7 +196,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         f"\nheld {summary['tempo_held']}/{len(rows)}, "
         f"final within ±2 % {summary['tempo_final_within']}/{len(rows)}, "
         f"worst error {100 * summary['worst_error']:+.1f} %, meter {100 * summary['meter_correct']:.1f} %, "
-        f"downbeat {100 * summary['downbeat_correct']:.1f} %"
+        f"downbeat {100 * summary['downbeat_correct']:.1f} %, beats on time "
+        f"{100 * summary['beats_on_time']:.1f} %, true beats found {100 * summary['true_beats_found']:.1f} %"
     )
     write_bench_json(
         args.out,

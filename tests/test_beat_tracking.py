@@ -58,3 +58,44 @@ def test_tempo_meter_and_downbeat_on_hard_grid_points() -> None:
         assert np.mean([np.abs(truth - b).min() <= 2 for b in late]) >= 0.9, case
         last = int(np.argmin(np.abs(truth - beats[-1])))
         assert s.meter.beat_in_bar == song.beat_in_bar[last], case
+
+
+def _syncopated(bpm: float, seconds: float) -> tuple[np.ndarray, np.ndarray]:
+    """A kick and a noise burst on every beat, and a softer burst on a 3-3-2 sixteenth pattern (the
+    tresillo over two beats): its onsets three sixteenths apart make a strong autocorrelation peak
+    at 3/4 of the beat, a lag that is no level of the meter."""
+    rng = np.random.default_rng(5)
+    beat = 60.0 / bpm
+    pcm = np.zeros(round(seconds * RATE))
+    t = np.arange(round(0.12 * RATE)) / RATE
+    burst = rng.standard_normal(t.size) * np.exp(-t / 0.03)
+    kick = np.sin(2 * np.pi * 60.0 * t) * np.exp(-t / 0.04) + burst
+    snare = 0.7 * burst
+    beats = np.arange(0.0, seconds - 0.2, beat)
+    accents = [b + s * beat / 4 for b in beats[::2] for s in (0, 3, 6)]
+    for times, sound in ((beats, kick), (accents, snare)):
+        for at in times:
+            i = round(at * RATE)
+            n = min(sound.size, pcm.size - i)
+            pcm[i : i + n] += sound[:n]
+    return (0.5 * pcm).astype(np.float32), beats
+
+
+def test_syncopation_three_sixteenths_apart_is_not_the_beat() -> None:
+    # Read as 160 BPM before (so did time_to_strike, a real recording of bench/dance_quality.py).
+    pcm, beats = _syncopated(120.0, 20.0)
+    batch = MusicFeatureBatch(FPS)
+    stream = batch.open(RATE)
+    step = 15 * HOP
+    rows, tempo = [], []
+    for start in range(0, pcm.size - step + 1, step):
+        rows.append(stream.feed(pcm[start : start + step]))
+        batch.run()
+        if (start + step) / RATE > WARM_UP:
+            tempo.append(stream.meter.tempo_bpm)
+    error = np.abs(np.array(tempo) / 120.0 - 1.0)
+    assert error.max() <= 0.02, float(error.max())
+    found = np.flatnonzero(np.concatenate(rows)[:, 34])
+    late = found[found >= WARM_UP * FPS]
+    truth = np.round(beats * FPS)
+    assert np.mean([np.abs(truth - b).min() <= 2 for b in late]) >= 0.9

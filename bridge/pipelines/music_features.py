@@ -109,6 +109,7 @@ _BEAT_PRIOR_FALLOFF_OCTAVES = 0.25
 # two-beat lag the best above ~150 BPM; the one-beat lag still reaches well over half of it).
 _BEAT_LOUD_DB = (30.0, 45.0)
 _BEAT_LEVEL_RATIO = 0.5
+_BEAT_LEVEL_TOLERANCE = 0.06  # how far from a whole fraction of the best lag a faster level may be
 _BEAT_MULTIPLES = 4  # the period is refined from the autocorrelation peaks at 1..4 periods
 # Breaks (drums thinned to the downbeats) show only the bar, of 3 or 4 beats (see _tempo).
 _BEAT_BAR_BEATS = (3, 4)
@@ -118,6 +119,13 @@ _BEAT_BAR_BEATS = (3, 4)
 _ACCENT_BANDS = slice(0, 9)
 # Downbeat / meter: accents (envelope at each beat) per position in a bar of 3 or 4, decayed per beat.
 _METER_DECAY = 0.97
+# Beat phase: the comb weighs each period back by this much less than the one after it.
+_PHASE_DECAY = 0.9
+# Once beats come, the next one is expected a period after the last: a candidate phase that far from
+# it (a Gaussian of _PHASE_SIGMA periods) keeps only _PHASE_HOLD of its comb score, so off-beat
+# accents (syncopated sixteenths) must outweigh the beat clearly, not for a bar, to move it.
+_PHASE_HOLD = 0.5
+_PHASE_SIGMA = 0.1
 _BARS_PER_PHRASE = 4
 _NEVER = -(10**9)  # "frame" of a peak or beat that has not happened
 
@@ -298,11 +306,13 @@ class _BeatRows:
 
     Tempo (every `tempo_every` frames): autocorrelation of the last few seconds of the loud envelope
     (the full one while the loud one is flat), weighted by a prior flat over 70-180 BPM; the beat is
-    the fastest lag whose peak reaches half the best (metrical level), its period refined from the
+    the fastest lag that divides the best one into whole parts and whose peak reaches half of it
+    (metrical level), its period refined from the
     peaks at 1..4 periods; a slower estimate no stronger than a bar of the current period (a break
     that keeps only the downbeats) keeps the current period. Phase (every frame): a comb at that
     period over the full envelope, summed over the past, picks how many frames ago the latest beat
-    was; a beat is emitted when that is "now" and the previous beat is at least half a period back.
+    was, phases far from a period after the last beat held back to half their score; a beat is
+    emitted when that is "now" and the previous beat is at least half a period back.
     Each beat's accent (the low-band loud flux around it) goes to its stream's meter tracker.
     """
 
@@ -379,7 +389,10 @@ class _BeatRows:
         e = self._centred(env[can], count[can])
         live = np.flatnonzero((e != 0.0).any(axis=1))
         can, e = can[live], e[live]
-        is_beat = self._phase(e, np.minimum(count[can], self.size), self.period[rows[can]]) == 0
+        period = self.period[rows[can]]
+        last = self.last_beat[rows[can]]
+        expected = np.where(last == _NEVER, np.nan, frame[can] - last - period)  # since the expected beat
+        is_beat = self._phase(e, np.minimum(count[can], self.size), period, expected) == 0
         hit = can[is_beat]
         self.last_beat[rows[hit]] = frame[hit]
         beat[hit] = True
@@ -421,6 +434,10 @@ class _BeatRows:
         left = np.concatenate([edge, score[:, :, :-1]], axis=2)
         right = np.concatenate([score[:, :, 1:], edge], axis=2)
         level = (score >= left) & (score >= right) & (score >= _BEAT_LEVEL_RATIO * best) & (best > 0.0)
+        # ... and it divides the best lag into whole parts: a syncopation repeating every three
+        # sixteenths (lag 22.5 at 120 BPM) peaks high too, but it is no level of the meter.
+        ratio = self.lags[np.argmax(score, axis=2)][:, :, None] / self.lags[None, None, :]
+        level &= np.abs(ratio / np.maximum(np.rint(ratio), 1.0) - 1.0) <= _BEAT_LEVEL_TOLERANCE
         level |= score == best
         i = np.argmax(level, axis=2).min(axis=1)
         lag = self.lags[i].astype(np.float64)
@@ -462,16 +479,18 @@ class _BeatRows:
         self.tempo_due[rows] = count + np.where(ok, self.tempo_every, 1)
 
     @staticmethod
-    def _phase(e: _F64, n: _I64, lag: _F64) -> _I64:
+    def _phase(e: _F64, n: _I64, lag: _F64, expected: _F64) -> _I64:
         """For each row, the comb's best offset d (frames before the decided frame, -1 = look-ahead):
-        the envelope summed at d, d+P, d+2P, ... with recent beats weighted more. Entries outside a
-        row's window are zeros, so they add nothing."""
+        the envelope summed at d, d+P, d+2P, ... with recent beats weighted more, each offset held
+        back by its distance from `expected` (the offset of the beat the last one predicts, a
+        period after it; NaN before the first beat). Entries outside a row's window are zeros, so
+        they add nothing."""
         k, size = e.shape
         periods = np.floor_divide(n - 2, lag).astype(np.int64)  # whole periods back within the window
         m = np.arange(int(periods.max()))
         offsets = np.ceil(lag).astype(np.int64)  # d = -1 .. ceil(P) - 2
         width = int(offsets.max())
-        weights = np.where(m[None, :] < periods[:, None], 0.9 ** m[None, :], 0.0)
+        weights = np.where(m[None, :] < periods[:, None], _PHASE_DECAY ** m[None, :], 0.0)
         # Period m back, offsets d = -1 .. width-2 are the envelope at size-2-d-back(m): one window of
         # `width` values (reversed), starting at size-width-back(m); zeros in front for the earliest.
         back = np.round(m[None, :] * lag[:, None]).astype(np.int64)
@@ -482,7 +501,16 @@ class _BeatRows:
         )
         start = np.maximum(size - back, 0)  # periods beyond a row's own have weight 0
         comb = (windows[np.arange(k)[:, None], start] * weights[:, :, None]).sum(axis=1)[:, ::-1]
-        comb[np.arange(width)[None, :] - 1 > (offsets - 2)[:, None]] = -np.inf
+        outside = np.arange(width)[None, :] - 1 > (offsets - 2)[:, None]
+        # Each offset's distance (in frames, within ±P/2) from the expected one; the scores are made
+        # non-negative first, so that holding one back can only lower it.
+        d = np.arange(width)[None, :] - 1.0
+        off = (np.nan_to_num(expected)[:, None] - d + 0.5 * lag[:, None]) % lag[:, None] - 0.5 * lag[:, None]
+        near = np.exp(-0.5 * (off / (_PHASE_SIGMA * lag[:, None])) ** 2)
+        near[np.isnan(expected)] = 1.0  # no beat yet: no expectation
+        low = np.where(outside, np.inf, comb).min(axis=1, keepdims=True)
+        comb = (comb - low) * (_PHASE_HOLD + (1.0 - _PHASE_HOLD) * near)
+        comb[outside] = -np.inf
         best: _I64 = np.argmax(comb, axis=1) - 1
         return best
 
