@@ -72,7 +72,8 @@ def _syncopated(bpm: float, seconds: float) -> tuple[np.ndarray, np.ndarray]:
     kick = np.sin(2 * np.pi * 60.0 * t) * np.exp(-t / 0.04) + burst
     snare = 0.7 * burst
     beats = np.arange(0.0, seconds - 0.2, beat)
-    accents = [b + s * beat / 4 for b in beats[::2] for s in (0, 3, 6)]
+    starts = beats[np.arange(beats.size) % 2 == 0]  # the pattern spans two beats
+    accents = [b + s * beat / 4 for b in starts for s in (0, 3, 6)]
     for times, sound in ((beats, kick), (accents, snare)):
         for at in times:
             i = round(at * RATE)
