@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from bridge.media.songs import Song, synthesize_song
-from bridge.pipelines.music_features import HOP, MusicFeatureBatch
+from bridge.pipelines.music_features import HOP, MusicFeatureBatch, MusicFeatureStream
 
 FPS = 60.0
 RATE = round(FPS * HOP)  # the analysis rate: no resampler
@@ -32,27 +32,34 @@ def _songs() -> list[Song]:
     return songs
 
 
-def test_tempo_meter_and_downbeat_on_hard_grid_points() -> None:
-    songs = _songs()
+def _stream(pcms: list[np.ndarray]) -> tuple[list[MusicFeatureStream], list[np.ndarray], list[np.ndarray]]:
+    """Stream the clips side by side through one batch, a quarter second of audio per run: the
+    streams, each one's feature rows and its tempo at every run after the warm-up."""
     batch = MusicFeatureBatch(FPS)
-    streams = [batch.open(RATE) for _ in songs]
-    step = 15 * HOP  # a quarter second of audio per run
-    rows: list[list[np.ndarray]] = [[] for _ in songs]
-    tempo: list[list[float]] = [[] for _ in songs]
-    for start in range(0, songs[0].pcm.size - step + 1, step):
-        made = [s.feed(song.pcm[start : start + step]) for s, song in zip(streams, songs, strict=True)]
+    streams = [batch.open(RATE) for _ in pcms]
+    step = 15 * HOP
+    rows: list[list[np.ndarray]] = [[] for _ in pcms]
+    tempo: list[list[float]] = [[] for _ in pcms]
+    for start in range(0, min(p.size for p in pcms) - step + 1, step):
+        made = [s.feed(p[start : start + step]) for s, p in zip(streams, pcms, strict=True)]
         batch.run()
         for i, (s, r) in enumerate(zip(streams, made, strict=True)):
             rows[i].append(r)
             if (start + step) / RATE > WARM_UP:
                 tempo[i].append(s.meter.tempo_bpm)
+    return streams, [np.concatenate(r) for r in rows], [np.array(t) for t in tempo]
+
+
+def test_tempo_meter_and_downbeat_on_hard_grid_points() -> None:
+    songs = _songs()
+    streams, rows, tempo = _stream([song.pcm for song in songs])
     for song, s, t, fed in zip(songs, streams, tempo, rows, strict=True):
         case = (song.bpm, song.beats_per_bar, song.swing)
-        error = np.abs(np.array(t) / song.bpm - 1.0)
+        error = np.abs(t / song.bpm - 1.0)
         assert error.max() <= 0.02, (case, float(error.max()))  # held at every estimate after warm-up
         assert s.meter.beats_per_bar == song.beats_per_bar, case
         # Detected beats land on true beats, and the latest one is in its true place in the bar.
-        beats = np.flatnonzero(np.concatenate(fed)[:, 34])
+        beats = np.flatnonzero(fed[:, 34])
         truth = np.round(song.beats * FPS)
         late = beats[beats >= WARM_UP * FPS]
         assert np.mean([np.abs(truth - b).min() <= 2 for b in late]) >= 0.9, case
@@ -85,18 +92,10 @@ def _syncopated(bpm: float, seconds: float) -> tuple[np.ndarray, np.ndarray]:
 def test_syncopation_three_sixteenths_apart_is_not_the_beat() -> None:
     # Read as 160 BPM before (so did time_to_strike, a real recording of bench/dance_quality.py).
     pcm, beats = _syncopated(120.0, 20.0)
-    batch = MusicFeatureBatch(FPS)
-    stream = batch.open(RATE)
-    step = 15 * HOP
-    rows, tempo = [], []
-    for start in range(0, pcm.size - step + 1, step):
-        rows.append(stream.feed(pcm[start : start + step]))
-        batch.run()
-        if (start + step) / RATE > WARM_UP:
-            tempo.append(stream.meter.tempo_bpm)
-    error = np.abs(np.array(tempo) / 120.0 - 1.0)
+    _, (rows,), (tempo,) = _stream([pcm])
+    error = np.abs(tempo / 120.0 - 1.0)
     assert error.max() <= 0.02, float(error.max())
-    found = np.flatnonzero(np.concatenate(rows)[:, 34])
+    found = np.flatnonzero(rows[:, 34])
     late = found[found >= WARM_UP * FPS]
     truth = np.round(beats * FPS)
     assert np.mean([np.abs(truth - b).min() <= 2 for b in late]) >= 0.9

@@ -501,10 +501,10 @@ class _BeatRows:
         )
         start = np.maximum(size - back, 0)  # periods beyond a row's own have weight 0
         comb = (windows[np.arange(k)[:, None], start] * weights[:, :, None]).sum(axis=1)[:, ::-1]
-        outside = np.arange(width)[None, :] - 1 > (offsets - 2)[:, None]
+        d = np.arange(width)[None, :] - 1.0
+        outside = d > (offsets - 2)[:, None]
         # Each offset's distance (in frames, within ±P/2) from the expected one; the scores are made
         # non-negative first, so that holding one back can only lower it.
-        d = np.arange(width)[None, :] - 1.0
         off = (np.nan_to_num(expected)[:, None] - d + 0.5 * lag[:, None]) % lag[:, None] - 0.5 * lag[:, None]
         near = np.exp(-0.5 * (off / (_PHASE_SIGMA * lag[:, None])) ** 2)
         near[np.isnan(expected)] = 1.0  # no beat yet: no expectation
