@@ -10,7 +10,13 @@ from pathlib import Path
 import pytest
 
 from bridge.cli.serve import add_arguments, config_from_args
-from bridge.cli.serve_config import ConfigError, ServeTable, TensorRTTable, load_serve_table
+from bridge.cli.serve_config import (
+    ConfigError,
+    ServeTable,
+    TensorRTTable,
+    TorchTable,
+    load_serve_table,
+)
 
 
 def _args(*argv: str) -> argparse.Namespace:
@@ -72,8 +78,22 @@ def test_unreadable_or_not_toml(tmp_path: Path) -> None:
 def test_every_key_is_a_serve_flag() -> None:
     """Each file key has the flag of the same name, so `pick` finds both ([serve.tensorrt]: --tensorrt-X)."""
     flags = vars(_args())
-    assert set(ServeTable.__struct_fields__) - {"tensorrt"} <= set(flags)
+    assert set(ServeTable.__struct_fields__) - {"tensorrt", "torch"} <= set(flags)
     assert {f"tensorrt_{k}" for k in TensorRTTable.__struct_fields__} <= set(flags)
+    assert {f"torch_{k}" for k in TorchTable.__struct_fields__} <= set(flags)
+
+
+def test_torch_table_and_flags_reach_the_backend(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path, '[serve]\nbackend = "torch"\n[serve.torch]\ncompile = true\nprecision = "bfloat16"\n'
+    )
+    config = config_from_args(_args("--config", str(path), "--torch-precision", "float32"))
+    assert config.backend_options == {"compile": True, "precision": "float32"}  # the flag wins
+    config = config_from_args(_args("--torch-device-post", "--backend-for", "dance_lstm=torch"))
+    assert config.backend_for("dance_lstm") == ("torch", {"device_post": True})
+    assert config.backend_for("face_expression_small") == ("onnxruntime", {})
+    with pytest.raises(ConfigError, match="compile"):
+        config_from_args(_args("--config", str(_write(tmp_path, '[serve.torch]\ncompile = "yes"\n'))))
 
 
 def test_backend_per_model_from_the_file_and_flags(tmp_path: Path) -> None:

@@ -216,3 +216,42 @@ def test_only_an_image_input_takes_bytes() -> None:
     with pytest.raises(ValueError, match="is not an image"):
         dance.input_buffer(role, (1, 35), np.uint8)
     dance.close()
+
+
+def test_compiled_module_matches_eager(dance: tuple[Engine, Engine]) -> None:
+    """compile=True: torch.compile (Inductor, dynamic batch) gives the eager module's outputs."""
+    compiled = Engine.load(DANCE, backend="torch", compile=True)
+    assert isinstance(compiled.backend, TorchBackend)
+    assert compiled.backend._net is not compiled.backend._eager  # really the compiled one
+    rng = np.random.default_rng(4)
+    for batch in (1, 5):
+        inputs = dance_inputs(rng, batch)
+        want, want_state = dance[1].run(inputs)
+        got, got_state = compiled.run(inputs)
+        for role in want:
+            np.testing.assert_allclose(got[role], want[role], atol=1e-5)
+        for name in want_state:
+            np.testing.assert_allclose(got_state[name], want_state[name], atol=1e-5)
+    compiled.close()
+
+
+def test_a_failing_compile_falls_back_to_eager(
+    dance: tuple[Engine, Engine], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import torch
+
+    def broken(net: torch.nn.Module, **_: object) -> object:
+        def fail(*args: object) -> object:
+            raise RuntimeError("no C++ compiler")  # what Inductor raises at the first call
+
+        return fail
+
+    monkeypatch.setattr(torch, "compile", broken)
+    engine = Engine.load(DANCE, backend="torch", compile=True)
+    inputs = dance_inputs(np.random.default_rng(5), 3)
+    got, _ = engine.run(inputs)
+    want, _ = dance[1].run(inputs)
+    np.testing.assert_array_equal(got["pose.axis_angle"], want["pose.axis_angle"])
+    assert "torch.compile failed" in caplog.text
+    assert isinstance(engine.backend, TorchBackend) and engine.backend._net is engine.backend._eager
+    engine.close()

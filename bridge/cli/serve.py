@@ -12,7 +12,7 @@ from typing import Any
 
 import zmq
 
-from bridge.cli.serve_config import ServeTable, TensorRTTable, load_serve_table
+from bridge.cli.serve_config import ServeTable, TensorRTTable, TorchTable, load_serve_table
 from bridge.cli.sources import add_source_arguments, device_listing, source_specs, start_feeders
 from bridge.engine_builder.plan_manifest import PRECISIONS
 from bridge.outputs.cli import add_output_arguments, build_router
@@ -75,6 +75,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         default=None,
         help="tensorrt: motion post-processing on the GPU (torch; docs/scheduling.md section 4)",
+    )
+    parser.add_argument(
+        "--torch-compile",
+        action="store_true",
+        default=None,
+        help="torch: run the model through torch.compile (GPU; ~20 s at the first call, docs/scheduling.md)",
+    )
+    parser.add_argument(
+        "--torch-precision",
+        choices=("float32", "float16", "bfloat16"),
+        help="torch: compute precision (default float16 on the GPU, float32 on the CPU)",
+    )
+    parser.add_argument(
+        "--torch-device-post",
+        action="store_true",
+        default=None,
+        help="torch: motion post-processing on the GPU (docs/scheduling.md section 4)",
     )
     parser.add_argument(
         "--triton-url", help=f"triton: the server's gRPC address (default {DEFAULT_TRITON_URL})"
@@ -191,6 +208,11 @@ def config_from_args(args: argparse.Namespace, table: ServeTable | None = None) 
     # The file's per-model backends, then the flags' (a flag wins for its model).
     model_backends = {**file_values.get("backend_for", {}), **dict(args.backend_for or ())}
     tensorrt = _tensorrt_options(args, file_values.get("tensorrt"), pick("rebuild_on_mismatch"))
+    options = {
+        "tensorrt": tensorrt,
+        "torch": _table_options(args, "torch", TorchTable, file_values.get("torch")),
+        "triton": {"url": pick("triton_url") or DEFAULT_TRITON_URL},
+    }
     values = {
         "backend": pick("backend"),
         "idle_timeout_s": pick("idle_timeout"),
@@ -207,13 +229,9 @@ def config_from_args(args: argparse.Namespace, table: ServeTable | None = None) 
         "metrics_host": pick("metrics_host"),
         "gpu_metrics": pick("gpu_metrics"),
         "models": models or None,
-        "backend_options": _backend_options(pick("backend"), tensorrt, pick("triton_url")),
+        "backend_options": options.get(pick("backend")) or None,
         "model_backends": model_backends or None,
-        "other_backend_options": {
-            b: o
-            for b in set(model_backends.values())
-            if (o := _backend_options(b, tensorrt, pick("triton_url")))
-        }
+        "other_backend_options": {b: o for b in set(model_backends.values()) if (o := options.get(b))}
         or None,
     }
     return replace(config, **{k: v for k, v in values.items() if v is not None})
@@ -227,15 +245,23 @@ def _model_backend(text: str) -> tuple[str, str]:
     return model, backend
 
 
+def _table_options(
+    args: argparse.Namespace, backend: str, schema: type[TensorRTTable | TorchTable], table: Any
+) -> dict[str, Any]:
+    """A backend's constructor options: its `[serve.BACKEND]` table, then the --BACKEND-* flags."""
+    options: dict[str, Any] = table.present() if table is not None else {}
+    for key in schema.__struct_fields__:  # each key has its --BACKEND-KEY flag
+        value = getattr(args, f"{backend}_{key}")
+        if value is not None:
+            options[key] = value
+    return options
+
+
 def _tensorrt_options(
     args: argparse.Namespace, table: TensorRTTable | None, rebuild: bool | None
 ) -> dict[str, Any]:
-    """The tensorrt backend's constructor options: `[serve.tensorrt]`, then the --tensorrt-* flags."""
-    options = table.present() if table is not None else {}
-    for key in TensorRTTable.__struct_fields__:  # each key has its --tensorrt-KEY flag
-        value = getattr(args, f"tensorrt_{key}")
-        if value is not None:
-            options[key] = value
+    """The tensorrt backend's options, checked (lanes and device index are counts)."""
+    options = _table_options(args, "tensorrt", TensorRTTable, table)
     if options.get("lanes", 1) < 1:
         raise ValueError(f"--tensorrt-lanes must be >= 1, got {options['lanes']}")
     if options.get("device", 0) < 0:
@@ -243,17 +269,6 @@ def _tensorrt_options(
     if rebuild:
         options["rebuild_on_mismatch"] = True
     return options
-
-
-def _backend_options(
-    backend: str | None, tensorrt: dict[str, Any], triton_url: str | None
-) -> dict[str, Any] | None:
-    """Options only the chosen backend takes: TensorRT's (plans, lanes, graphs...), Triton's address."""
-    if backend == "tensorrt":
-        return tensorrt or None
-    if backend == "triton":
-        return {"url": triton_url or DEFAULT_TRITON_URL}
-    return None
 
 
 def face_tracking_dirs(bundle_path: Path | None) -> tuple[Path, ...]:

@@ -19,7 +19,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised only on 3.10
     import tomli as tomllib
 
-__all__ = ["ConfigError", "ServeTable", "TensorRTTable", "load_serve_table"]
+__all__ = ["ConfigError", "ServeTable", "TensorRTTable", "TorchTable", "load_serve_table"]
 
 
 class ConfigError(ValueError):
@@ -40,6 +40,18 @@ class TensorRTTable(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=Tr
         return {k: v for k, v in msgspec.structs.asdict(self).items() if v is not None}
 
 
+class TorchTable(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    """The `[serve.torch]` table: options of the `torch` backend (bridge.runtime.torch.runner).
+    None means "not in the file" (the backend's default)."""
+
+    compile: bool | None = None  # torch.compile (Inductor) at activation: GPU serving
+    precision: Literal["float32", "float16", "bfloat16"] | None = None  # compute precision
+    device_post: bool | None = None  # motion post-processing on the GPU
+
+    def present(self) -> dict[str, Any]:
+        return {k: v for k, v in msgspec.structs.asdict(self).items() if v is not None}
+
+
 class ServeTable(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     """The `[serve]` table. None means "not in the file"."""
 
@@ -51,6 +63,7 @@ class ServeTable(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True)
     backend_for: dict[str, str] | None = None  # model name -> backend, e.g. {dance_lstm = "choreographer"}
     rebuild_on_mismatch: bool | None = None
     tensorrt: TensorRTTable | None = None
+    torch: TorchTable | None = None
     triton_url: str | None = None
     face_model: str | None = None
     motion_model: str | None = None

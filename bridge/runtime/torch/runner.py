@@ -8,6 +8,9 @@ outputs come back on the copy stream: the copy engine, not the compute stream, c
 so one engine's copies overlap another engine's (or another scheduler thread's) compute.
 
 Batch norm is folded into the convolutions at activation (eval: the same function, fewer kernels).
+With `compile=True` the module also goes through torch.compile (Inductor, dynamic batch): fused
+kernels inside the same captured graphs, half the time of an EMOCA-size call on the H200
+(docs/scheduling.md section 5); compiling costs ~20 s at the first call and ~1 s per new tier after.
 Image inputs given as uint8 `[N, H, W, 3]` (bridge.runtime.images) cross as bytes, a quarter of the
 float32 planes, and become planes on the device, into the same buffers (and graph) a float32 call uses.
 
@@ -93,6 +96,7 @@ class TorchBackend(Backend):
         module: nn.Module | None = None,
         seed: int = 0,
         device_post: bool = False,
+        compile: bool = False,
     ) -> None:
         super().__init__(manifest)
         if any(p.batch_axis != 0 for p in manifest.state):
@@ -107,6 +111,7 @@ class TorchBackend(Backend):
         self._module = module
         self._seed = seed
         self.device_post = device_post
+        self.compile = compile
         self._role_inputs = list(dict.fromkeys(s.tensor for s in manifest.inputs))
         self._input_dtypes = {s.tensor: s.dtype for s in manifest.inputs}  # the manifest's dtype names
         self._state_inputs = [p.input for p in manifest.state]
@@ -114,6 +119,7 @@ class TorchBackend(Backend):
         self._role_outputs = list(dict.fromkeys(s.tensor for s in manifest.outputs))
         self._channels_last = any(len(s.shape) == 4 for s in manifest.inputs)
         self._net: nn.Module | None = None
+        self._eager: nn.Module | None = None  # the module before torch.compile: the fallback
         self._plans: dict[tuple[Any, ...], _Plan] = {}
         self._staging: dict[tuple[str, np.dtype[Any]], torch.Tensor] = {}
         self._copy: torch.cuda.Stream | None = None
@@ -130,7 +136,10 @@ class TorchBackend(Backend):
         net = net.to(self.device, self.precision)
         if self._channels_last:
             net = net.to(memory_format=torch.channels_last)  # type: ignore[call-overload]  # NHWC: the layout fp16 tensor-core convs want
-        self._net = net
+        self._eager = self._net = net
+        if self.compile:
+            # Lazy: Inductor compiles at the first call (one dynamic-batch graph, then a little per tier).
+            self._net = torch.compile(net, dynamic=True)  # type: ignore[assignment]
         if self.device.type == "cuda":
             torch.backends.cudnn.benchmark = True  # shapes are fixed per tier, so autotuning pays once
             self._copy = torch.cuda.Stream(self.device)  # type: ignore[no-untyped-call]
@@ -140,7 +149,7 @@ class TorchBackend(Backend):
     def deactivate_impl(self) -> None:
         self._plans.clear()
         self._staging.clear()
-        self._net = None
+        self._net = self._eager = None
         self._copy = self._compute = self._pool = None
 
     def create_state_slots(self, engine: Engine) -> DeviceStateSlots:
@@ -306,7 +315,7 @@ class TorchBackend(Backend):
         plan.slots_host = torch.zeros(tier, dtype=torch.int64, pin_memory=pinned)
         plan.slots_dev = torch.zeros(tier, dtype=torch.int64, device=self.device)
         with torch.no_grad(), self._on(self._compute):
-            plan.dev_out = self._forward(plan.dev_in)  # also lets cuDNN pick its algorithms
+            plan.dev_out = self._first_forward(plan)  # also lets cuDNN pick its algorithms
             if self.cuda_graphs:
                 plan.graph = self._capture(plan)
         plan.host_out = {
@@ -314,6 +323,18 @@ class TorchBackend(Backend):
             for name, t in plan.dev_out.items()
         }
         return plan
+
+    def _first_forward(self, plan: _Plan) -> dict[str, torch.Tensor]:
+        """A new plan's first call; where torch.compile fails (no C++ compiler, an op Inductor lacks)
+        the backend says why once and goes on with the eager module."""
+        try:
+            return self._forward(plan.dev_in)
+        except Exception:
+            if self._net is self._eager:
+                raise
+            log.exception("%s: torch.compile failed; running the eager module", self.manifest.name)
+            self._net = self._eager
+            return self._forward(plan.dev_in)
 
     def _capture(self, plan: _Plan) -> torch.cuda.CUDAGraph | None:
         assert self._compute is not None
