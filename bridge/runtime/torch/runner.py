@@ -8,9 +8,10 @@ outputs come back on the copy stream: the copy engine, not the compute stream, c
 so one engine's copies overlap another engine's (or another scheduler thread's) compute.
 
 Batch norm is folded into the convolutions at activation (eval: the same function, fewer kernels).
-With `compile=True` the module also goes through torch.compile (Inductor, dynamic batch): fused
-kernels inside the same captured graphs, half the time of an EMOCA-size call on the H200
-(docs/scheduling.md section 5); compiling costs ~20 s at the first call and ~1 s per new tier after.
+With `compile=True` the module also goes through torch.compile (Inductor, dynamic batch): its
+kernels inside the same captured graphs. Compiling costs ~20 s at the first call and ~1 s per new
+tier after; on an H100 it bought nothing for EMOCA-size under CUDA graphs (docs/scheduling.md
+section 5), so it is off by default.
 Image inputs given as uint8 `[N, H, W, 3]` (bridge.runtime.images) cross as bytes, a quarter of the
 float32 planes, and become planes on the device, into the same buffers (and graph) a float32 call uses.
 
