@@ -127,6 +127,11 @@ def test_tiers_and_precision() -> None:
     tiered = TorchBackend(manifest, device="cpu", batch_tiers=(1, 8, 64))
     tiered.cuda_graphs = True  # what a CUDA device turns on: batches pad to the next tier
     assert [tiered.tier_for(n) for n in (1, 2, 8, 9, 64, 65)] == [1, 8, 8, 64, 64, 65]
+    # Engine.warmup makes a plan per tier at the realtime step's shape, not the manifest's two sizes.
+    assert backend.profiles == ()
+    warm = tiered.profiles
+    assert [p.max_batch for p in warm] == [1, 8, 64] and [p.min_batch for p in warm] == [1, 8, 64]
+    assert warm[1].shapes["features"] == ((8, 1, 35),) * 3 and warm[2].shapes["h_in"][0] == (64, 2, 256)
     bf16 = Engine(manifest, TorchBackend(manifest, device="cpu", precision="bfloat16"))
     bf16.backend.activate()
     rng = np.random.default_rng(3)

@@ -201,7 +201,8 @@ class Engine:
     def warmup(self) -> None:
         """Run zeros at each profile's min and max shapes (batch 1 and max batch for the bundled models)
         so allocations and kernel choices happen before the first real request. A backend whose own
-        tiers may differ from the manifest's (TensorRT: the plans' tiers) names them as `profiles`."""
+        tiers may differ from the manifest's (TensorRT: the plans' tiers; torch on CUDA graphs: its
+        batch tiers) names them as `profiles`."""
         shapes_seen: set[tuple[tuple[int, ...], ...]] = set()
         own = getattr(self.backend, "profiles", None)
         profiles = own or self.manifest.profiles or (Profile("default", {}),)

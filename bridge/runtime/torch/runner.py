@@ -8,10 +8,10 @@ outputs come back on the copy stream: the copy engine, not the compute stream, c
 so one engine's copies overlap another engine's (or another scheduler thread's) compute.
 
 Batch norm is folded into the convolutions at activation (eval: the same function, fewer kernels).
-With `compile=True` the module also goes through torch.compile (Inductor, dynamic batch): its
-kernels inside the same captured graphs. Compiling costs ~20 s at the first call and ~1 s per new
-tier after; on an H100 it bought nothing for EMOCA-size under CUDA graphs (docs/scheduling.md
-section 5), so it is off by default.
+Every tier's plan is made at load (`profiles`, which `Engine.warmup` runs), not at a session's
+first call at that size. With `compile=True` the module also goes through torch.compile (Inductor,
+dynamic batch): its kernels inside the same captured graphs, an EMOCA-size call of 64 in `serve` on
+an H100 in 6.1 ms instead of 11.4 (docs/scheduling.md section 5), at ~50 s more load time.
 Image inputs given as uint8 `[N, H, W, 3]` (bridge.runtime.images) cross as bytes, a quarter of the
 float32 planes, and become planes on the device, into the same buffers (and graph) a float32 call uses.
 
@@ -34,7 +34,7 @@ from torch import nn
 from bridge.runtime.backend import Backend
 from bridge.runtime.engine import Engine
 from bridge.runtime.images import SCALE
-from bridge.runtime.manifest import ModelManifest
+from bridge.runtime.manifest import ModelManifest, Profile
 from bridge.runtime.torch.modules import module_for
 from bridge.runtime.torch.state_slots import DeviceStateSlots
 
@@ -152,6 +152,20 @@ class TorchBackend(Backend):
         self._staging.clear()
         self._net = self._eager = None
         self._copy = self._compute = self._pool = None
+
+    @property
+    def profiles(self) -> tuple[Profile, ...]:
+        """On CUDA graphs, one profile per batch tier at the manifest's first profile's smallest row
+        shapes (the realtime step), so `Engine.warmup` makes every tier's plan at load: a session's
+        first call at a new size would otherwise wait for cuDNN's autotuning, the capture and, with
+        `compile=True`, Inductor (~1 s a tier). None elsewhere (the manifest's profiles then)."""
+        if not self.cuda_graphs or not self.manifest.profiles:
+            return ()
+        rows = {name: shapes[0][1:] for name, shapes in self.manifest.profiles[0].shapes.items()}
+        return tuple(
+            Profile(f"tier{tier}", {name: ((tier, *row),) * 3 for name, row in rows.items()})
+            for tier in self.batch_tiers
+        )
 
     def create_state_slots(self, engine: Engine) -> DeviceStateSlots:
         return DeviceStateSlots(engine, self)
