@@ -11,7 +11,7 @@ Batch norm is folded into the convolutions at activation (eval: the same functio
 Every tier's plan is made at load (`profiles`, which `Engine.warmup` runs), not at a session's
 first call at that size. With `compile=True` the module also goes through torch.compile (Inductor,
 dynamic batch): its kernels inside the same captured graphs, an EMOCA-size call of 64 in `serve` on
-an H100 in 6.1 ms instead of 11.4 (docs/scheduling.md section 5), at ~50 s more load time.
+an H100 in 6.1 ms instead of 11.4 (docs/scheduling.md section 5), at ~40 s more load time.
 Image inputs given as uint8 `[N, H, W, 3]` (bridge.runtime.images) cross as bytes, a quarter of the
 float32 planes, and become planes on the device, into the same buffers (and graph) a float32 call uses.
 
