@@ -8,11 +8,19 @@ The wire schema is a set of msgspec Structs, one per `op` (tagged by `op`), so o
 and type-checks a message: every field's msgpack type, integer range and string length is declared
 once below, and docs/protocol.md section 4 states the same limits. A failure is mapped to the stable
 error codes of docs/protocol.md section 6; messages never echo more than a short prefix of a value.
+
+Nesting depth: msgspec 0.23 has no depth option; it enters the interpreter's recursion guard at every
+nesting level (of a value it decodes or skips), so a message nested deeper than about 1000 levels raises
+RecursionError at that level, before going further (checked on a 256 KiB thread stack). That is the
+bound, and every decode here turns it into MALFORMED. A pre-scan of the raw bytes in Python would cost
+~0.2 us per msgpack object, 15 ms for a legal 4096-item `inputs` message: more than the decode itself.
+
+Parsed once: a request that fails is read again at most once more, for its envelope (`op`, `v`, `id`,
+`session`, scalars only), which gives its version error and what its error reply echoes.
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
 from dataclasses import dataclass, field
 from typing import Annotated, Any, ClassVar, Literal
@@ -222,41 +230,89 @@ class _Inputs(_Message, tag="inputs"):
     items: Annotated[list[msgspec.Raw], msgspec.Meta(min_length=1, max_length=MAX_INPUT_ITEMS)]
 
 
-class _Version(msgspec.Struct):
-    v: int = PROTOCOL_VERSION
+_Scalar = str | int | float | bool | None
 
 
-class _Op(msgspec.Struct):
-    """A request's `op`, undecoded: what a large request is, without decoding its values."""
+class _Envelope(msgspec.Struct):
+    """What a failed request's error needs: its `op` (what a large request is, without decoding its
+    other values), `v`, and what the reply may echo. Scalars only: where one of them is an array or
+    a map (a 4M-element `session`) the read stops at its header and the envelope is taken as empty,
+    so it costs no walk over that value."""
 
-    op: msgspec.Raw = msgspec.Raw()
+    op: _Scalar = None
+    v: _Scalar = None
+    id: _Scalar = None
+    session: _Scalar = None
 
 
-class _Echo(msgspec.Struct):
-    """What an error reply may echo, undecoded until its size is known (never a 4 MB string)."""
-
-    id: msgspec.Raw = msgspec.Raw()
-    session: msgspec.Raw = msgspec.Raw()
-
-
-_DECODER = msgspec.msgpack.Decoder(_Hello | _List | _Open | _Close | _Calibrate | _Ping | _Input | _Inputs)
 _ITEM_DECODER = msgspec.msgpack.Decoder(_InputItem)
+_ENVELOPE_DECODER = msgspec.msgpack.Decoder(_Envelope)
 _OPS = ("calibrate", "close", "hello", "input", "inputs", "list", "open", "ping")
 _DATA_OPS = ("calibrate", "input", "inputs")  # the ops whose messages may be large
-_STR_TYPES = frozenset((*range(0xA0, 0xC0), 0xD9, 0xDA, 0xDB))  # msgpack's str type bytes
+
+
+class RequestError(ProtocolError):
+    """A request refused as a whole, with what its error reply echoes (`id`, `session`)."""
+
+    def __init__(self, error: ProtocolError, request_id: int = 0, session: str | None = None) -> None:
+        super().__init__(error.code, error.message)
+        self.request_id = request_id
+        self.session = session
 
 
 def decode_request(payload: bytes | memoryview, max_bytes: int | None = None) -> Request:
+    """The typed request, or RequestError: the code, and the `id` and `session` its reply echoes
+    (none for MALFORMED and TOO_LARGE)."""
     if max_bytes is not None and len(payload) > max_bytes:
-        raise ProtocolError(ErrorCode.TOO_LARGE, f"message of {len(payload)} bytes exceeds {max_bytes}")
-    if len(payload) > MAX_SMALL_REQUEST_BYTES:
-        _refuse_oversized(payload)
+        raise RequestError(
+            ProtocolError(ErrorCode.TOO_LARGE, f"message of {len(payload)} bytes exceeds {max_bytes}")
+        )
+    envelope: _Envelope | None = None
+    read = False  # whether `envelope` was read (None then: bytes that are not msgpack)
     try:
-        message = _DECODER.decode(payload)
-    except msgspec.ValidationError as exc:
-        raise _validation_error(payload, str(exc)) from None
+        if len(payload) > MAX_SMALL_REQUEST_BYTES:
+            envelope, read = _read_envelope(payload), True
+            _refuse_oversized(payload, envelope)
+        try:
+            message = _DECODER.decode(payload)
+        except msgspec.ValidationError as exc:
+            if not read:
+                envelope, read = _read_envelope(payload), True
+            raise _version_error(envelope) or _code_for(str(exc), "request") from None
+        except msgspec.DecodeError:
+            raise ProtocolError(ErrorCode.MALFORMED, "not a msgpack message") from None
+        return _typed(message)
+    except RecursionError:
+        raise RequestError(_too_deep("request")) from None
+    except ProtocolError as exc:
+        if exc.code in (ErrorCode.MALFORMED, ErrorCode.TOO_LARGE):
+            raise RequestError(exc) from None
+        if not read:
+            envelope = _read_envelope(payload)
+        raise RequestError(exc, *_echo(envelope)) from None
+
+
+def _too_deep(what: str) -> ProtocolError:
+    return ProtocolError(ErrorCode.MALFORMED, f"{what} nested deeper than the decoder allows")
+
+
+def _read_envelope(payload: bytes | memoryview | msgspec.Raw) -> _Envelope | None:
+    """The envelope (one pass over the message): empty where it is not a map (or nested too deep),
+    None where it is not msgpack at all."""
+    try:
+        return _ENVELOPE_DECODER.decode(payload)
+    except (msgspec.ValidationError, RecursionError):
+        return _Envelope()
     except msgspec.DecodeError:
-        raise ProtocolError(ErrorCode.MALFORMED, "not a msgpack message") from None
+        return None
+
+
+_Wire = _Hello | _List | _Open | _Close | _Calibrate | _Ping | _Input | _Inputs
+
+_DECODER = msgspec.msgpack.Decoder(_Wire)
+
+
+def _typed(message: _Wire) -> Request:
     if message.v != PROTOCOL_VERSION:
         raise _unsupported(message.v)
     if isinstance(message, _Input):
@@ -291,44 +347,33 @@ def _item(raw: msgspec.Raw) -> Input | ItemError:
         error = _code_for(str(exc), "input item")
     except msgspec.DecodeError:
         error = ProtocolError(ErrorCode.MALFORMED, "input item: not a msgpack map")
+    except RecursionError:
+        return ItemError(_too_deep("input item"), 0, None)
     except ProtocolError as exc:
         error = exc
-    return ItemError(error, *request_echo(raw))
+    return ItemError(error, *_echo(_read_envelope(raw)))
 
 
-def request_echo(payload: bytes | memoryview | msgspec.Raw) -> tuple[int, str | None]:
+def _echo(echo: _Envelope | None) -> tuple[int, str | None]:
     """Best effort: the `id` and `session` an error reply echoes even when the request failed
     validation; 0 and None where absent, of the wrong type or out of range."""
-    try:
-        echo = msgspec.msgpack.decode(payload, type=_Echo)
-    except msgspec.DecodeError:
+    if echo is None:
         return 0, None
-    request_id: int = 0
-    if echo.id:
-        with contextlib.suppress(msgspec.DecodeError):
-            request_id = msgspec.msgpack.decode(echo.id, type=_U64)
-    session: str | None = None
-    if echo.session and len(echo.session) <= 2 + 4 * SESSION_ID_LENGTH:  # a short str, never a big one
-        with contextlib.suppress(msgspec.DecodeError):
-            session = msgspec.msgpack.decode(echo.session, type=_SessionId)
-    return request_id, session
+    request_id = echo.id if type(echo.id) is int and 0 <= echo.id <= UINT64_MAX else 0
+    session = echo.session
+    return request_id, session if isinstance(session, str) and len(session) <= SESSION_ID_LENGTH else None
 
 
-def _refuse_oversized(payload: bytes | memoryview) -> None:
+def _refuse_oversized(payload: bytes | memoryview, envelope: _Envelope | None) -> None:
     """Raise for a request over MAX_SMALL_REQUEST_BYTES whose op carries no data: decoding and then
     length-checking a 4 MB string costs ~0.5 ms of the I/O thread's GIL, reading its `op` ~1 us.
     A payload that is not a map with a str `op` is left to the full decode, which says why."""
-    try:
-        raw = msgspec.msgpack.decode(payload, type=_Op).op
-        if not raw or memoryview(raw)[0] not in _STR_TYPES:
-            return
-        # No op is over 9 characters; the decoder would copy a long one whole into its error text.
-        op = msgspec.msgpack.decode(raw, type=str) if len(raw) <= 2 + MAX_NAME_CHARS else None
-    except (msgspec.ValidationError, msgspec.DecodeError):
+    op = envelope.op if envelope is not None else None
+    if not isinstance(op, str):
         return
     if op in _DATA_OPS:
         return
-    version = _version_error(payload)
+    version = _version_error(envelope)
     if version is not None:
         raise version
     if op not in _OPS:
@@ -347,24 +392,24 @@ def _unsupported(version: int) -> ProtocolError:
     )
 
 
-def _validation_error(payload: bytes | memoryview, text: str) -> ProtocolError:
-    """Map a msgspec validation failure to its code: the version first (another version may have
-    another layout), then what the decoder found."""
-    return _version_error(payload) or _code_for(text, "request")
-
-
-def _version_error(payload: bytes | memoryview) -> ProtocolError | None:
-    """The error of a request's `v` (bad type, another version), or of bytes that are not msgpack;
-    None when `v` is absent or this version."""
-    try:
-        version = msgspec.msgpack.decode(payload, type=_Version).v
-    except msgspec.ValidationError as exc:
-        if "`$.v`" in str(exc):
-            return ProtocolError(ErrorCode.BAD_TYPE, _clip(f"request: {exc}"))
-        return None
-    except msgspec.DecodeError:  # the union stopped at a missing field before it met the bad bytes
+def _version_error(envelope: _Envelope | None) -> ProtocolError | None:
+    """The error of a request's `v` (bad type, another version), or of bytes that are not msgpack
+    (no envelope); None when `v` is absent or this version. Checked before what the decoder found:
+    another version may have another layout."""
+    if envelope is None:
         return ProtocolError(ErrorCode.MALFORMED, "not a msgpack message")
+    version = envelope.v
+    if version is None:
+        return None
+    if type(version) is not int:
+        return ProtocolError(
+            ErrorCode.BAD_TYPE, f"request: Expected `int`, got `{_wire_type(version)}` - at `$.v`"
+        )
     return None if version == PROTOCOL_VERSION else _unsupported(version)
+
+
+def _wire_type(value: object) -> str:
+    return {str: "str", bytes: "bytes", float: "float", bool: "bool"}.get(type(value), "object")
 
 
 def _code_for(text: str, what: str) -> ProtocolError:

@@ -52,8 +52,8 @@ from bridge.protocol.requests import (
     OpenSession,
     Ping,
     Request,
+    RequestError,
     decode_request,
-    request_echo,
 )
 from bridge.runtime.backend import BackendUnavailable, ModelRefused
 from bridge.runtime.engine import Engine
@@ -362,9 +362,8 @@ class Bridge:
         t0 = time.perf_counter()
         try:
             request = decode_request(payload, self.config.transport.max_message_bytes)
-        except ProtocolError as exc:
-            echo = (0, None) if exc.code in (ErrorCode.MALFORMED, ErrorCode.TOO_LARGE) else None
-            self._error(envelope, exc.code, exc.message, *(echo or request_echo(payload)))
+        except RequestError as exc:
+            self._error(envelope, exc.code, exc.message, exc.request_id, exc.session)
             return
         self.stats.observe("decode", time.perf_counter() - t0)
         try:
