@@ -14,6 +14,7 @@ from bridge.protocol import FaceFrame, decode_frame
 from bridge.protocol.events import FACE_EYELID_NAMES, FaceRig
 from bridge.protocol.frames import encode_face_frame
 from bridge.rig.arkit import ARKIT_NAMES
+from bridge.rig.humanoid import EYE_OFFSETS
 
 RIG = FaceRig((), FACE_EYELID_NAMES, ARKIT_NAMES, ("TongueOut",), ("head_position", "gaze"))
 INFO = SessionInfo("0123456789abcdef", "face", RIG, fps=30.0, model="mediapipe_face")
@@ -60,9 +61,12 @@ def test_vmc_sends_eye_bones_and_perfect_sync() -> None:
         out.close()
     bones = {m.params[0]: m.params[1:] for m in messages if m.address == "/VMC/Ext/Bone/Pos"}
     blends = {m.params[0] for m in messages if m.address == "/VMC/Ext/Blend/Val"}
-    assert set(ARKIT_NAMES) <= blends and set(bones) == {"LeftEye", "RightEye"}
+    assert set(ARKIT_NAMES) <= blends and set(bones) == {"Neck", "Head", "LeftEye", "RightEye"}
     left = np.array(bones["LeftEye"][3:])
     # Unity is left-handed: a look to the subject's left (wire +Y turn) stays a rotation about Y,
     # mirrored in sign; its angle is what was tracked.
     angle = 2 * math.acos(min(1.0, abs(left[3])))
-    assert math.isclose(angle, math.hypot(0.2, 0.1), rel_tol=0.05) and bones["LeftEye"][:3] == [0.0, 0.0, 0.0]
+    assert math.isclose(angle, math.hypot(0.2, 0.1), rel_tol=0.05)
+    # The eye's rest offset from Head (Unity axes: the avatar's left is -X), not (0, 0, 0), which
+    # receivers that apply bone positions (EVMC4U by default) took as "the eye inside the head bone".
+    assert np.allclose(bones["LeftEye"][:3], EYE_OFFSETS[0] * [-1, 1, 1], atol=1e-6)

@@ -12,6 +12,7 @@ from scipy.spatial.transform import Rotation
 from bridge.outputs.router import OutputRouter
 from bridge.outputs.vmc import MAX_DATAGRAM, VmcOutput
 from bridge.rig import arkit, smpl
+from bridge.rig.foot_plant import FLOOR_Y
 
 from .test_outputs_helpers import (
     FACE_SESSION,
@@ -40,7 +41,7 @@ def osc() -> Iterator[OscCapture]:
 
 
 MOTION_MESSAGES = 3 + len(HUMANOID)  # OK, T, Root/Pos, bones
-FACE_MESSAGES = 2 + 52 + 5 + 1  # OK, T, ARKit values, VRM presets, Apply
+FACE_MESSAGES = 2 + 2 + 52 + 5 + 1  # OK, T, Neck and Head, ARKit values, VRM presets, Apply
 
 
 def run_frames(
@@ -90,9 +91,9 @@ def test_motion_frame_sends_every_humanoid_bone_in_unity_space(osc: OscCapture) 
 
     (root_args,) = by_address(osc, "/VMC/Ext/Root/Pos")
     assert root_args[0] == "root"
-    assert np.allclose(
-        np.array(root_args[1:], dtype=float), [-0.1, 0.9, 0.2, 0, 0, 0, 1], atol=1e-6
-    )  # x flips; identity rotation
+    # The avatar's root on the floor under the skeleton: the horizontal translation (x flips),
+    # identity rotation; the height goes to Hips, above the root.
+    assert np.allclose(np.array(root_args[1:], dtype=float), [-0.1, 0, 0.2, 0, 0, 0, 1], atol=1e-6)
 
     bones = {
         str(args[0]): np.array(args[1:], dtype=np.float64) for args in by_address(osc, "/VMC/Ext/Bone/Pos")
@@ -102,7 +103,13 @@ def test_motion_frame_sends_every_humanoid_bone_in_unity_space(osc: OscCapture) 
     # left-handed frame that is -90 degrees about +Y: (x, -y, -z, w).
     assert np.allclose(bones["LeftLowerArm"][3:], [0, -S45, 0, S45], atol=1e-6)
     assert np.allclose(bones["LeftLowerArm"][:3], smpl.REST_OFFSETS[elbow] * [-1, 1, 1], atol=1e-6)
-    assert np.allclose(bones["Hips"][:3], smpl.REST_OFFSETS[0] * [-1, 1, 1], atol=1e-6)
+    # Hips stand at the rig's hip height above the floor (the rest pose's lowest foot point, the
+    # floor the planted feet stand on) plus the frame's vertical translation. It used to be the bare
+    # rest offset (y = -0.22), which put a receiver's feet 1.2 m under its floor.
+    hip_height = smpl.REST_OFFSETS[0][1] - FLOOR_Y
+    assert np.allclose(
+        bones["Hips"][:3], smpl.REST_OFFSETS[0] * [-1, 0, 1] + [0, hip_height + 0.9, 0], atol=1e-6
+    )
     for name in HUMANOID:
         if name != "LeftLowerArm":
             assert np.allclose(bones[name][3:], [0, 0, 0, 1], atol=1e-7)
@@ -154,7 +161,9 @@ def test_face_frame_sends_arkit_and_vrm_blendshapes_then_apply_without_bundles(o
         bundle=False,
     )
     addresses = [a for a, _ in osc.messages]
-    assert addresses[:2] == ["/VMC/Ext/OK", "/VMC/Ext/T"] and addresses[-1] == "/VMC/Ext/Blend/Apply"
+    assert addresses[:4] == ["/VMC/Ext/OK", "/VMC/Ext/T", "/VMC/Ext/Bone/Pos", "/VMC/Ext/Bone/Pos"]
+    assert [args[0] for args in by_address(osc, "/VMC/Ext/Bone/Pos")] == ["Neck", "Head"]
+    assert addresses[-1] == "/VMC/Ext/Blend/Apply"
     values = by_address(osc, "/VMC/Ext/Blend/Val")
     names = [v[0] for v in values]
     assert names[:52] == list(arkit.ARKIT_NAMES)  # PascalCase, as Unity's ARKitBlendShapeLocation

@@ -14,7 +14,7 @@ import sys
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import zmq
@@ -40,6 +40,8 @@ class Target:
     host: str
     port: int
     rate_hz: float | None  # from a "?rate=HZ" suffix; None: --output-rate applies
+    # A vmc:// destination's other options (neck=, eyes=, presets=).
+    vmc_options: vmc.VmcOptions = field(default_factory=vmc.VmcOptions)
 
 
 def _positive(text: str) -> float:
@@ -52,30 +54,39 @@ def _positive(text: str) -> float:
     return value
 
 
-def _target(text: str, default_port: int) -> Target:
+def _target(
+    text: str, default_port: int, options: tuple[str, ...] = ("rate",)
+) -> tuple[Target, dict[str, str]]:
+    """HOST[:PORT][?key=value&...] -> the target (with its rate) and its other options, each in `options`."""
     address, _, query = text.partition("?")
-    rate = None
-    if query:
-        key, eq, value = query.partition("=")
-        if key != "rate" or not eq:
-            raise argparse.ArgumentTypeError(f"'{text}': the only option is ?rate=HZ")
-        rate = _positive(value)
+    items: dict[str, str] = {}
+    for pair in query.split("&") if query else []:
+        key, eq, value = pair.partition("=")
+        if not eq or key not in options or key in items:
+            allowed = ", ".join(f"{k}=..." for k in options)
+            raise argparse.ArgumentTypeError(f"'{text}': bad option '{pair}' (options: {allowed})")
+        items[key] = value
+    rate = _positive(items.pop("rate")) if "rate" in items else None
     try:
         host, port = parse_host_port(address, default_port)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
-    return Target(host, port, rate)
+    return Target(host, port, rate), items
 
 
 def _vmc_target(text: str) -> Target:
     scheme, sep, rest = text.partition("://")
     if not sep or scheme != "vmc":
         raise argparse.ArgumentTypeError(f"'{text}': expected vmc://HOST:PORT")
-    return _target(rest, vmc.DEFAULT_PORT)
+    target, items = _target(rest, vmc.DEFAULT_PORT, ("rate", *vmc.VmcOptions.KEYS))
+    try:
+        return replace(target, vmc_options=vmc.VmcOptions.from_query(items))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"'{text}': {exc}") from None
 
 
 def _livelink_target(text: str) -> Target:
-    return _target(text, livelink_face.DEFAULT_PORT)
+    return _target(text, livelink_face.DEFAULT_PORT)[0]
 
 
 def add_output_arguments(parser: argparse.ArgumentParser) -> None:
@@ -86,8 +97,9 @@ def add_output_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         type=_vmc_target,
-        metavar="vmc://HOST:PORT[?rate=HZ]",
-        help=f"send VMC protocol (OSC/UDP) to VSeeFace, Warudo, ... (default port {vmc.DEFAULT_PORT})",
+        metavar="vmc://HOST:PORT[?rate=HZ&neck=0.5&eyes=on&presets=on]",
+        help=f"send VMC protocol (OSC/UDP) to VSeeFace, Warudo, ... (default port {vmc.DEFAULT_PORT}); "
+        "options in docs/outputs.md",
     )
     group.add_argument(
         "--livelink-face",
@@ -132,7 +144,7 @@ def output_specs(args: argparse.Namespace, config: Mapping[str, Any] | None = No
     except argparse.ArgumentTypeError as exc:
         raise ValueError(f"config: {exc}") from None
     bundle = not (args.osc_no_bundle or table.get("osc_no_bundle", False) is True)
-    specs = [OutputSpec("vmc", t.host, t.port, t.rate_hz or rate, bundle) for t in osc]
+    specs = [OutputSpec("vmc", t.host, t.port, t.rate_hz or rate, bundle, t.vmc_options) for t in osc]
     specs += [OutputSpec("livelink_face", t.host, t.port, t.rate_hz or rate) for t in livelink]
     return specs
 

@@ -17,12 +17,12 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from multiprocessing.synchronize import Event
 
 from bridge.outputs.livelink_face import LiveLinkFaceOutput
 from bridge.outputs.router import Output, OutputRouter
-from bridge.outputs.vmc import VmcOutput
+from bridge.outputs.vmc import VmcOptions, VmcOutput
 
 log = logging.getLogger(__name__)
 
@@ -40,10 +40,17 @@ class OutputSpec:
     port: int
     max_rate_hz: float | None
     bundle: bool = True
+    vmc_options: VmcOptions = field(default_factory=VmcOptions)  # vmc:// URL options
 
     def build(self) -> Output:
         if self.kind == "vmc":
-            return VmcOutput(self.host, self.port, bundle=self.bundle, max_rate_hz=self.max_rate_hz)
+            return VmcOutput(
+                self.host,
+                self.port,
+                bundle=self.bundle,
+                max_rate_hz=self.max_rate_hz,
+                options=self.vmc_options,
+            )
         return LiveLinkFaceOutput(self.host, self.port, max_rate_hz=self.max_rate_hz)
 
 
