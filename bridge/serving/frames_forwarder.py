@@ -12,24 +12,22 @@ Why a process: libzmq's C proxy cannot bound subscriptions per connection, and t
 Python thread in the front end shared its GIL with request routing (on the H200 at 2048 sessions:
 p50 104-237 ms against 58 ms with the C proxy in one session; b8e863f). Its own process has its own
 GIL, and with CURVE its own ZAP handler. What it counts (subscriptions refused, the frames port's
-failed handshakes) is shared memory the front end's metrics read.
+failed handshakes) is shared memory without a lock (it alone writes) that the front end's metrics
+read. It says ready and hears stop over a pipe (bridge.child_process) and ignores the group's SIGINT
+and SIGTERM: it stops on the front end's word, after the workers' last events have passed.
 """
 
 from __future__ import annotations
 
-import contextlib
 import multiprocessing
-import os
-import time
 from collections import Counter
 from dataclasses import dataclass, replace
-from multiprocessing.process import BaseProcess
-from multiprocessing.sharedctypes import Synchronized, SynchronizedArray
-from multiprocessing.synchronize import Event
+from typing import Any
 
 import zmq
 from zmq.utils.monitor import recv_monitor_message
 
+from bridge.child_process import ChildProcess, ParentLine
 from bridge.serving.heap import freeze_startup_heap
 from bridge.transport.curve import start_authenticator
 from bridge.transport.zmq_sockets import (
@@ -41,7 +39,7 @@ from bridge.transport.zmq_sockets import (
 )
 
 DRAIN = 1000  # messages moved per socket per turn, so neither direction starves the other
-POLL_MS = 100  # how soon it sees a stop, or that its front end is gone
+POLL_MS = 100  # longest wait in one poll (a stop or a gone front end wakes it at once)
 REASONS = (*HANDSHAKE_FAILURES.values(), "other")  # the order of the shared handshake counters
 
 
@@ -51,18 +49,14 @@ class ForwarderSpec:
 
     transport: TransportConfig  # the public frames port: host, port (0: a free one), bounds, CURVE
     forward_endpoint: str  # the XSUB the workers publish into
-    parent_pid: int
 
 
 @dataclass
-class ForwarderShared:
-    """What the two processes share: the port bound, readiness, stop, and the counters."""
+class ForwarderCounters:
+    """Shared memory the forwarder alone writes (no lock a killed process could keep)."""
 
-    port: Synchronized[int]
-    refused: Synchronized[int]  # subscriptions not stored (over the limit, or matching no topic)
-    handshakes: SynchronizedArray[int]  # failed CURVE handshakes on the frames port, per REASONS
-    ready: Event
-    stop: Event
+    refused: Any  # ctypes int64: subscriptions not stored (over the limit, or matching no topic)
+    handshakes: Any  # ctypes int64 array: failed CURVE handshakes on the frames port, per REASONS
 
 
 class FramesForwarder:
@@ -70,70 +64,59 @@ class FramesForwarder:
     the same port, reads its counters, stops it."""
 
     def __init__(self, transport: TransportConfig, forward_endpoint: str) -> None:
-        self._mp = multiprocessing.get_context("spawn")
-        self._spec = ForwarderSpec(transport, forward_endpoint, os.getpid())
-        self._shared = ForwarderShared(
-            port=self._mp.Value("i", 0),
-            refused=self._mp.Value("q", 0),
-            handshakes=self._mp.Array("q", len(REASONS)),
-            ready=self._mp.Event(),
-            stop=self._mp.Event(),
-        )
-        self.process: BaseProcess | None = None
+        mp = multiprocessing.get_context("spawn")
+        self._spec = ForwarderSpec(transport, forward_endpoint)
+        self._counters = ForwarderCounters(mp.RawValue("q", 0), mp.RawArray("q", len(REASONS)))
+        self._child: ChildProcess | None = None
+        self._ready = False
+        self.port = 0
         self.restarts = 0
 
     @property
-    def port(self) -> int:
-        return int(self._shared.port.value)
+    def pid(self) -> int | None:
+        return self._child.pid if self._child is not None else None
 
     @property
     def alive(self) -> bool:
-        return self.process is not None and self.process.is_alive()
+        return self._child is not None and self._child.alive
 
     @property
     def serving(self) -> bool:
         """Alive and bound: a restarted process still importing is alive, not yet serving."""
-        return self.alive and self._shared.ready.is_set()
+        return self.alive and self._ready
 
     @property
     def refused(self) -> int:
-        return int(self._shared.refused.value)
+        return int(self._counters.refused.value)
 
     def handshake_failures(self) -> Counter[str]:
-        return Counter({r: int(n) for r, n in zip(REASONS, self._shared.handshakes[:], strict=True) if n})
+        return Counter({r: int(n) for r, n in zip(REASONS, self._counters.handshakes[:], strict=True) if n})
 
     def start(self, timeout_s: float = 30.0) -> int:
         """Start the process and wait until its frames port is bound; the port (the first start's
         port again on a restart). Raises if it exits or is not ready in time."""
-        if self.process is not None:
+        if self._child is not None:
             self.restarts += 1
             self._spec = replace(self._spec, transport=replace(self._spec.transport, frames_port=self.port))
-        self._shared.ready.clear()
-        self._shared.stop.clear()
-        self.process = self._mp.Process(
-            target=_run, args=(self._spec, self._shared), name="frames-forwarder", daemon=True
-        )
-        self.process.start()
-        deadline = time.monotonic() + timeout_s
-        while not self._shared.ready.wait(0.05):
-            if not self.process.is_alive() or time.monotonic() > deadline:
-                self.stop()
-                t = self._spec.transport
-                raise RuntimeError(f"the frames forwarder did not bind {t.host}:{t.frames_port}")
+        self._ready = False
+        self._child = ChildProcess(_run, (self._spec, self._counters), "frames-forwarder")
+        self._child.start()
+        ready, port = self._child.wait_ready(timeout_s)
+        if not ready:
+            self.stop()
+            t = self._spec.transport
+            raise RuntimeError(f"the frames forwarder did not bind {t.host}:{t.frames_port}")
+        self.port = int(port)
+        self._ready = True
         return self.port
 
     def stop(self, timeout_s: float = 5.0) -> None:
-        if self.process is None:
-            return
-        self._shared.stop.set()
-        self.process.join(timeout_s)
-        if self.process.is_alive():
-            self.process.kill()
-            self.process.join()
+        if self._child is not None:
+            self._child.stop(timeout_s)
 
 
-def _run(spec: ForwarderSpec, shared: ForwarderShared) -> None:
-    """The forwarder process: bind, say ready, forward until stopped or orphaned."""
+def _run(spec: ForwarderSpec, counters: ForwarderCounters, parent: ParentLine) -> None:
+    """The forwarder process: bind, say ready, forward until told to stop or its front end is gone."""
     t = spec.transport
     context: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
     auth = start_authenticator(context, t.curve_client_keys) if t.curve_client_keys is not None else None
@@ -143,31 +126,27 @@ def _run(spec: ForwarderSpec, shared: ForwarderShared) -> None:
     xsub.bind(spec.forward_endpoint)
     xpub = frames_xpub(context, t)
     monitor = xpub.get_monitor_socket(sum(HANDSHAKE_FAILURES)) if t.curve_secret_key is not None else None
-    shared.port.value = _bind(xpub, t.host, t.frames_port)
-    shared.ready.set()
+    port = _bind(xpub, t.host, t.frames_port)
     freeze_startup_heap()
     connections = ConnectionSubscriptions(t.max_subscriptions)
     upstream: Counter[bytes] = Counter()  # admitted prefixes: the connections holding each
     poller = zmq.Poller()
     for sock in (xsub, xpub, *([monitor] if monitor is not None else [])):
         poller.register(sock, zmq.POLLIN)
-    check_at = 0.0  # the stop and parent checks, at most every POLL_MS: not per message
-    with contextlib.suppress(KeyboardInterrupt):
-        while True:
-            if (now := time.monotonic()) >= check_at:
-                if shared.stop.is_set() or os.getppid() != spec.parent_pid:
-                    break
-                check_at = now + POLL_MS / 1000
-            ready = dict(poller.poll(POLL_MS))
-            if xpub in ready:
-                _subscriptions(xpub, xsub, connections, upstream)
-                shared.refused.value = connections.refused
-            if xsub in ready:
-                _frames(xsub, xpub)
-            if monitor is not None and monitor in ready:
-                event = recv_monitor_message(monitor)
-                reason = HANDSHAKE_FAILURES.get(int(event["event"]), "other")
-                shared.handshakes[REASONS.index(reason)] += 1
+    poller.register(parent.fileno(), zmq.POLLIN)
+    stop = not parent.ready(port)  # the front end may be gone already
+    while not stop:
+        ready = dict(poller.poll(POLL_MS))
+        stop = parent.fileno() in ready and parent.stopped()
+        if xpub in ready:
+            _subscriptions(xpub, xsub, connections, upstream)
+            counters.refused.value = connections.refused
+        if xsub in ready:
+            _frames(xsub, xpub)
+        if monitor is not None and monitor in ready:
+            event = recv_monitor_message(monitor)
+            reason = HANDSHAKE_FAILURES.get(int(event["event"]), "other")
+            counters.handshakes[REASONS.index(reason)] += 1
     if monitor is not None:
         monitor.close(0)
     if auth is not None:

@@ -20,6 +20,14 @@ sessions.
   per subscriber, `max_subscriptions` per connection included, and passes subscriptions back up, so a
   worker only sends what someone subscribed to; stalls are not counted here. If it dies it is
   restarted on the same port (clients' SUB sockets reconnect and subscribe again).
+- **Bounds.** A message is routed by a typed msgspec struct (scalars of bounded length; anything
+  else, a message nested too deep included, is routed as malformed: a worker answers it). At most
+  `max_client_links` clients hold links at once (each link is a DEALER per worker, and a ZeroMQ
+  context holds at most 1023 sockets): a new client past it gets OVERLOADED, saying so, until an idle
+  client's links are closed. A link queues at most `inbound_hwm` messages (docs/protocol.md section
+  4: 8), each at most `max_message_bytes` (a larger one is answered TOO_LARGE here), then OVERLOADED.
+  A message whose routing fails in an unforeseen way is logged, counted (an INTERNAL error) and
+  dropped; the loop goes on.
 - **Faults.** A worker that exits is restarted (1 s apart at most, doubling to 30 s while it keeps
   failing); each of its sessions gets a `closed` event with reason `worker_lost` (frames_published 0:
   the count died with it), an `open` in flight there an INTERNAL error, and the other workers'
@@ -67,33 +75,45 @@ log = logging.getLogger(__name__)
 POLL_MS = 20
 SUPERVISE_INTERVAL_S = 0.25
 DRAIN = 1000  # messages read from one socket per turn, so no socket starves the others
-INTERNAL_HWM = 10000  # messages queued on one client's link to one worker before OVERLOADED
+# libzmq's sockets per context (ZMQ_MAX_SOCKETS' default), less those the front end keeps for itself
+# (its ROUTER, announcer, monitors, one event SUB per worker, the authenticator's): what client links
+# (one DEALER per client and worker) may use.
+CONTEXT_SOCKETS = 1023
+RESERVED_SOCKETS = 64
 OPEN_TIMEOUT_S = 30.0  # an open whose reply never came stops counting against the limits
 RESTART_BACKOFF_S = (1.0, 30.0)  # first and longest wait between restarts of a failing worker
 CLOSED_REASON = "worker_lost"
 MAX_REMEMBERED = 4096  # request ids remembered per keyed client for reply routing (oldest forgotten)
 
 
-class _Route(msgspec.Struct):
-    """The keys the front end routes by; every other key is skipped, not decoded."""
+_Name = Annotated[str, msgspec.Meta(max_length=MAX_NAME_CHARS)]
+_SessionId = Annotated[str, msgspec.Meta(max_length=SESSION_ID_LENGTH)]
+_U64 = Annotated[int, msgspec.Meta(ge=0)]
 
-    op: Any = None
-    id: Any = None
-    session: Any = None
-    event: Any = None
-    item: Any = None  # a reply's index of the item of an `inputs` message it answers
+
+class _Route(msgspec.Struct):
+    """The keys the front end routes by, typed: a mistyped or overlong one stops the read at its
+    header (a 4M-element `session` costs nothing), and the message goes to a worker as malformed,
+    which answers it. Every other key is skipped, not decoded."""
+
+    op: _Name | None = None
+    id: _U64 | None = None
+    session: _SessionId | None = None
+    event: _Name | None = None
+    item: _U64 | None = None  # a reply's index of the item of an `inputs` message it answers
+    items: list[msgspec.Raw] | None = None  # an error reply's failed items (one `inputs` message)
 
 
 class _Inputs(msgspec.Struct):
     """A multiplexed `inputs` message, its items left encoded."""
 
-    v: Any = None
-    id: Any = None
-    items: list[msgspec.Raw] = []
+    v: int | None = None
+    id: _U64 | None = None
+    items: Annotated[list[msgspec.Raw], msgspec.Meta(max_length=MAX_INPUT_ITEMS)] = []
 
 
 class _Item(msgspec.Struct):
-    session: Any = None
+    session: _SessionId | None = None
 
 
 _decode_route = msgspec.msgpack.Decoder(_Route).decode
@@ -104,14 +124,13 @@ _decode_item = msgspec.msgpack.Decoder(_Item).decode
 def _route(payload: memoryview | bytes) -> _Route | None:
     try:
         return _decode_route(payload)
-    except msgspec.MsgspecError:  # not msgpack, not a map: the worker answers MALFORMED
+    except (msgspec.MsgspecError, RecursionError):  # not a map, mistyped, too deep: a worker answers
         return None
 
 
 def _request_id(route: _Route | _Inputs | None) -> int:
-    """The id an error reply echoes: the request's when it is a uint64, else 0 (docs/protocol.md 4)."""
-    rid = route.id if route is not None else None
-    return rid if type(rid) is int and 0 <= rid < 2**64 else 0
+    """The id an error reply echoes: the request's (a uint64), else 0 (docs/protocol.md 4)."""
+    return route.id or 0 if route is not None else 0
 
 
 @dataclass
@@ -264,7 +283,8 @@ class FrontEnd:
                 elif sock in self._events:
                     self._drain_events(sock)
             now = time.monotonic()
-            if now >= next_supervise:
+            # Once stopping, no restarts: a signal to the group stops the workers at the same moment.
+            if now >= next_supervise and not self._stop.is_set():
                 next_supervise = now + SUPERVISE_INTERVAL_S
                 self._supervise(now)
 
@@ -356,9 +376,9 @@ class FrontEnd:
         to any worker, which answers it as a single bridge does."""
         try:
             message = _decode_inputs(payload)
-        except msgspec.MsgspecError:
+        except (msgspec.MsgspecError, RecursionError):
             return None, None
-        if message.v not in (None, 1) or type(message.v) not in (type(None), int):
+        if message.v not in (None, 1):
             return None, None
         if not 1 <= len(message.items) <= MAX_INPUT_ITEMS:
             return None, None
@@ -366,9 +386,9 @@ class FrontEnd:
         for i, raw in enumerate(message.items):
             try:
                 sid = _decode_item(raw).session
-            except msgspec.MsgspecError:
+            except (msgspec.MsgspecError, RecursionError):
                 sid = None
-            entry = self._sessions.get(sid) if type(sid) is str else None
+            entry = self._sessions.get(sid) if sid is not None else None
             # An item no worker knows joins the first part: that worker answers it (UNKNOWN_SESSION...).
             groups.setdefault(entry[0] if entry is not None else -1, []).append(i)
         unplaced = groups.pop(-1, [])

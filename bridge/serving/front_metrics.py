@@ -90,7 +90,7 @@ class FrontEndMetrics(MetricsEndpoint):
             workers[str(w.index)] = {**answer, "pid": w.process.pid if w.process is not None else None}
         ready = self.front.ready and ok and all(x.get("ready") is True for x in workers.values())
         frames = self.front.frames
-        forwarder = {"alive": frames.alive, "pid": frames.process.pid if frames.process is not None else None}
+        forwarder = {"alive": frames.alive, "pid": frames.pid}
         return ready, {"ready": ready, "health": why, "workers": workers, "frames_forwarder": forwarder}
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import zmq
 
+from bridge.child_process import ignoring
 from bridge.serving.heap import freeze_startup_heap
 from bridge.serving.server import Bridge, ServeConfig
 
@@ -149,7 +150,8 @@ class WorkerProcess:
         self.process = multiprocessing.get_context("spawn").Process(
             target=worker_main, args=(self.spec,), name=f"avatar-bridge-worker{self.index}", daemon=True
         )
-        self.process.start()
+        with ignoring((signal.SIGINT,)):  # born ignoring Ctrl-C: no traceback from its imports either
+            self.process.start()
 
     @property
     def alive(self) -> bool:
