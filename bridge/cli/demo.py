@@ -27,6 +27,7 @@ from bridge.harness.plots import plot_run
 from bridge.harness.run import HarnessReport, run_harness
 from bridge.harness.sources import AUDIO_RATE, face_frames, read_wav
 from bridge.media.music import synthesize_music
+from bridge.models.mediapipe.locate import how_to_get
 from bridge.outputs.bvh import fill_gaps, write_bvh
 from bridge.outputs.recorder import Recording
 from bridge.outputs.session import SessionInfo
@@ -175,10 +176,12 @@ def run(args: argparse.Namespace) -> int:
             written.append(_write_video(args.video, frames, info.fps or 60.0, music, beats))
         except VideoError as exc:
             print(f"--video skipped: {exc}")
+    models = {name: _model_used(bridge, name) for name in (*reports, "speech") if name in bridge.defaults}
     if importlib.util.find_spec("matplotlib") is None:
         print(f"demo.png skipped: matplotlib is not installed ({DEMO_EXTRA})")
     else:
-        written.append(plot_run(face, motion, rig, args.out / "demo.png"))
+        labels = {name: _model_label(used) for name, used in models.items()}
+        written.append(plot_run(face, motion, rig, args.out / "demo.png", labels))
     if args.preview is not None:
         if tracking:
             from bridge.cli.face_preview import write_previews
@@ -188,6 +191,8 @@ def run(args: argparse.Namespace) -> int:
             print("--preview skipped: face tracking is off (see the warning above)")
     summary: dict[str, Any] = {name: report.to_json() for name, report in reports.items()}
     summary["speech"] = speech
+    for name, used in models.items():  # which model each session ran, and whether it is trained
+        summary[name]["model"] = used
     if "plot" in speech:
         written.append(Path(speech["plot"]))
     (args.out / "summary.json").write_text(json.dumps(summary, indent=2))
@@ -197,9 +202,19 @@ def run(args: argparse.Namespace) -> int:
             f"{name:<8} {r.frames_received:>7} {r.frames_lost:>5} {r.latency_ms_p50:>7.2f} "
             f"{r.latency_ms_p99:>7.2f} {r.engine_ms_p50:>9.2f}"
         )
+    for name, used in models.items():
+        print(f"{name} model: {_model_label(used)}")
     print(f"\nwrote {', '.join(map(str, [*written, args.out / 'summary.json']))}")
-    used = [bridge.pipelines[name][model] for name, model in bridge.defaults.items()]
-    untrained = [p.engine.manifest.name for p in used if not p.engine.manifest.trained]
-    if untrained:
-        print(f"note: untrained reference weights (their output means nothing): {', '.join(untrained)}")
+    if not models["face"]["trained"]:
+        print(f"note: the face ran on untrained weights (its output means nothing): {how_to_get()}")
     return 0 if all(r.ok for r in reports.values()) else 1
+
+
+def _model_used(bridge: Bridge, pipeline: str) -> dict[str, Any]:
+    """The default model a pipeline's demo session ran: its name, whether trained, what it is."""
+    manifest = bridge.pipelines[pipeline][bridge.defaults[pipeline]].engine.manifest
+    return {"name": manifest.name, "trained": manifest.trained, "description": manifest.description}
+
+
+def _model_label(used: dict[str, Any]) -> str:
+    return f"{used['name']} ({'trained' if used['trained'] else 'UNTRAINED weights'})"

@@ -7,7 +7,7 @@ import logging
 from collections.abc import Sequence
 
 from bridge import __version__
-from bridge.cli import bench, dance, demo, harness, keys, serve, triton_repo
+from bridge.cli import bench, dance, demo, harness, keys, models, serve, triton_repo
 from bridge.engine_builder import cli as build_cli
 from bridge.outputs import cli as outputs_cli
 
@@ -39,6 +39,8 @@ def build_parser() -> argparse.ArgumentParser:
         p := sub.add_parser("triton-repo", help="a Triton model repository from the manifests")
     )
     p.set_defaults(func=triton_repo.run)
+    models.add_arguments(p := sub.add_parser("models", help="install model files the bridge never ships"))
+    p.set_defaults(func=models.run)
     outputs_cli.register_commands(sub)
     build_cli.register_commands(sub)
     return parser

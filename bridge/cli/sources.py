@@ -11,6 +11,7 @@ from typing import Any
 import zmq
 
 from bridge.harness.client import BridgeClient
+from bridge.models.mediapipe.locate import INSTALL_COMMAND
 from bridge.serving.server import Bridge
 from bridge.sources.audio import audio_devices
 from bridge.sources.base import SourceError
@@ -18,7 +19,10 @@ from bridge.sources.feeder import FeederOptions, SourceFeeder
 from bridge.sources.specs import SourceSpec, open_source, parse_size
 from bridge.sources.video import camera_devices
 
-__all__ = ["add_source_arguments", "device_listing", "source_specs", "start_feeders"]
+__all__ = ["add_source_arguments", "device_listing", "refuse_untrained", "source_specs", "start_feeders"]
+
+# The command that gives a pipeline trained weights where the bundled ones are untrained.
+_FIXES = {"face": f"`{INSTALL_COMMAND}` (the face tracker's model; docs/face-tracking.md)"}
 
 
 def add_source_arguments(parser: argparse.ArgumentParser) -> None:
@@ -55,6 +59,11 @@ def add_source_arguments(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--list-devices", action="store_true", help="list cameras and audio devices, then exit"
+    )
+    group.add_argument(
+        "--allow-untrained",
+        action="store_true",
+        help="let sources drive a model with untrained weights (tests); refused by default",
     )
 
 
@@ -106,12 +115,20 @@ def source_specs(args: argparse.Namespace, table: Mapping[str, Any]) -> list[Sou
 
 
 def start_feeders(
-    specs: list[SourceSpec], bridge: Bridge, *, style: str | None = None, preview: Path | None = None
+    specs: list[SourceSpec],
+    bridge: Bridge,
+    *,
+    style: str | None = None,
+    preview: Path | None = None,
+    allow_untrained: bool = False,
 ) -> list[SourceFeeder]:
-    """Open every source and start its feeder; a device or file that cannot be opened raises SourceError
-    (after stopping those already started). Sessions open on the feeders' threads."""
+    """Open every source and start its feeder; a device or file that cannot be opened, or one that would
+    drive untrained weights (unless `allow_untrained`), raises SourceError (after stopping those already
+    started). Sessions open on the feeders' threads."""
     if not specs:
         return []
+    if not allow_untrained:
+        refuse_untrained(specs, bridge)
     transport = bridge.config.transport
     server_key = None
     if transport.curve_secret_key is not None:
@@ -141,6 +158,23 @@ def start_feeders(
             feeder.stop()
         raise
     return feeders
+
+
+def refuse_untrained(specs: list[SourceSpec], bridge: Bridge) -> None:
+    """Raise SourceError when a source's sessions would run a model with untrained weights (the bundled
+    FLAME encoder, served when the face-tracking model is missing): the avatar would not follow the
+    camera, and nothing else would say why."""
+    for spec in specs:
+        pipeline = spec.session_pipeline
+        model = bridge.defaults.get(pipeline)
+        if model is None or bridge.pipelines[pipeline][model].engine.manifest.trained:
+            continue  # an unknown pipeline is refused by the bridge itself, naming it
+        fix = _FIXES.get(pipeline, "serve a trained model (docs/models.md)")
+        raise SourceError(
+            f"{spec.kind} {spec.target} would drive {pipeline} sessions with '{model}', whose weights are "
+            f"untrained (the avatar would not follow it). Fix: {fix}; "
+            f"or pass --allow-untrained to run it anyway (tests)"
+        )
 
 
 def device_listing() -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -14,8 +15,15 @@ from bridge.rig.forward_kinematics import forward_kinematics_quat
 SKELETON_POSES = 8
 
 
-def plot_run(face: SessionTrack | None, motion: SessionTrack | None, rig: BodyRig, out: Path) -> Path:
-    """Write a PNG with latency, channels and skeleton snapshots; matplotlib is imported only here."""
+def plot_run(
+    face: SessionTrack | None,
+    motion: SessionTrack | None,
+    rig: BodyRig,
+    out: Path,
+    models: Mapping[str, str],
+) -> Path:
+    """Write a PNG with latency, channels and skeleton snapshots; matplotlib is imported only here.
+    `models`: a label per pipeline naming the model its session ran (and whether it is trained)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -39,7 +47,7 @@ def plot_run(face: SessionTrack | None, motion: SessionTrack | None, rig: BodyRi
     ax_hist.legend()
 
     ax_face = fig.add_subplot(grid[1, : SKELETON_POSES // 2])
-    title = "face channels (untrained reference model)"
+    title = f"face channels: {models.get('face', 'model unknown')}"
     if face is not None and face.frames:
         frames = [r.frame for r in face.frames if isinstance(r.frame, FaceFrame)]
         expr = np.stack([f.expression[:4] for f in frames])
@@ -55,8 +63,6 @@ def plot_run(face: SessionTrack | None, motion: SessionTrack | None, rig: BodyRi
             ):
                 ax_face.plot([f.blendshapes[index] for f in frames], lw=1.5, label=f"{name} (ARKit)")
         ax_face.legend(ncol=5, fontsize=7)
-        if frames[0].expression.size == 0:  # no FLAME codes: the face tracker, not a bundled encoder
-            title = "face channels (tracked)"
     ax_face.set(xlabel="frame", title=title)
 
     ax_body = fig.add_subplot(grid[1, SKELETON_POSES // 2 :])
@@ -73,7 +79,8 @@ def plot_run(face: SessionTrack | None, motion: SessionTrack | None, rig: BodyRi
             if name in names:
                 ax_body.plot(positions[:, names.index(name), 1], lw=1, label=f"{name} height")
         ax_body.legend(fontsize=7)
-    ax_body.set(xlabel="frame", ylabel="m", title="dance: joint heights (untrained reference model)")
+    dance_title = f"dance: joint heights, {models.get('motion', 'model unknown')}"
+    ax_body.set(xlabel="frame", ylabel="m", title=dance_title)
 
     if len(positions):
         parents = rig.parents

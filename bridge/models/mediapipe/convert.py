@@ -11,12 +11,13 @@ folder finds one face model):
         parts/geometry_pipeline_metadata_landmarks.binarypb
 
 Each ONNX is written and hashed into its manifest before the folder is renamed into place, so a
-half-written conversion is never served. Needs the `face-tracking` extra (tflite, onnx).
+half-written conversion is never served. Needs tflite and onnx (core dependencies).
 `build-engine` builds TensorRT plans from these files.
 """
 
 from __future__ import annotations
 
+import logging
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -37,6 +38,8 @@ GEOMETRY = "geometry_pipeline_metadata_landmarks.binarypb"
 # sessions are served as several calls per tick.
 TIERS = (1, 8, 32)
 _SOURCE = "Google MediaPipe FaceLandmarker (face_landmarker.task float16/1, Apache-2.0)"
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -102,6 +105,8 @@ def ensure_converted(bundle: Bundle, cache: Path | None = None) -> Path:
     target = converted_dir(cache)
     if (target / f"{SERVED_NAME}.manifest.json").is_file():
         return target
+    # Said before it starts: a first run is otherwise silent for seconds.
+    log.info("converting the face model's three networks to ONNX into %s (once, a few seconds)", target)
     target.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=".converting-", dir=target.parent))
     try:
