@@ -273,13 +273,10 @@ def _tensorrt_options(
 
 def face_tracking_dirs(bundle_path: Path | None) -> tuple[Path, ...]:
     """The folder of converted face-tracking models (converted on first use), or () with a warning
-    when the model or the face-tracking extra is missing. A path the user gave must work."""
-    try:
-        from bridge.models.mediapipe.convert import ensure_converted
-        from bridge.models.mediapipe.locate import FaceModelError, locate
-    except ImportError as exc:
-        log.warning("face tracking off: the face-tracking extra is not installed (%s)", exc)
-        return ()
+    when the model is missing. A path the user gave must work."""
+    from bridge.models.mediapipe.convert import ensure_converted
+    from bridge.models.mediapipe.locate import FaceModelError, locate
+
     try:
         bundle = locate(bundle_path)
     except FaceModelError as exc:
@@ -330,7 +327,13 @@ def run(args: argparse.Namespace) -> int:
         bridge,
         bridge.sockets.frames_endpoint,
         ready,
-        lambda: start_feeders(specs, bridge, style=args.dance_style or table.dance_style, preview=preview),
+        lambda: start_feeders(
+            specs,
+            bridge,
+            style=args.dance_style or table.dance_style,
+            preview=preview,
+            allow_untrained=args.allow_untrained,
+        ),
     )
 
 
