@@ -20,6 +20,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import cv2
 import numpy as np
 import pytest
 import soundfile
@@ -60,11 +61,18 @@ def udp_receiver() -> Iterator[socket.socket]:
 
 
 @pytest.fixture(scope="module")
-def song(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("signals") / "tone.wav"
+def media(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A short sound file and a short video (grey frames: the session runs, no face needed)."""
+    folder = tmp_path_factory.mktemp("signals")
+    song = folder / "tone.wav"
     t = np.arange(16000 * 4) / 16000
-    soundfile.write(path, (0.3 * np.sin(2 * np.pi * 220 * t)).astype(np.float32), 16000)
-    return path
+    soundfile.write(song, (0.3 * np.sin(2 * np.pi * 220 * t)).astype(np.float32), 16000)
+    clip = folder / "clip.avi"
+    writer = cv2.VideoWriter(str(clip), cv2.VideoWriter.fourcc(*"MJPG"), 30.0, (160, 120))
+    for i in range(60):
+        writer.write(np.full((120, 160, 3), 64 + i, np.uint8))
+    writer.release()
+    return song, clip
 
 
 class Serve:
@@ -133,14 +141,16 @@ def assert_clean_stop(serve: Serve, sig: signal.Signals) -> None:
 
 
 @pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: s.name)
-def test_outputs_and_a_live_source_stop_on_a_group_signal(
-    sig: signal.Signals, tmp_path: Path, udp_receiver: socket.socket, song: Path
+def test_outputs_and_live_sources_stop_on_a_group_signal(
+    sig: signal.Signals, tmp_path: Path, udp_receiver: socket.socket, media: tuple[Path, Path]
 ) -> None:
-    """The outputs' process and a live source (a sound file, looping) feeding a motion session."""
+    """The outputs' process and two live sources, looping: a sound file feeding a motion session and a
+    video feeding a face session (its untrained model allowed: stopping is what is tested)."""
     port = udp_receiver.getsockname()[1]
+    song, clip = media
     serve = Serve(
-        tmp_path, "--audio", str(song), "--loop", "--osc", f"vmc://127.0.0.1:{port}",
-        "--livelink-face", f"127.0.0.1:{port}",
+        tmp_path, "--audio", str(song), "--video", str(clip), "--loop", "--allow-untrained",
+        "--osc", f"vmc://127.0.0.1:{port}", "--livelink-face", f"127.0.0.1:{port}",
     )  # fmt: skip
     try:
         serve.wait_ready()
