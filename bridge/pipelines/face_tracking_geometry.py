@@ -186,12 +186,14 @@ def rois_from_landmarks(landmarks: F64) -> list[Roi]:
     ]
 
 
-def crop(image: npt.NDArray[np.uint8], roi: Roi, size: int = MESH_SIZE) -> tuple[npt.NDArray[np.uint8], F64]:
-    """The (size, size, 3) RGB crop (black outside the image), as bytes: the engine takes them as
-    they are (bridge.runtime.images); and its crop-to-image map."""
+def crop(
+    image: npt.NDArray[np.uint8], roi: Roi, size: int = MESH_SIZE, border: int = cv2.BORDER_CONSTANT
+) -> tuple[npt.NDArray[np.uint8], F64]:
+    """The (size, size, 3) RGB crop (black outside the image, or `border` as OpenCV's), as bytes: the
+    engine takes them as they are (bridge.runtime.images); and its crop-to-image map."""
     m = roi.crop_to_image(size)
     patch = cv2.warpAffine(
-        image, m, (size, size), flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP, borderMode=cv2.BORDER_CONSTANT
+        image, m, (size, size), flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP, borderMode=border
     )
     return np.asarray(patch, np.uint8), m
 

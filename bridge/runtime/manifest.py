@@ -56,8 +56,13 @@ Shape = tuple[Dim, ...]
 StaticShape = tuple[int, ...]
 # face_landmarks, face_detector, face_blendshapes: the three networks of the face-tracking pipeline
 # (MediaPipe FaceLandmarker's, converted by bridge.models.mediapipe); the mesh model is the one a
-# pipeline serves, the other two are loaded beside it.
-Task = Literal["face", "motion", "face_landmarks", "face_detector", "face_blendshapes", "speech"]
+# pipeline serves, the other two are loaded beside it. pose_detector, pose_landmarks, hand_recrop,
+# hand_landmarks: the body tracker's networks (MediaPipe Pose and Holistic's hands, converted alike),
+# loaded by a face tracker for sessions opened with `body: true`.
+Task = Literal[
+    "face", "motion", "face_landmarks", "face_detector", "face_blendshapes", "speech",
+    "pose_detector", "pose_landmarks", "hand_recrop", "hand_landmarks",
+]  # fmt: skip
 TASKS: tuple[str, ...] = get_args(Task)
 # Optional post-processing stages a manifest may ask for, and the task whose pipeline runs each:
 # foot_plant = both feet pinned while in contact (leg IK) and the root from the stance foot
@@ -98,6 +103,18 @@ INPUT_ROLES: dict[str, RoleSpec] = {
         "face_blendshapes", 3, (146, 2), _FLOAT, True, "146 mesh landmarks (x, y), image pixels"
     ),
     "speech.features": RoleSpec("speech", 2, (104,), _FLOAT, True, "8 x 13 causal MFCC frames [B,104]"),
+    "body.detector_image": RoleSpec(
+        "pose_detector", 4, (3, 224, 224), _FLOAT, True, "letterboxed frame, RGB, NCHW, values in [0,1]"
+    ),
+    "body.pose_image": RoleSpec(
+        "pose_landmarks", 4, (3, 256, 256), _FLOAT, True, "rotated body crop, RGB, NCHW, values in [0,1]"
+    ),
+    "hand.recrop_image": RoleSpec(
+        "hand_recrop", 4, (3, 256, 256), _FLOAT, True, "rotated hand search crop, RGB, NCHW, in [0,1]"
+    ),
+    "hand.image": RoleSpec(
+        "hand_landmarks", 4, (3, 224, 224), _FLOAT, True, "rotated hand crop, RGB, NCHW, values in [0,1]"
+    ),
 }
 OUTPUT_ROLES: dict[str, RoleSpec] = {
     "flame.expression": RoleSpec("face", 2, (50,), _FLOAT, True, "FLAME expression psi, first 50"),
@@ -116,6 +133,27 @@ OUTPUT_ROLES: dict[str, RoleSpec] = {
         "face_blendshapes", 2, (52,), _FLOAT, True, "_neutral + 51 ARKit blendshapes in [0,1]"
     ),
     "speech.visemes": RoleSpec("speech", 2, (15,), _FLOAT, True, "15 Oculus viseme probabilities [B,15]"),
+    "body.detections": RoleSpec(
+        "pose_detector", 3, (2254, 12), _FLOAT, True, "per anchor: box and 4 keypoints, input pixels"
+    ),
+    "body.detection_scores": RoleSpec("pose_detector", 2, (2254,), _FLOAT, True, "per anchor: score logit"),
+    "body.landmarks": RoleSpec(
+        "pose_landmarks", 2, (195,), _FLOAT, True, "39 x (x, y, z, visibility, presence logits), crop px"
+    ),
+    "body.presence": RoleSpec("pose_landmarks", 2, (1,), _FLOAT, True, "body presence probability"),
+    "body.world_landmarks": RoleSpec(
+        "pose_landmarks", 2, (117,), _FLOAT, True, "39 x (x, y, z) metres, hip-centred, crop axes"
+    ),
+    "body.heatmap": RoleSpec(
+        "pose_landmarks", 4, (64, 64, 39), _FLOAT, True, "per landmark heatmap logits, crop / 4, HWC"
+    ),
+    "hand.recrop": RoleSpec("hand_recrop", 2, (4,), _FLOAT, True, "hand centre and scale points, crop px"),
+    "hand.landmarks": RoleSpec("hand_landmarks", 2, (63,), _FLOAT, True, "21 x (x, y, z), crop pixels"),
+    "hand.presence": RoleSpec("hand_landmarks", 2, (1,), _FLOAT, True, "hand presence probability"),
+    "hand.handedness": RoleSpec("hand_landmarks", 2, (1,), _FLOAT, True, "probability of a right hand"),
+    "hand.world_landmarks": RoleSpec(
+        "hand_landmarks", 2, (63,), _FLOAT, True, "21 x (x, y, z) metres, crop axes"
+    ),
 }
 
 # ONNX TensorProto element types -> numpy dtype names (the subset a manifest may use).

@@ -1,6 +1,7 @@
-"""Our own TFLite -> ONNX converter for the FaceLandmarker networks (the `tflite` package gives the schema).
+"""Our own TFLite -> ONNX converter for MediaPipe's networks (the `tflite` package gives the schema).
 
-It covers the built-in ops these three graphs use, and writes graphs shaped for ONNX Runtime rather than
+It covers the built-in ops of the FaceLandmarker's three graphs and of the pose, palm, hand and hand
+re-crop graphs of the `mediapipe` 0.10.21 wheel, and writes graphs shaped for ONNX Runtime rather than
 a literal copy:
 - 4-D activations are kept NCHW end to end (TFLite is NHWC), so convolutions need no transposes; a
   tensor goes back to NHWC only where an op's meaning depends on the layout (reshape, reductions...).
@@ -9,8 +10,10 @@ a literal copy:
   convolutions: the same function in ops ONNX Runtime keeps in its blocked NCHWc layout. Its own
   broadcasting PRelu took 40 % of the mesh's CPU time (mesh 25 -> ~12 ms on one core).
 - 1x1 convolutions on tensors kept in NHWC (the blendshape MLP-Mixer) become MatMul over the last axis.
+- Sparse constants (`DENSIFY`, TFLite's CSR format) are made dense at conversion time.
 - Batch is dynamic (axis 0), so the scheduler can batch sessions; constants concatenated with
   activations are expanded to the batch.
+- Nodes no output needs (e.g. the pose model's segmentation head when it is not asked for) are dropped.
 """
 
 from __future__ import annotations
@@ -103,7 +106,13 @@ class _Converter:
         }.get(t.Type())
         if dtype is None:
             raise ConversionError(f"constant {t.Name().decode()} has unsupported type {t.Type()}")
-        array: np.ndarray = np.asarray(raw).view(dtype).reshape(self.shape_of(index))
+        values = np.asarray(raw).view(dtype)
+        sparsity = t.Sparsity()
+        array: np.ndarray = (
+            values.reshape(self.shape_of(index))
+            if sparsity is None
+            else _densify(values, sparsity, self.shape_of(index), t.Name().decode())
+        )
         self.consts[index] = array
         return array
 
@@ -373,6 +382,47 @@ class _Converter:
         s = self.unary(op, "Sqrt")
         return _Value(self.node("Reciprocal", [s.name], "rsqrt"), s.shape, s.nchw)
 
+    def resize_bilinear(self, op: Any) -> _Value:
+        x = self.values[op.Inputs(0)]
+        o = self.options(op, tflite.ResizeBilinearOptions)
+        mode = "align_corners" if o.AlignCorners() else "half_pixel" if o.HalfPixelCenters() else "asymmetric"
+        out_shape = self.shape_of(op.Outputs(0))
+        xin = x.name if x.nchw else self.node("Transpose", [x.name], "nchw", perm=list(_TO_NCHW))
+        # Scales, not sizes: the batch axis stays dynamic (scale 1).
+        scales = np.array([1.0, 1.0, out_shape[1] / x.shape[1], out_shape[2] / x.shape[2]], np.float32)
+        y = self.node(
+            "Resize", [xin, "", self.init(scales, "scales")], "resize", mode="linear",
+            coordinate_transformation_mode=mode,
+        )  # fmt: skip
+        return _Value(y, out_shape, True)
+
+    def depth_to_space(self, op: Any) -> _Value:
+        x = self.values[op.Inputs(0)]
+        block = self.options(op, tflite.DepthToSpaceOptions).BlockSize()
+        xin = x.name if x.nchw else self.node("Transpose", [x.name], "nchw", perm=list(_TO_NCHW))
+        # TensorFlow's NHWC depth-to-space orders the channels as ONNX's DCR mode does.
+        y = self.node("DepthToSpace", [xin], "d2s", blocksize=block, mode="DCR")
+        return _Value(y, self.shape_of(op.Outputs(0)), True)
+
+    def fully_connected(self, op: Any) -> _Value:
+        x = self.values[op.Inputs(0)]
+        w = self.const(op.Inputs(1))
+        b = self.const(op.Inputs(2)) if op.InputsLength() > 2 and op.Inputs(2) >= 0 else None
+        if w is None:
+            raise ConversionError("FULLY_CONNECTED weights must be constants")
+        o = self.options(op, tflite.FullyConnectedOptions)
+        out_shape = self.shape_of(op.Outputs(0))
+        flat = self.node(
+            "Reshape", [self.native(x), self.init(np.array([-1, w.shape[1]], np.int64), "shape")], "flat"
+        )
+        y = self.node("MatMul", [flat, self.init(w.astype(np.float32).T.copy(), "w")], "fc")
+        if b is not None:
+            y = self.node("Add", [y, self.init(b.astype(np.float32), "b")], "bias")
+        if len(out_shape) != 2:
+            shape = np.array([-1, *out_shape[1:]], np.int64)
+            y = self.node("Reshape", [y, self.init(shape, "shape")], "unflat")
+        return _Value(self.activation(y, o.FusedActivationFunction()), out_shape, False)
+
     # ------------------------------------------------------------------ driver
     def handlers(self) -> dict[str, Callable[[Any], _Value]]:
         return {
@@ -397,6 +447,9 @@ class _Converter:
             "MEAN": lambda op: self.reduce(op, "ReduceMean"),
             "SUM": lambda op: self.reduce(op, "ReduceSum"),
             "STRIDED_SLICE": self.strided_slice,
+            "RESIZE_BILINEAR": self.resize_bilinear,
+            "DEPTH_TO_SPACE": self.depth_to_space,
+            "FULLY_CONNECTED": self.fully_connected,
         }
 
     def convert(
@@ -419,10 +472,10 @@ class _Converter:
             op = self.graph.Operators(k)
             code = self.model.OperatorCodes(op.OpcodeIndex())
             opname = tflite.utils.opcode2name(max(code.BuiltinCode(), code.DeprecatedBuiltinCode()))
-            if opname == "DEQUANTIZE":
+            if opname in ("DEQUANTIZE", "DENSIFY"):
                 src = self.const(op.Inputs(0))
                 if src is None:
-                    raise ConversionError("DEQUANTIZE of a non-constant is not supported")
+                    raise ConversionError(f"{opname} of a non-constant is not supported")
                 self.consts[op.Outputs(0)] = src.astype(np.float32)
                 continue
             handler = table.get(opname)
@@ -441,7 +494,8 @@ class _Converter:
             graph_outputs.append(
                 helper.make_tensor_value_info(out.name, TensorProto.FLOAT, ["batch", *out.shape])
             )
-        graph = helper.make_graph(self.nodes, name, graph_inputs, graph_outputs, self.inits)
+        nodes, inits = _needed(self.nodes, self.inits, [o.name for o in outputs])
+        graph = helper.make_graph(nodes, name, graph_inputs, graph_outputs, inits)
         model = helper.make_model(
             graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="avatar-bridge tflite_onnx"
         )
@@ -455,3 +509,58 @@ def convert(
 ) -> onnx.ModelProto:
     """Convert one TFLite flatbuffer (`data`) to an ONNX model with the given inputs and outputs."""
     return _Converter(data).convert(inputs, outputs, name)
+
+
+def _needed(
+    nodes: Sequence[onnx.NodeProto], inits: Sequence[onnx.TensorProto], outputs: Sequence[str]
+) -> tuple[list[onnx.NodeProto], list[onnx.TensorProto]]:
+    """The nodes (in order) and initializers that the outputs depend on."""
+    wanted = set(outputs)
+    kept = []
+    for node in reversed(nodes):
+        if wanted.intersection(node.output):
+            kept.append(node)
+            wanted.update(i for i in node.input if i)
+    return kept[::-1], [t for t in inits if t.name in wanted]
+
+
+_INDEX_VECTORS = {
+    tflite.SparseIndexVector.Int32Vector: tflite.Int32Vector,
+    tflite.SparseIndexVector.Uint16Vector: tflite.Uint16Vector,
+    tflite.SparseIndexVector.Uint8Vector: tflite.Uint8Vector,
+}
+
+
+def _index_vector(kind: int, table: Any, what: str) -> np.ndarray:
+    cls = _INDEX_VECTORS.get(kind)
+    if cls is None or table is None:
+        raise ConversionError(f"sparse constant {what}: index vector type {kind} is not supported")
+    vector = cls()
+    vector.Init(table.Bytes, table.Pos)
+    return np.asarray(vector.ValuesAsNumpy(), np.int64)
+
+
+def _densify(values: np.ndarray, sparsity: Any, shape: tuple[int, ...], what: str) -> np.ndarray:
+    """A TFLite sparse constant (dense and CSR dimensions in the tensor's own order, no blocks) as a
+    dense array: each level maps a position of the previous one to its children's positions."""
+    order = sparsity.TraversalOrderAsNumpy()
+    if sparsity.BlockMapLength() or not np.array_equal(order, np.arange(len(shape))):
+        raise ConversionError(f"sparse constant {what}: block or reordered sparsity is not supported")
+    flat = np.zeros(int(np.prod(shape)), values.dtype)
+    # Per level: the dense flat offset of each stored position, and the stored position of each.
+    offsets = np.zeros(1, np.int64)
+    stored = np.zeros(1, np.int64)
+    for level, size in enumerate(shape):
+        meta = sparsity.DimMetadata(level)
+        if meta.Format() == tflite.DimensionType.DENSE:
+            offsets = (offsets[:, None] * size + np.arange(size)).ravel()
+            stored = (stored[:, None] * size + np.arange(size)).ravel()
+            continue
+        segments = _index_vector(meta.ArraySegmentsType(), meta.ArraySegments(), what)
+        indices = _index_vector(meta.ArrayIndicesType(), meta.ArrayIndices(), what)
+        counts = segments[stored + 1] - segments[stored]
+        children = np.concatenate([np.arange(segments[p], segments[p + 1]) for p in stored.tolist()])
+        offsets = np.repeat(offsets, counts) * size + indices[children]
+        stored = children
+    flat[offsets] = values[stored]
+    return flat.reshape(shape)
