@@ -108,18 +108,20 @@ def test_a_bad_item_fails_only_itself_and_ownership_is_per_item(bridge: Bridge, 
         {**good[1], "ack": True, "id": 5},
     ]
     client.dealer.send(pack({"op": "inputs", "v": 1, "id": 3, "items": items}))
-    got = replies(client.dealer, 7)
-    by_item = {r["item"]: r for r in got}
-    assert {i: r.get("code") for i, r in by_item.items()} == {
+    ack, error = replies(client.dealer, 2)  # the ack, then ONE error reply listing the failed items
+    assert ack["op"] == "ack" and ack["item"] == 7 and ack["id"] == 5 and ack["session"] == mine[1]
+    assert error["op"] == "error" and error["id"] == 3 and error["code"] == ErrorCode.BAD_SIZE
+    assert "item" not in error and error["message"].startswith("6 of 8 items failed; item 1:")
+    by_item = {f["item"]: f for f in error["items"]}
+    assert {i: f["code"] for i, f in by_item.items()} == {
         1: ErrorCode.BAD_SIZE,
         2: ErrorCode.NOT_OWNER,
         3: ErrorCode.UNKNOWN_SESSION,
         4: ErrorCode.WRONG_INPUT_KIND,
         5: ErrorCode.BAD_VALUE,
         6: ErrorCode.MALFORMED,
-        7: None,  # the ack
     }
-    assert by_item[7]["op"] == "ack" and by_item[7]["id"] == 5 and by_item[7]["session"] == mine[1]
+    assert all(f["name"] == ErrorCode(f["code"]).name and f["message"] for f in error["items"])
     assert by_item[5]["id"] == 9 and by_item[5]["session"] == mine[1]
     assert by_item[2]["session"] == theirs
     frames = frames_of(client, mine, 1)
@@ -198,8 +200,8 @@ def test_a_failure_queueing_a_batch_costs_only_its_inputs(
 
     monkeypatch.setattr(scheduler, "submit_many", broken)
     client.send_inputs([client.features_item(sid, 0, ROWS[:1]) for sid in sids])
-    got = replies(client.dealer, 3)
-    assert [(r["code"], r["item"], r["session"]) for r in got] == [
+    (got,) = replies(client.dealer, 1)
+    assert [(f["code"], f["item"], f["session"]) for f in got["items"]] == [
         (ErrorCode.INTERNAL, i, sid) for i, sid in enumerate(sids)
     ]
     monkeypatch.undo()
@@ -228,9 +230,9 @@ def test_a_drain_takes_one_message_per_client_in_turn(monkeypatch: pytest.Monkey
         order: list[int] = []
         on_message = server._on_message
 
-        def recorded(parts: list[bytes | memoryview], owner: bytes) -> None:
+        def recorded(parts: list[bytes | memoryview], owner: bytes) -> int:
             order.append(int(unpack_map(bytes(parts[-1]))["id"]))
-            on_message(parts, owner)
+            return on_message(parts, owner)
 
         monkeypatch.setattr(server, "_on_message", recorded)
         server._drain()
@@ -251,14 +253,15 @@ def test_replies_keep_the_order_of_a_clients_requests(client: BridgeClient) -> N
         {**item, "rows": 2, "id": 2},
         {**item, "ack": True, "id": 3},
     ]
-    client.dealer.send(pack({"op": "inputs", "items": items}))  # ack, error, ack: in item order
+    client.dealer.send(pack({"op": "inputs", "id": 7, "items": items}))  # acks, then the one error
     client.dealer.send(pack({"op": "input", **item, "ack": True, "id": 4}))
     client.dealer.send(pack({"op": "ping", "id": 5}))  # the inputs' acks come before the pong
     got = replies(client.dealer, 5)
     assert [(r["op"], r["id"], r.get("item")) for r in got] == [
         ("ack", 1, 0),
-        ("error", 2, 1),
         ("ack", 3, 2),
+        ("error", 7, None),  # listing item 1
         ("ack", 4, None),
         ("pong", 5, None),
     ]
+    assert [(f["item"], f["id"]) for f in got[2]["items"]] == [(1, 2)]

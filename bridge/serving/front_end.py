@@ -49,7 +49,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import msgspec
 import zmq
@@ -59,8 +59,8 @@ from bridge.protocol.codec import pack, unpack_map
 from bridge.protocol.errors import ErrorCode
 from bridge.protocol.events import encode_closed_event, event_topic
 from bridge.protocol.replies import error_reply
-from bridge.protocol.requests import MAX_INPUT_ITEMS
-from bridge.protocol.versions import EVENT_TOPIC_PREFIX
+from bridge.protocol.requests import MAX_INPUT_ITEMS, MAX_NAME_CHARS
+from bridge.protocol.versions import EVENT_TOPIC_PREFIX, SESSION_ID_LENGTH
 from bridge.serving.frames_forwarder import FramesForwarder
 from bridge.serving.server import ServeConfig, _user_id, write_ports_file
 from bridge.serving.workers import WorkerProcess, WorkerSpecFactory
@@ -214,6 +214,8 @@ class FrontEnd:
         self._sessions: dict[str, tuple[int, _Client]] = {}  # session -> (worker, owner)
         self._clients: dict[bytes, _Client] = {}  # owner key -> client
         self._link_ids = itertools.count()
+        self._linked = 0  # clients holding links
+        self.max_client_links = (CONTEXT_SOCKETS - RESERVED_SOCKETS) // workers
         self._stop = threading.Event()
 
     @property
@@ -295,13 +297,31 @@ class FrontEnd:
                 frames = self.router.recv_multipart(zmq.NOBLOCK, copy=False)
             except zmq.Again:
                 return
-            self._on_request(frames)
+            try:
+                self._on_request(frames)
+            except Exception:  # one message's failure must not end serve_forever
+                log.exception("routing a request failed; serving on")
+                self.stats.errors[ErrorCode.INTERNAL.name] += 1
 
     def _on_request(self, frames: list[zmq.Frame]) -> None:
         routing_id = frames[0].bytes
         owner = b"key:" + _user_id(frames[-1], routing_id) if self._keyed else b"id:" + routing_id
         client = self._client(owner, routing_id)
         body = frames[1:]
+        if not client.dealers and self._linked >= self.max_client_links:
+            self._error(
+                client,
+                ErrorCode.OVERLOADED,
+                f"the bridge serves at most {self.max_client_links} clients at once; try again later",
+                None,
+            )
+            return
+        limit = self.config.transport.max_message_bytes
+        if len(body[-1]) > limit:  # not forwarded: a worker would refuse it, and it would wait in a link
+            self._error(
+                client, ErrorCode.TOO_LARGE, f"message of {len(body[-1])} bytes exceeds {limit}", None
+            )
+            return
         # [payload] from a DEALER, [empty, payload] from a REQ-style client; any other framing goes to a
         # worker as it is, which answers MALFORMED.
         framed = len(body) == 1 or (len(body) == 2 and not len(body[0].buffer))
@@ -331,6 +351,11 @@ class FrontEnd:
                 self._error(client, ErrorCode.INTERNAL, "no worker is serving (restarting)", route, session)
             return
         dealer = client.dealers.get(worker) or self._link(client, worker)
+        if dealer is None:
+            self._error(
+                client, ErrorCode.OVERLOADED, "the bridge has no room for another link", route, session
+            )
+            return
         try:
             dealer.send_multipart(body, zmq.NOBLOCK, copy=False)
         except zmq.Again:
@@ -406,6 +431,9 @@ class FrontEnd:
         self, client: _Client, worker: int, frames: list[bytes], indices: list[int], route: _Route | None
     ) -> None:
         dealer = client.dealers.get(worker) or self._link(client, worker)
+        if dealer is None:
+            self._error(client, ErrorCode.OVERLOADED, "the bridge has no room for another link", route)
+            return
         try:
             dealer.send_multipart(frames, zmq.NOBLOCK, copy=False)
         except zmq.Again:
@@ -446,15 +474,26 @@ class FrontEnd:
         client.last_seen = time.monotonic()
         return client
 
-    def _link(self, client: _Client, worker: int) -> zmq.Socket[bytes]:
+    def _link(self, client: _Client, worker: int) -> zmq.Socket[bytes] | None:
+        """The client's DEALER to a worker, made now; None where libzmq has no socket or descriptor
+        left (counted, answered OVERLOADED)."""
         spec = self.workers[worker].spec
         assert spec is not None
-        dealer = self.context.socket(zmq.DEALER)
+        try:
+            dealer = self.context.socket(zmq.DEALER)
+        except zmq.ZMQError as exc:  # EMFILE: the context's sockets or the process's descriptors
+            log.error("no link to worker %d for a client: %s", worker, exc)
+            self.stats.errors[ErrorCode.OVERLOADED.name] += 1
+            return None
         dealer.setsockopt(zmq.LINGER, 0)
         dealer.setsockopt(zmq.ROUTING_ID, client.link_id)
-        dealer.setsockopt(zmq.SNDHWM, INTERNAL_HWM)
+        # docs/protocol.md section 4: a connection's requests wait `inbound_hwm` deep, here as at a
+        # single bridge's ROUTER (bytes: that many messages of at most max_message_bytes).
+        dealer.setsockopt(zmq.SNDHWM, self.config.transport.inbound_hwm)
         dealer.setsockopt(zmq.RCVHWM, 0)
         dealer.connect(spec.request_endpoint)
+        if not client.dealers:
+            self._linked += 1
         client.dealers[worker] = dealer
         self._links[dealer] = (client, worker)
         self._poller.register(dealer, zmq.POLLIN)
@@ -471,21 +510,31 @@ class FrontEnd:
             route = _route(frames[-1].buffer)
             if route is not None and route.op in ("open", "error"):
                 self._settle_open(client, worker, route)
-            if route is not None and type(route.item) is int and dealer in self._item_maps:
-                frames = [*frames[:-1], self._renumber(frames[-1].bytes, route.item, self._item_maps[dealer])]
+            if route is not None and dealer in self._item_maps and (route.item is not None or route.items):
+                frames = [*frames[:-1], self._renumber(frames[-1].bytes, self._item_maps[dealer])]
             target = self._reply_target(client, route)
             if self._keyed and route is not None and route.op == "open" and type(route.session) is str:
                 client.session_to[route.session] = target  # its opener gets its asynchronous errors
             self._reply(client, frames, target)
 
     @staticmethod
-    def _renumber(payload: bytes, item: int, indices: list[int]) -> zmq.Frame:
-        """A reply naming an item of a split `inputs` message names it by its index in the client's
-        message. The latest split sent on that link is the map: exact while a client keeps the layout
-        of its messages (the same sessions in the same order), best effort when it changes in flight."""
-        if not 0 <= item < len(indices):
-            return zmq.Frame(payload)
-        return zmq.Frame(pack({**unpack_map(payload), "item": indices[item]}))
+    def _renumber(payload: bytes, indices: list[int]) -> zmq.Frame:
+        """A reply naming items of a split `inputs` message (an ack's `item`, an error's `items`)
+        names them by their index in the client's message. The latest split sent on that link is the
+        map: exact while a client keeps the layout of its messages (the same sessions in the same
+        order), best effort when it changes in flight."""
+        reply = unpack_map(payload)
+
+        def original(item: object) -> object:
+            return indices[item] if type(item) is int and 0 <= item < len(indices) else item
+
+        if "item" in reply:
+            reply["item"] = original(reply["item"])
+        if isinstance(reply.get("items"), list):
+            reply["items"] = [
+                {**f, "item": original(f.get("item"))} if isinstance(f, dict) else f for f in reply["items"]
+            ]
+        return zmq.Frame(pack(reply))
 
     def _settle_open(self, client: _Client, worker: int, route: _Route) -> None:
         rid = _request_id(route)
@@ -620,5 +669,7 @@ class FrontEnd:
         client, worker = self._links.pop(dealer)
         self._item_maps.pop(dealer, None)
         del client.dealers[worker]
+        if not client.dealers:
+            self._linked -= 1
         self._poller.unregister(dealer)
         dealer.close(0)

@@ -5,12 +5,17 @@ every message and answers requests; one scheduler thread per pipeline runs the e
 frames; optionally an HTTP thread serves metrics, health and readiness (bridge.serving.metrics). A bad
 message costs one error reply and never reaches a scheduler.
 
-I/O in batches: each turn drains the ROUTER socket (at most DRAIN_MESSAGES messages or DRAIN_BYTES),
-handles the messages round-robin across clients (a flooding client's backlog waits behind one message
-of each other client), and hands each scheduler the drain's inputs as one batch (`submit_many`, one
-lock round); a reply to a client with inputs in the batch hands it over first, so replies keep each
-connection's request order. An `inputs` message carries many sessions' inputs; each item is handled
-exactly as its own `input` would be (docs/protocol.md section 4.7).
+I/O in batches: each turn reads the ROUTER socket into a per-client backlog (at most DRAIN_MESSAGES
+messages or DRAIN_BYTES held), handles it round-robin across clients by cost (a message costs one unit
+per `inputs` item, or one, plus one per COST_BYTES: a client whose message cost k units sits out the
+next k - 1 rounds, so a flooding client's backlog waits behind one message of each other client and
+a 4096-item message behind 4096 cheap ones), at most DRAIN_COST units a turn (the rest waits for the
+next turn), and hands each scheduler the turn's inputs as one batch (`submit_many`, one lock round); a
+reply to a client with inputs in the batch hands it over first, so replies keep each connection's
+request order. An `inputs` message carries many sessions' inputs; each item is handled exactly as its
+own `input` would be, except that its items' errors come back as one reply listing them
+(docs/protocol.md section 4.7). A message whose handling fails in an unforeseen way is logged and
+counted (an INTERNAL error) and the loop goes on: no message ends `serve_forever`.
 
 An engine that fails to load (truncated or corrupt file, mismatched manifest) is refused with an
 error naming it and the bridge starts with the others; with none left it does not start.
@@ -36,7 +41,7 @@ from bridge.pipelines.registry import PIPELINES, attach_voices
 from bridge.protocol.codec import ProtocolError
 from bridge.protocol.errors import ErrorCode
 from bridge.protocol.events import encode_closed_event, encode_opened_event, encode_rig, event_topic
-from bridge.protocol.replies import error_reply, reply
+from bridge.protocol.replies import error_reply, item_failure, items_error_reply, reply
 from bridge.protocol.requests import (
     MAX_INPUT_ITEMS,
     AudioInput,
@@ -75,6 +80,10 @@ POLL_MS = 20
 # replies still run between drains and a drain of max-size messages holds a bounded amount of memory.
 DRAIN_MESSAGES = 1000
 DRAIN_BYTES = 64 * 1024 * 1024
+# Work handled per turn, in cost units (one per message or `inputs` item, one per COST_BYTES): ~30 ms
+# of junk items on a 2-core box, so no client delays the others' next turn by more.
+DRAIN_COST = 4096
+COST_BYTES = 64 * 1024
 # Frames this large are read as views of libzmq's buffer: copying a 6 MB image costs ~1 ms of GIL.
 ZERO_COPY_BYTES = 64 * 1024
 # Error replies the scheduler threads may queue for the I/O thread; beyond it the oldest go (counted).
@@ -122,9 +131,20 @@ class ServeConfig:
         return backend, self.other_backend_options.get(backend, {})
 
 
-# An input of the drain in progress, validated and waiting for its scheduler's batch:
-# (reply envelope, session, input, index in its `inputs` message or None for an `input`).
-_Queued = tuple[tuple[bytes, ...], Session, Input, int | None]
+@dataclass
+class _ItemFailures:
+    """The failed items of one `inputs` message, answered in one error reply once none of its items
+    waits in the drain's batch (docs/protocol.md section 4.7)."""
+
+    request_id: int
+    items: int  # the message's item count
+    failed: list[dict[str, Any]] = field(default_factory=list)
+    waiting: int = 0  # its items queued in the drain's batch, not yet handed to their scheduler
+
+
+# An input of the drain in progress, validated and waiting for its scheduler's batch: (reply envelope,
+# session, input, index in its `inputs` message and that message's failures, or None for an `input`).
+_Queued = tuple[tuple[bytes, ...], Session, Input, tuple[int, _ItemFailures] | None]
 
 
 @dataclass(frozen=True)
@@ -180,6 +200,12 @@ class Bridge:
         self._pending_errors: deque[tuple[tuple[bytes, ...], bytes]] = deque(maxlen=MAX_PENDING_ERRORS)
         self._batch: dict[Scheduler, list[_Queued]] = {}  # the drain's inputs, per scheduler
         self._batched: set[tuple[bytes, ...]] = set()  # envelopes of clients with inputs in it
+        # Requests read and not yet handled, per client in arrival order, with their total size, and
+        # each backlogged client's rounds to sit out (the cost of its last message, less one).
+        self._backlog: dict[bytes, deque[list[bytes | memoryview]]] = {}
+        self._backlog_messages = 0
+        self._backlog_bytes = 0
+        self._debt: dict[bytes, int] = {}
         self._stop = threading.Event()
 
     # ----------------------------------------------------------------- lifecycle
@@ -277,9 +303,9 @@ class Bridge:
         next_reap = time.monotonic() + REAP_INTERVAL_S
         while not self._stop.is_set():
             self.heartbeat = time.monotonic()
-            ready = poller.poll(POLL_MS)
+            ready = poller.poll(0 if self._backlog else POLL_MS)
             self.sockets.pump_subscriptions()  # here, before the requests, and not on a scheduler's publish
-            if ready:
+            if ready or self._backlog:
                 self._drain()
             self.stats.handshake_failures.update(self.sockets.handshake_failures())
             while self._pending_errors:
@@ -297,33 +323,62 @@ class Bridge:
 
     # ----------------------------------------------------------------- dispatch
     def _drain(self) -> None:
-        """Read what is queued (bounded), handle it round-robin across clients, then submit the inputs
-        to each scheduler as one batch."""
-        backlog: dict[bytes, deque[list[bytes | memoryview]]] = {}  # per client, in arrival order
-        size = 0
-        for _ in range(DRAIN_MESSAGES):
+        """Read what is queued (bounded), handle up to DRAIN_COST of it round-robin across clients by
+        cost, then submit the inputs to each scheduler as one batch."""
+        self._read_requests()
+        budget = DRAIN_COST
+        backlog, debt = self._backlog, self._debt
+        while backlog and budget > 0:
+            owners = list(backlog)
+            floor = min(debt.get(o, 0) for o in owners)  # a round where nobody may go lifts everyone
+            for owner in owners:
+                owed = debt.get(owner, 0) - floor
+                if owed > 0:
+                    debt[owner] = owed - 1
+                    continue
+                queue = backlog[owner]
+                parts = queue.popleft()
+                self._backlog_messages -= 1
+                self._backlog_bytes -= sum(len(p) for p in parts)
+                cost = self._handle_message(parts, owner)
+                budget -= cost
+                debt[owner] = cost - 1
+                if not queue:
+                    del backlog[owner]
+                    del debt[owner]
+                if budget <= 0:
+                    break
+        self._submit_batch()
+
+    def _read_requests(self) -> None:
+        """Move queued requests into the backlog while it holds less than DRAIN_MESSAGES and
+        DRAIN_BYTES; past that they wait in libzmq (per client at most `inbound_hwm`, then TCP)."""
+        while self._backlog_messages < DRAIN_MESSAGES and self._backlog_bytes < DRAIN_BYTES:
             try:
                 frames = self.sockets.router.recv_multipart(flags=zmq.NOBLOCK, copy=False)
             except zmq.Again:
-                break
+                return
             parts = [f.bytes if len(f) < ZERO_COPY_BYTES else f.buffer for f in frames]
             identity = frames[0].bytes
             owner = b"key:" + _user_id(frames[-1], identity) if self._keyed else b"id:" + identity
-            backlog.setdefault(owner, deque()).append(parts)
-            size += sum(len(p) for p in parts)
-            if size >= DRAIN_BYTES:
-                break
-        while backlog:  # one message of each client in turn
-            for owner in list(backlog):
-                queue = backlog[owner]
-                self._on_message(queue.popleft(), owner)
-                if not queue:
-                    del backlog[owner]
-        self._submit_batch()
+            self._backlog.setdefault(owner, deque()).append(parts)
+            self._backlog_messages += 1
+            self._backlog_bytes += sum(len(p) for p in parts)
+
+    def _handle_message(self, parts: list[bytes | memoryview], owner: bytes) -> int:
+        """Handle one message; its cost. A failure nobody foresaw costs this message only."""
+        try:
+            items = self._on_message(parts, owner)
+        except Exception:
+            log.exception("handling a message failed; serving on")
+            self.stats.count_error(ErrorCode.INTERNAL.name)
+            items = 1
+        return max(1, items) + len(parts[-1]) // COST_BYTES
 
     def _submit_batch(self) -> None:
         """Hand each scheduler its queued inputs in one call, then answer them: OVERLOADED for the
-        refused, `ack` for the accepted that asked for one."""
+        refused, `ack` for the accepted that asked for one (an `inputs` message's failed items in its
+        one error reply, once none of its items waits)."""
         batch, self._batch = self._batch, {}
         self._batched.clear()
         for scheduler, queued in batch.items():
@@ -331,24 +386,66 @@ class Bridge:
                 accepted = scheduler.submit_many([(session, item) for _, session, item, _ in queued])
             except Exception as exc:  # a bug here must cost these inputs, not the I/O thread
                 log.exception("queueing %d inputs failed", len(queued))
-                for envelope, session, item, index in queued:
-                    self._error(
-                        envelope, ErrorCode.INTERNAL, f"internal error: {exc}", item.id, session.id, index
-                    )
+                for envelope, session, item, of in queued:
+                    self._refuse(envelope, ErrorCode.INTERNAL, f"internal error: {exc}", item, session, of)
+                    self._settle(envelope, of)
                 continue
-            for (envelope, session, item, index), ok in zip(queued, accepted, strict=True):
+            for (envelope, session, item, of), ok in zip(queued, accepted, strict=True):
                 if not ok:
                     self.stats.inputs_dropped += 1
                     message = (
                         f"session {session.id} is over its pending bound (its own, {scheduler.max_pending} "
                         "frames, or its client's fair share of the model's queue); input dropped"
                     )
-                    self._error(envelope, ErrorCode.OVERLOADED, message, item.id, session.id, index)
+                    self._refuse(envelope, ErrorCode.OVERLOADED, message, item, session, of)
                 elif item.ack:
-                    extra = {} if index is None else {"item": index}
+                    extra = {} if of is None else {"item": of[0]}
                     self._send(envelope, reply("ack", item.id, session=session.id, seq=item.seq, **extra))
+                self._settle(envelope, of)
 
-    def _on_message(self, parts: list[bytes | memoryview], owner: bytes) -> None:
+    def _settle(self, envelope: tuple[bytes, ...], of: tuple[int, _ItemFailures] | None) -> None:
+        """An item of an `inputs` message is answered: the message's error reply once none waits."""
+        if of is not None:
+            of[1].waiting -= 1
+            self._answer_items(envelope, of[1])
+
+    def _refuse(
+        self,
+        envelope: tuple[bytes, ...],
+        code: ErrorCode,
+        message: str,
+        item: Input,
+        session: Session,
+        of: tuple[int, _ItemFailures] | None,
+    ) -> None:
+        """An input the scheduler did not take: its own error reply, or an entry of its message's."""
+        if of is None:
+            self._error(envelope, code, message, item.id, session.id)
+        else:
+            self._fail_item(of[1], of[0], code, message, item.id, session.id)
+
+    def _fail_item(
+        self,
+        failures: _ItemFailures,
+        index: int,
+        code: ErrorCode,
+        message: str,
+        item_id: int,
+        session: str | None,
+    ) -> None:
+        self.stats.count_error(code.name)
+        failures.failed.append(item_failure(code, message, index, item_id, session))
+
+    def _answer_items(self, envelope: tuple[bytes, ...], failures: _ItemFailures) -> None:
+        """The message's one error reply listing its failed items, once none of them waits."""
+        if failures.waiting or not failures.failed:
+            return
+        failures.failed.sort(key=lambda f: int(f["item"]))
+        self._send(envelope, items_error_reply(failures.request_id, failures.items, failures.failed))
+        failures.failed = []
+
+    def _on_message(self, parts: list[bytes | memoryview], owner: bytes) -> int:
+        """Handle one request; how many inputs it carried (an `inputs` message's items; else 1)."""
         # ROUTER prepends the peer identity; a REQ-style client adds an empty delimiter.
         # [identity, payload] from a DEALER, [identity, b"", payload] from a REQ-style client.
         delimited = len(parts) > 2 and parts[1] == b""
@@ -357,14 +454,14 @@ class Bridge:
         body = parts[2:] if delimited else parts[1:]
         if len(body) != 1 or not body[0]:
             self._error(envelope, ErrorCode.MALFORMED, "expected exactly one non-empty frame per message")
-            return
+            return 1
         payload = body[0]
         t0 = time.perf_counter()
         try:
             request = decode_request(payload, self.config.transport.max_message_bytes)
         except RequestError as exc:
             self._error(envelope, exc.code, exc.message, exc.request_id, exc.session)
-            return
+            return 1
         self.stats.observe("decode", time.perf_counter() - t0)
         try:
             self._handle(envelope, owner, request)
@@ -373,6 +470,7 @@ class Bridge:
         except Exception as exc:
             log.exception("internal error handling %s", type(request).__name__)
             self._error(envelope, ErrorCode.INTERNAL, f"internal error: {exc}", request.id)
+        return len(request.items) if isinstance(request, Inputs) else 1
 
     def _handle(self, envelope: tuple[bytes, ...], owner: bytes, request: Request) -> None:
         if isinstance(request, (ImageInput, AudioInput, FeaturesInput)):
@@ -483,24 +581,29 @@ class Bridge:
         )
 
     def _on_inputs(self, envelope: tuple[bytes, ...], owner: bytes, request: Inputs) -> None:
-        """Each item as its own `input`: a bad one gets its error reply (with its index) and fails only
-        itself; the good ones join the drain's batch."""
+        """Each item as its own `input`: a bad one fails only itself, and the failed ones are answered
+        together in one error reply; the good ones join the drain's batch."""
+        failures = _ItemFailures(request.id, len(request.items))
         for index, item in enumerate(request.items):
             if isinstance(item, ItemError):
-                self._error(envelope, item.error.code, item.error.message, item.id, item.session, index)
+                self._fail_item(failures, index, item.error.code, item.error.message, item.id, item.session)
                 continue
             try:
-                self._on_input(envelope, owner, item, index)
+                self._on_input(envelope, owner, item, (index, failures))
             except ProtocolError as exc:
-                self._error(envelope, exc.code, exc.message, item.id, item.session, index)
+                self._fail_item(failures, index, exc.code, exc.message, item.id, item.session)
             except Exception as exc:
                 log.exception("internal error handling an input item")
-                self._error(
-                    envelope, ErrorCode.INTERNAL, f"internal error: {exc}", item.id, item.session, index
-                )
+                message = f"internal error: {exc}"
+                self._fail_item(failures, index, ErrorCode.INTERNAL, message, item.id, item.session)
+        self._answer_items(envelope, failures)
 
     def _on_input(
-        self, envelope: tuple[bytes, ...], owner: bytes, item: Input, index: int | None = None
+        self,
+        envelope: tuple[bytes, ...],
+        owner: bytes,
+        item: Input,
+        of: tuple[int, _ItemFailures] | None = None,
     ) -> None:
         """Validate an input against its session and queue it for the drain's batch."""
         session = self._session(item.session, owner)
@@ -512,8 +615,10 @@ class Bridge:
                 f"{session.pipeline.name} sessions accept {', '.join(session.pipeline.accepts)}, not {kind}",
             )
         session.pipeline.validate(session.state, item)
-        self._batch.setdefault(self.schedulers[session.pipeline], []).append((envelope, session, item, index))
+        self._batch.setdefault(self.schedulers[session.pipeline], []).append((envelope, session, item, of))
         self._batched.add(envelope)
+        if of is not None:
+            of[1].waiting += 1
 
     # ----------------------------------------------------------------- helpers
     def _session(self, sid: str, owner: bytes) -> Session:
@@ -572,10 +677,9 @@ class Bridge:
         message: str,
         request_id: int = 0,
         session: str | None = None,
-        item: int | None = None,
     ) -> None:
         self.stats.count_error(code.name)
-        self._send(envelope, error_reply(code, message, request_id, session, item))
+        self._send(envelope, error_reply(code, message, request_id, session))
 
     def _report_error(self, session: Session, code: ErrorCode, message: str) -> None:
         """Called from scheduler threads: queue the reply for the I/O thread, which owns the ROUTER."""
