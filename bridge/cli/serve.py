@@ -24,6 +24,7 @@ from bridge.sources.base import SourceError
 from bridge.sources.feeder import SourceFeeder
 from bridge.transport.curve import load_public_keys, load_secret_key
 from bridge.transport.zmq_sockets import TransportConfig
+from bridge.viewer.cli import add_viewer_arguments, start_viewer
 
 log = logging.getLogger("avatar-bridge")
 DEFAULT_TRITON_URL = "127.0.0.1:8001"  # Triton's own default gRPC port
@@ -178,6 +179,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_output_arguments(parser)
     add_source_arguments(parser)
+    add_viewer_arguments(parser)
 
 
 def config_from_args(args: argparse.Namespace, table: ServeTable | None = None) -> ServeConfig:
@@ -365,11 +367,20 @@ def _serve(
 ) -> int:
     """Start the outputs, then the live sources, and serve until SIGINT or SIGTERM; a started server
     is closed on every path, after what was started around it."""
-    # Outputs (VMC, Live Link Face) read the server's own frame stream, so they can never slow it.
+    # The viewer and the outputs (VMC, Live Link Face) read the server's own frame stream, so they can
+    # never slow it.
+    try:
+        viewer = start_viewer(args, frames_endpoint, bool(args.insecure_remote or table.insecure_remote))
+    except (OSError, ValueError, RuntimeError) as exc:
+        log.error("cannot start the viewer: %s", exc)
+        server.close()
+        return 2
     try:
         router = build_router(args, frames_endpoint, table.present())
     except ValueError as exc:
         log.error("bad output destination: %s", exc)
+        if viewer is not None:
+            viewer.stop()
         server.close()
         return 2
     if router is not None:
@@ -380,11 +391,15 @@ def _serve(
         log.error("cannot open source: %s", exc)
         if router is not None:
             router.stop()
+        if viewer is not None:
+            viewer.stop()
         server.close()
         return 2
     signal.signal(signal.SIGINT, lambda *_: server.stop())
     signal.signal(signal.SIGTERM, lambda *_: server.stop())
     print(ready, flush=True)
+    if viewer is not None:
+        print(f"viewer {viewer.url}", flush=True)
     for feeder in feeders:
         print(f"source {feeder.source.describe()}", flush=True)
     freeze_startup_heap()
@@ -395,5 +410,7 @@ def _serve(
             feeder.stop()
         if router is not None:
             router.stop()
+        if viewer is not None:
+            viewer.stop()
         server.close()
     return 0
