@@ -206,6 +206,7 @@ def test_the_eyes_keep_their_offset(receiver: VmcReceiver) -> None:
     # The gaze turned the eyes to the subject's left (about Unity's +Y, mirrored: negative angle).
     look = (pose.rotations["Head"].inv() * pose.rotations["LeftEye"]).apply([0.0, 0.0, 1.0])
     assert look[0] < -0.1 and look[1] > 0.05
+    assert max(receiver.datagram_sizes) <= SPEC_DATAGRAM_LIMIT  # a full face frame, bones and all
 
 
 def test_url_options_reach_the_receiver(receiver: VmcReceiver) -> None:

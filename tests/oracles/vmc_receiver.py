@@ -10,6 +10,8 @@ EVMC4U's ExternalReceiver, never from the bridge's sender (bridge/outputs/vmc.py
   cached per bone and, once a frame, written into the bone's Transform: localRotation always, and
   localPosition too while BonePositionSynchronize is on (its default). Unknown names are ignored.
 - /VMC/Ext/Blend/Val (name, value) is cached; /VMC/Ext/Blend/Apply applies the cache.
+  VMC4UE (Unreal) does the same with no option: each bone's received location and rotation, composed
+  with its parent's, and Root/Pos at the skeleton's root.
 - Values are Unity's: left-handed, Y up, metres, the avatar facing +Z (its right is +X),
   quaternions (x, y, z, w).
 - Packets are OSC bundles (or single messages) "within 1500 bytes"; each datagram's size is kept.
