@@ -4,7 +4,7 @@ Times `MotionPost.step` (guard, joint limits, quaternions, no low-pass) with and
 `foot_plant` stage (bridge.rig.foot_plant.FootPlanter) over one batch of sessions dancing four moves
 (step-touch, kick, shuffle, bounce) at random phases, and prints the difference per call and per
 row: the best of 5 runs of 120 frames (40 at 1000+ sessions). A timing benchmark: run it under
-`flock /tmp/bench.lock nice`; the README's figures: `--json bench/results/dance_foot_plant.json`.
+`flock /tmp/bench.lock nice`; docs/benchmarks.md's figures: `--json bench/results/dance_foot_plant.json`.
 """
 
 from __future__ import annotations
