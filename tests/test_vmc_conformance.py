@@ -90,13 +90,17 @@ def angle_deg(a: Rotation, b: Rotation) -> float:
     return float(np.degrees((a.inv() * b).magnitude()))
 
 
-def test_a_standing_pose_stands_on_the_floor(receiver: VmcReceiver) -> None:
+@pytest.mark.parametrize("apply_positions", [True, False], ids=["positions-applied", "rotations-only"])
+def test_a_standing_pose_stands_on_the_floor(apply_positions: bool) -> None:
+    """EVMC4U's default applies the sent bone positions; with that off the avatar keeps its own."""
+    receiver = VmcReceiver(apply_positions=apply_positions)
     stream = Stream(VmcOutput("127.0.0.1", receiver.port))
     try:
         stream.send(f"event/{SESSION}", opened_event(SESSION, "motion", motion_rig()))
         pose = send_and_settle(stream, receiver, f"frame/{SESSION}", motion_frame(0))  # rest pose, root 0
     finally:
         stream.close()
+        receiver.close()
     assert {"Hips", "LeftFoot", "RightToes", "Head"} <= receiver.bones_seen
     for foot in ("Left", "Right"):
         lowest = min(pose.positions[f"{foot}Foot"][1], pose.positions[f"{foot}Toes"][1])
