@@ -2,7 +2,8 @@
 
 The receiver (tests/oracles/vmc_receiver.py) is written from the VMC spec and EVMC4U's receiving
 semantics, with its own humanoid; frames go through the real outputs router over a real PUB socket
-and real UDP on 127.0.0.1. It checks what a user sees in VSeeFace / Warudo / EVMC4U: the dancer's
+and real UDP on 127.0.0.1, and two cases run `avatar-bridge serve` itself (a song with --audio, a
+tracked face clip with --video). It checks what a user sees in VSeeFace / Warudo / EVMC4U: the dancer's
 feet on the floor, the avatar's head turning as the face turns, the eyes staying in the head.
 """
 
