@@ -335,6 +335,7 @@ def run(args: argparse.Namespace) -> int:
             style=args.dance_style or table.dance_style,
             preview=preview,
             allow_untrained=args.allow_untrained,
+            body=args.body,
         ),
     )
 

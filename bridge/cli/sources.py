@@ -49,6 +49,11 @@ def add_source_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--audio-pipeline", help="pipeline of audio sources' sessions (default motion)")
     group.add_argument("--dance-style", help="style of motion sessions opened by sources")
     group.add_argument(
+        "--body",
+        action="store_true",
+        help="camera and video sessions track the body, arms, hands and fingers too (face option body: true)",
+    )
+    group.add_argument(
         "--play", action="store_true", default=None, help="also play --audio files on the speakers"
     )
     group.add_argument(
@@ -121,6 +126,7 @@ def start_feeders(
     style: str | None = None,
     preview: Path | None = None,
     allow_untrained: bool = False,
+    body: bool = False,
 ) -> list[SourceFeeder]:
     """Open every source and start its feeder; a device or file that cannot be opened, or one that would
     drive untrained weights (unless `allow_untrained`), raises SourceError (after stopping those already
@@ -144,7 +150,7 @@ def start_feeders(
             source = open_source(spec)
             options = FeederOptions(
                 pipeline=spec.session_pipeline,
-                open_options={"style": style} if style and spec.session_pipeline == "motion" else {},
+                open_options=_open_options(spec, style, body),
                 loop=spec.loop,
                 preview_dir=preview,
                 play_offset_s=spec.play_offset_s,
@@ -187,3 +193,12 @@ def device_listing() -> str:
     except SourceError as exc:
         lines.append(f"audio devices: unavailable ({exc})")
     return "\n".join(lines)
+
+
+def _open_options(spec: SourceSpec, style: str | None, body: bool) -> dict[str, object]:
+    """A source's session options: the dance style for motion sessions, `body` for image sources."""
+    if style and spec.session_pipeline == "motion":
+        return {"style": style}
+    if body and spec.kind in ("camera", "video"):
+        return {"body": True}
+    return {}

@@ -266,7 +266,9 @@ class VmcOutput(Output):
         if isinstance(frame, MotionFrame) and isinstance(session.rig, BodyRig):
             out += self._body(frame, session.rig)
         elif isinstance(frame, FaceFrame) and isinstance(session.rig, FaceRig):
-            if session.pipeline != "speech":  # a voice has no head pose: leave the head to other sources
+            if session.rig.body is not None and frame.body.size:  # body tracking: the whole humanoid
+                out += self._bones(frame.body, np.zeros(3), session.rig.body) + self._eyes(frame)
+            elif session.pipeline != "speech":  # a voice has no head pose: leave the head to other sources
                 out += self._head(frame)
             out += self._blendshapes(frame, session.session, session.rig)
         return out
@@ -279,8 +281,14 @@ class VmcOutput(Output):
         return skeleton
 
     def _body(self, frame: MotionFrame, rig: BodyRig) -> list[OscMessage]:
+        return self._bones(frame.joints, frame.root, rig)
+
+    def _bones(
+        self, joints: npt.NDArray[np.float32], translation: npt.ArrayLike, rig: BodyRig
+    ) -> list[OscMessage]:
+        """Root/Pos and every humanoid bone of `rig` posed by local rotations `joints` (J, 4)."""
         skeleton = self._skeleton(rig)
-        root = frame.root.astype(np.float64)
+        root = np.asarray(translation, np.float64)
         # Root/Pos is the avatar's root on the floor under the skeleton's origin: the horizontal
         # translation, identity rotation (the body's orientation is the Hips rotation, as in SMPL,
         # where the pelvis rotation is the global orientation).
@@ -290,13 +298,17 @@ class VmcOutput(Output):
         # floor (the rig's hip height) plus the frame's vertical translation.
         lift = np.array((0.0, root[1] - skeleton.floor, 0.0))
         for bone in skeleton.bones:
-            position, rotation = local_pose(bone, frame.joints, rig.rest_offsets)
+            position, rotation = local_pose(bone, joints, rig.rest_offsets)
             out.append(bone_message(bone.name, position + lift if bone.from_root else position, rotation))
         return out
 
     def _head(self, frame: FaceFrame) -> list[OscMessage]:
         neck, head = split_head(frame.head, self.options.neck)
-        out = [bone_message("Neck", NECK_OFFSET, neck), bone_message("Head", HEAD_OFFSET, head)]
+        head_bones = [bone_message("Neck", NECK_OFFSET, neck), bone_message("Head", HEAD_OFFSET, head)]
+        return head_bones + self._eyes(frame)
+
+    def _eyes(self, frame: FaceFrame) -> list[OscMessage]:
+        out = []
         if self.options.eyes and frame.gaze.size == 4:  # face tracking: eye bones from the gaze
             for name, offset, (yaw, pitch) in zip(
                 EYE_BONE_NAMES, EYE_OFFSETS, (frame.gaze[:2], frame.gaze[2:]), strict=True

@@ -226,12 +226,26 @@ class FaceTrackingPipeline(Pipeline[TrackingState, TrackStep]):
         # Serves sessions opened with `speech: true` (bridge.pipelines.face_tracking_speech); set by
         # bridge.pipelines.registry.attach_voices when a speech model is loaded too.
         self.with_speech: Pipeline[Any, Any] | None = None
+        # Serves sessions opened with `body: true` (bridge.pipelines.face_body); set by
+        # bridge.pipelines.registry.attach_bodies when the body models are installed.
+        self.with_body: Pipeline[Any, Any] | None = None
 
     @property
     def variants(self) -> tuple[Pipeline[Any, Any], ...]:
-        return () if self.with_speech is None else (self.with_speech,)
+        return tuple(p for p in (self.with_speech, self.with_body) if p is not None)
 
     def variant(self, options: Mapping[str, Any]) -> Pipeline[Any, Any]:
+        if options.get("body") is True:
+            if options.get("speech") is True:
+                raise ProtocolError(
+                    ErrorCode.BAD_VALUE, "face: options 'body' and 'speech' do not combine yet"
+                )
+            if self.with_body is None:
+                raise ProtocolError(
+                    ErrorCode.BAD_VALUE,
+                    "face: option 'body' needs the body models; run `avatar-bridge models install body`",
+                )
+            return self.with_body
         if options.get("speech") is not True:
             return self
         if self.with_speech is None:
@@ -248,6 +262,7 @@ class FaceTrackingPipeline(Pipeline[TrackingState, TrackStep]):
             "mirror": bool,
             "select": str,
             "speech": bool,  # true: served by the voiced variant (`variant`)
+            "body": bool,  # true: served by the body-tracking variant (`variant`)
             **{f"smoothing_{g}": (int, float) for g in SMOOTHING_DEFAULTS},
         }
         check_options(self.name, options, allowed)
@@ -472,10 +487,14 @@ def encode_tracked(
     visemes: F32 | None = None,
     vowels: F32 | None = None,
     voice: Sequence[bool] | None = None,
+    body: F32 | None = None,
+    body_found: Sequence[bool] | None = None,
+    hands_found: Sequence[tuple[bool, bool]] | None = None,
 ) -> list[bytes]:
     """Face-tracking frames (docs/protocol.md 5.1), one per row, with the speech keys (visemes (n, 15),
-    vowels (n, 5), voice (n,)) when a voice is mixed in. The derived channels are computed for all rows
-    at once; only the message itself is built per row."""
+    vowels (n, 5), voice (n,)) when a voice is mixed in, and the body keys (body (n, J, 4) local
+    rotations, body_found (n,), hands_found (n,)) for body tracking (5.1.2). The derived channels are
+    computed for all rows at once; only the message itself is built per row."""
     blend = face.blend
     eyelids = np.ascontiguousarray(blend[:, [_ARKIT["EyeBlinkLeft"], _ARKIT["EyeBlinkRight"]]])
     jaw = axis_angle_to_quat(jaw_rotation(blend)).astype(np.float32)
@@ -504,6 +523,9 @@ def encode_tracked(
             visemes=None if visemes is None else visemes[i],
             vowels=None if vowels is None else vowels[i],
             voice=None if voice is None else voice[i],
+            body=None if body is None else body[i],
+            body_found=None if body_found is None else body_found[i],
+            hands_found=None if hands_found is None else hands_found[i],
         )
         for i, (step, found, dark) in enumerate(
             zip(steps, face.found.tolist(), face.dark.tolist(), strict=True)

@@ -40,6 +40,9 @@ class FaceRig:
     # (head_position, gaze) this session's frames carry.
     unsupported: tuple[str, ...] = ()
     extras: tuple[str, ...] = ()
+    # Sessions opened with `body: true` (docs/protocol.md 5.1.2): the humanoid the frames' `body`
+    # rotations are for.
+    body: BodyRig | None = None
 
 
 Rig = BodyRig | FaceRig
@@ -66,6 +69,7 @@ def encode_rig(rig: Rig) -> dict[str, Any]:
         "blendshapes": list(rig.blendshapes),
         "unsupported": list(rig.unsupported),
         "extras": list(rig.extras),
+        **({} if rig.body is None else {"body": encode_rig(rig.body)}),
     }
 
 
@@ -100,8 +104,16 @@ def decode_rig(m: dict[str, Any]) -> Rig:
             blendshapes=_names(m, "blendshapes", what),
             unsupported=_names(m, "unsupported", what) if "unsupported" in m else (),
             extras=_names(m, "extras", what) if "extras" in m else (),
+            body=_body_rig(require(m, "body", dict, what)) if "body" in m else None,
         )
     raise ProtocolError(ErrorCode.BAD_VALUE, f"rig: unknown kind '{kind}'")
+
+
+def _body_rig(m: dict[str, Any]) -> BodyRig:
+    rig = decode_rig(m)
+    if not isinstance(rig, BodyRig):
+        raise ProtocolError(ErrorCode.BAD_VALUE, "rig: a face rig's 'body' must be a body rig")
+    return rig
 
 
 def event_topic(session: str) -> bytes:

@@ -56,6 +56,10 @@ class FaceFrame:
     visemes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))  # (15,) Oculus visemes
     vowels: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))  # (5,) VRM A I U E O
     voice: bool | None = None  # voice activity
+    # Body tracking (docs/protocol.md 5.1.2): empty / None when the session has no body.
+    body: np.ndarray = field(default_factory=lambda: np.zeros((0, 4), np.float32))  # (J, 4) local quats
+    body_found: bool | None = None
+    hands_found: tuple[bool, ...] = ()  # the subject's left, right
 
 
 @dataclass(frozen=True)
@@ -104,6 +108,9 @@ def encode_face_frame(
     visemes: np.ndarray | None = None,
     vowels: np.ndarray | None = None,
     voice: bool | None = None,
+    body: np.ndarray | None = None,
+    body_found: bool | None = None,
+    hands_found: tuple[bool, bool] | None = None,
 ) -> bytes:
     """`expression` may be empty: a model without FLAME codes (face tracking) sends none."""
     message = _header(session, seq, input_seq, t_capture_ns, engine_us, batch)
@@ -126,6 +133,10 @@ def encode_face_frame(
         message["vowels"] = f32_bin(vowels)
     if voice is not None:
         message["voice"] = voice
+    if body is not None:
+        message["body"] = f32_bin(body)
+        message["body_found"] = bool(body_found)
+        message["hands_found"] = list(hands_found or (False, False))
     return pack(message)
 
 
@@ -157,6 +168,12 @@ def decode_frame(payload: bytes) -> Frame:
         vowels = optional(m, "vowels", bytes, b"", what)
         if not all(isinstance(w, str) for w in warnings):
             raise ProtocolError(ErrorCode.BAD_TYPE, "frame: 'warnings' must be an array of str")
+        body = optional(m, "body", bytes, b"", what)
+        hands = optional(m, "hands_found", list, [], what)
+        if not all(isinstance(h, bool) for h in hands):
+            raise ProtocolError(ErrorCode.BAD_TYPE, "frame: 'hands_found' must be an array of bool")
+        if len(body) % 16:
+            raise ProtocolError(ErrorCode.BAD_SIZE, "frame: 'body' must hold whole quaternions")
         frame: Frame = FaceFrame(
             header,
             face_found=require(m, "face_found", bool, what),
@@ -171,6 +188,9 @@ def decode_frame(payload: bytes) -> Frame:
             visemes=f32_view(visemes, SPEECH_VISEMES if visemes else 0, "visemes"),
             vowels=f32_view(vowels, SPEECH_VOWELS if vowels else 0, "vowels"),
             voice=optional(m, "voice", bool, None, what),
+            body=f32_view(body, len(body) // 4, "body").reshape(-1, 4),
+            body_found=optional(m, "body_found", bool, None, what),
+            hands_found=tuple(hands),
         )
     elif pipeline == "motion":
         frame = MotionFrame(

@@ -37,7 +37,7 @@ import zmq
 from bridge import __version__
 from bridge.pipelines.base import Pipeline
 from bridge.pipelines.motion import FEATURE_COLS
-from bridge.pipelines.registry import PIPELINES, attach_voices
+from bridge.pipelines.registry import PIPELINES, attach_bodies, attach_voices
 from bridge.protocol.codec import ProtocolError
 from bridge.protocol.errors import ErrorCode
 from bridge.protocol.events import encode_closed_event, encode_opened_event, encode_rig, event_topic
@@ -261,6 +261,7 @@ class Bridge:
             first = min(models, key=lambda m: (not getattr(models[m], "preferred", False), m))
             self.defaults[name] = self.config.models.get(name) or first
         attach_voices(self.pipelines, self.defaults)
+        attach_bodies(self.pipelines)
 
     def start(self) -> None:
         if self.config.metrics_port is not None:  # first: a missing extra or a taken port stops the start
