@@ -1,7 +1,8 @@
 // Runtime module: the Live Link source, its factory and settings, the SMPL retarget asset, Blueprint functions
 // and the FSocket transport. All protocol, networking and animation logic lives in the engine-independent core
-// (../AvatarBridgeCore, plain C++17, built and tested with CMake outside Unreal); this module compiles those
-// sources in (Private/AvatarBridgeCore.cpp) and adapts them.
+// (../AvatarBridgeCore, plain C++17 with its own msgpack reader and ZMTP client, built and tested with CMake
+// outside Unreal); this module compiles those sources in (Private/AvatarBridgeCore.cpp) and adapts them. Nothing
+// needs fetching by hand: copy the plugin into Plugins/ and build.
 
 using System.IO;
 using UnrealBuildTool;
@@ -12,9 +13,10 @@ public class AvatarBridge : ModuleRules
 	{
 		PCHUsage = PCHUsageMode.UseExplicitOrSharedPCHs;
 
-		// msgpack-cxx reports errors with exceptions, which the core catches inside itself; every function the
-		// Unreal code calls is noexcept or catches, so nothing unwinds into engine code.
-		bEnableExceptions = true;
+		// The core reports errors as values (ProtocolError, Result<T>) and is compiled with -fno-exceptions in CI
+		// (scripts/test_cpp.sh), as Unreal compiles its modules by default. Only the optional libzmq build below
+		// turns exceptions on: cppzmq throws, and BridgeClientLibzmq.cpp catches all of it on its own thread.
+		bEnableExceptions = false;
 
 		PrivateIncludePaths.Add(Path.Combine(PluginDirectory, "Source", "AvatarBridgeCore", "src"));
 
@@ -33,7 +35,6 @@ public class AvatarBridge : ModuleRules
 			"Json",
 			"JsonUtilities",
 			"MediaAssets",  // UMediaTexture (AvatarBridgeMediaTextureInput)
-			"MsgPack",
 			"Networking",
 			"RenderCore",   // ENQUEUE_RENDER_COMMAND, FTextureResource
 			"RHI",          // FRHIGPUTextureReadback
@@ -53,6 +54,7 @@ public class AvatarBridge : ModuleRules
 			PublicSystemIncludePaths.Add(Path.Combine(ZmqDir, "include"));
 			PublicAdditionalLibraries.Add(ZmqLib);
 			PublicDefinitions.Add("AVATAR_BRIDGE_WITH_LIBZMQ=1");
+			bEnableExceptions = true;
 			if (Target.Platform == UnrealTargetPlatform.Win64)
 			{
 				PublicDefinitions.Add("ZMQ_STATIC");

@@ -1,7 +1,8 @@
 // Compiles the engine-independent core (Source/AvatarBridgeCore/src) into this module as one translation unit
 // (CI compiles the same list the same way: scripts/test_cpp.sh). The core must stay a plain CMake project that
 // builds and runs its tests without Unreal, so its sources are included here rather than copied. The guards
-// keep Unreal's macros (check, verify) and warning settings away from msgpack-cxx (and libzmq in that build).
+// keep Unreal's macros (check, verify) and warning settings away from the core's standard-library code (and
+// libzmq in that build).
 // PosixNetwork.cpp is left out: in Unreal the core talks through FSocket (UnrealNetwork.cpp).
 
 #include "CoreMinimal.h"
@@ -32,6 +33,7 @@ THIRD_PARTY_INCLUDES_START
 #include "../../AvatarBridgeCore/src/JitterBuffer.cpp"
 #include "../../AvatarBridgeCore/src/MapReader.cpp"
 #include "../../AvatarBridgeCore/src/MotionCrowd.cpp"
+#include "../../AvatarBridgeCore/src/MsgPackReader.cpp"
 #include "../../AvatarBridgeCore/src/PoseMailbox.cpp"
 #include "../../AvatarBridgeCore/src/Quat.cpp"
 #include "../../AvatarBridgeCore/src/RequestEncoder.cpp"

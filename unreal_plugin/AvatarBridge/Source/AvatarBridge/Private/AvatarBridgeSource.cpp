@@ -15,7 +15,6 @@
 #include "avatar_bridge/SceneTime.hpp"
 #include "avatar_bridge/WallClock.hpp"
 
-#include <exception>
 #include <string>
 #include <vector>
 
@@ -90,7 +89,8 @@ void PushFrame(ILiveLinkClient& Client, const FLiveLinkSubjectKey& Key, const av
 	Client.PushSubjectFrameData_AnyThread(Key, MoveTemp(FrameData));
 }
 
-avatar_bridge::AvatarLink::Config ToCoreConfig(const FAvatarBridgeConnectionSettings& Settings)
+// OutError: why the CURVE key files could not be read (the link must not start then), or empty.
+avatar_bridge::AvatarLink::Config ToCoreConfig(const FAvatarBridgeConnectionSettings& Settings, std::string& OutError)
 {
 	avatar_bridge::AvatarLink::Config Config;
 	Config.host = ToUtf8(Settings.Host);
@@ -101,18 +101,10 @@ avatar_bridge::AvatarLink::Config ToCoreConfig(const FAvatarBridgeConnectionSett
 	Config.network = AvatarBridgeUnreal::MakeNetwork();
 	if (!Settings.CurveServerPublicKeyFile.IsEmpty())
 	{
-		try
+		Config.curve.serverPublic = avatar_bridge::CurveKeys::publicKeyFromFile(ToUtf8(Settings.CurveServerPublicKeyFile), OutError);
+		if (OutError.empty() && !Settings.CurveClientSecretKeyFile.IsEmpty())
 		{
-			Config.curve.serverPublic = avatar_bridge::CurveKeys::publicKeyFromFile(ToUtf8(Settings.CurveServerPublicKeyFile));
-			if (!Settings.CurveClientSecretKeyFile.IsEmpty())
-			{
-				Config.curve.clientSecret = avatar_bridge::CurveKeys::secretKeyFromFile(ToUtf8(Settings.CurveClientSecretKeyFile));
-			}
-		}
-		catch (const std::exception& Error)
-		{
-			// Without the keys a CURVE bridge never answers; the source's status then says "no hello".
-			UE_LOG(LogAvatarBridge, Error, TEXT("CURVE keys: %s"), UTF8_TO_TCHAR(Error.what()));
+			Config.curve.clientSecret = avatar_bridge::CurveKeys::secretKeyFromFile(ToUtf8(Settings.CurveClientSecretKeyFile), OutError);
 		}
 	}
 	TSet<FName> Used;
@@ -189,7 +181,15 @@ void FAvatarBridgeSource::StartLink()
 	Push = std::make_shared<FPushTarget>();
 	Push->Client = Client;
 	Push->SourceGuid = SourceGuid;
-	avatar_bridge::AvatarLink::Config Config = ToCoreConfig(Settings);
+	std::string KeyError;
+	avatar_bridge::AvatarLink::Config Config = ToCoreConfig(Settings, KeyError);
+	if (!KeyError.empty())
+	{
+		// Without its keys a CURVE bridge never answers: the source's status says why instead of "no hello".
+		StartError = FString(TEXT("CURVE keys: ")) + UTF8_TO_TCHAR(KeyError.c_str());
+		UE_LOG(LogAvatarBridge, Error, TEXT("%s"), *StartError);
+		return;
+	}
 	if (!Settings.bInterpolateInPlugin)
 	{
 		// Receive thread: push each frame as it arrives, as Epic's own sources do, with its own time.
@@ -217,14 +217,7 @@ void FAvatarBridgeSource::StartLink()
 			PushFrame(*Push->Client, Key, Attachment, Pose, ToPlatformSeconds(Pose.timeNs, FPlatformTime::Seconds(), avatar_bridge::WallClock::nowNs()));
 		};
 	}
-	std::string Error;
-	Link = avatar_bridge::AvatarLink::create(MoveTemp(Config), Error);
-	if (!Link)
-	{
-		StartError = UTF8_TO_TCHAR(Error.c_str());
-		UE_LOG(LogAvatarBridge, Error, TEXT("cannot start the Avatar Bridge link: %s"), *StartError);
-		return;
-	}
+	Link = std::make_shared<avatar_bridge::AvatarLink>(MoveTemp(Config));
 	StartError.Reset();
 	FAvatarBridgeModule::RegisterLink(this, Link);
 }

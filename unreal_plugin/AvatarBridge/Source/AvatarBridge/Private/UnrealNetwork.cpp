@@ -151,13 +151,6 @@ namespace AvatarBridgeUnreal
 {
 std::shared_ptr<avatar_bridge::Network> MakeNetwork() noexcept
 {
-	try
-	{
-		return std::make_shared<FUnrealNetwork>();
-	}
-	catch (...)
-	{
-		return nullptr;
-	}
+	return std::make_shared<FUnrealNetwork>();
 }
 }

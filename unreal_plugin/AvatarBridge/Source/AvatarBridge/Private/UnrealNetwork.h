@@ -8,6 +8,6 @@
 
 namespace AvatarBridgeUnreal
 {
-/** FSocket streams from the platform socket subsystem. Null only when out of memory. */
+/** FSocket streams from the platform socket subsystem. */
 std::shared_ptr<avatar_bridge::Network> MakeNetwork() noexcept;
 }

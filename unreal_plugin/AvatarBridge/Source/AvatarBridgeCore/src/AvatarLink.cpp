@@ -47,31 +47,17 @@ AvatarLink::AvatarLink(Config config) : config_(std::move(config)) {
     client_ = std::make_unique<BridgeClient>(endpoint(config_.host, config_.requestPort), std::move(handlers), config_.curve,
                                              config_.network, config_.resumeAfter);
     supervisor_ = std::thread([this] {
-        try {
-            supervise();
-            {
-                // The closes must not be sent before requestStop's cancel: it would fail their replies too,
-                // and the dealer would stop with the closes still queued (the sessions then only time out).
-                std::unique_lock<std::mutex> lock(mutex_);
-                wake_.wait_for(lock, kCloseTimeout, [this] { return inFlightCancelled_; });
-            }
-            closeOwnSessions();
-        } catch (...) {  // out of memory: stop talking; the bridge reaps the sessions
+        supervise();
+        {
+            // The closes must not be sent before requestStop's cancel: it would fail their replies too,
+            // and the dealer would stop with the closes still queued (the sessions then only time out).
+            std::unique_lock<std::mutex> lock(mutex_);
+            wake_.wait_for(lock, kCloseTimeout, [this] { return inFlightCancelled_; });
         }
+        closeOwnSessions();
         client_->stop();
         supervisorDone_ = true;
     });
-}
-
-std::shared_ptr<AvatarLink> AvatarLink::create(Config config, std::string& error) noexcept {
-    try {
-        return std::make_shared<AvatarLink>(std::move(config));
-    } catch (const std::exception& e) {
-        error = e.what();
-    } catch (...) {
-        error = "unknown error";
-    }
-    return nullptr;
 }
 
 AvatarLink::~AvatarLink() {
@@ -99,7 +85,7 @@ bool AvatarLink::stopped() const noexcept { return supervisorDone_ && client_->f
 
 void AvatarLink::closeOwnSessions() {
     // Send all closes, then give the replies one short shared deadline.
-    std::vector<std::future<Reply>> closing;
+    std::vector<std::future<std::optional<Reply>>> closing;
     for (const auto& feed : owned_) {
         if (const auto att = feed->attachment()) {
             const std::uint64_t id = client_->nextId();
@@ -403,32 +389,20 @@ std::optional<RequestEncoder::InputHeader> AvatarLink::inputHeader(SubjectFeed& 
 
 bool AvatarLink::sendImage(SubjectFeed& feed, int width, int height, const std::uint8_t* rgb, std::size_t bytes,
                            std::int64_t tCaptureNs) noexcept {
-    try {
-        const auto h = inputHeader(feed, tCaptureNs);
-        return h && client_->send(RequestEncoder::image(*h, width, height, rgb, bytes));
-    } catch (const std::exception&) {  // out of memory encoding the input
-        return false;
-    }
+    const auto h = inputHeader(feed, tCaptureNs);
+    return h && client_->send(RequestEncoder::image(*h, width, height, rgb, bytes));
 }
 
 bool AvatarLink::sendAudio(SubjectFeed& feed, int rate, std::string_view format, const void* samples,
                            std::size_t bytes, std::int64_t tCaptureNs) noexcept {
-    try {
-        const auto h = inputHeader(feed, tCaptureNs);
-        return h && client_->send(RequestEncoder::audio(*h, rate, format, samples, bytes));
-    } catch (const std::exception&) {  // out of memory encoding the input
-        return false;
-    }
+    const auto h = inputHeader(feed, tCaptureNs);
+    return h && client_->send(RequestEncoder::audio(*h, rate, format, samples, bytes));
 }
 
 bool AvatarLink::sendFeatures(SubjectFeed& feed, int rows, int cols, const float* values, std::size_t bytes,
                               std::int64_t tCaptureNs) noexcept {
-    try {
-        const auto h = inputHeader(feed, tCaptureNs);
-        return h && client_->send(RequestEncoder::features(*h, rows, cols, values, bytes));
-    } catch (const std::exception&) {  // out of memory encoding the input
-        return false;
-    }
+    const auto h = inputHeader(feed, tCaptureNs);
+    return h && client_->send(RequestEncoder::features(*h, rows, cols, values, bytes));
 }
 
 }  // namespace avatar_bridge

@@ -14,14 +14,14 @@ BodySubjectMapper::BodySubjectMapper(const BodyRig& rig) : restWire_(rig.restOff
     }
 }
 
-SubjectPose BodySubjectMapper::pose(const DecodedFrame& decoded) const {
+Result<SubjectPose> BodySubjectMapper::pose(const DecodedFrame& decoded) const {
     const auto* f = std::get_if<MotionFrame>(&decoded.frame);
     if (f == nullptr) {
-        throw ProtocolError(ErrorCode::BadValue, "body subject received a face frame");
+        return ProtocolError{ErrorCode::BadValue, "body subject received a face frame"};
     }
     const std::size_t joints = layout_.boneNames.size();
     if (f->joints.size() != joints * 4) {
-        throw ProtocolError(ErrorCode::BadSize, "motion frame joint count does not match the rig");
+        return ProtocolError{ErrorCode::BadSize, "motion frame joint count does not match the rig"};
     }
     SubjectPose p;
     p.seq = f->header.seq;

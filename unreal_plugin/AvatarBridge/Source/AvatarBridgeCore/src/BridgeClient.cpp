@@ -8,7 +8,6 @@
 #include <mutex>
 
 #include "avatar_bridge/Decoder.hpp"
-#include "avatar_bridge/ProtocolError.hpp"
 #include "avatar_bridge/ZmtpPeer.hpp"
 #include "PublishedMessage.hpp"
 
@@ -29,7 +28,7 @@ struct BridgeClient::Impl {
     std::atomic<std::uint64_t> decodeErrors{0};
 
     mutable std::mutex mutex;  // guards `pending` and `endpointError`
-    std::map<std::uint64_t, std::shared_ptr<std::promise<Reply>>> pending;
+    std::map<std::uint64_t, std::shared_ptr<std::promise<std::optional<Reply>>>> pending;
     std::string endpointError;
 
     // Last, so they are destroyed (their threads joined) before what their callbacks use.
@@ -45,13 +44,13 @@ void BridgeClient::Impl::decodeError(const std::string& what) {
 }
 
 void BridgeClient::Impl::failPending() {
-    std::map<std::uint64_t, std::shared_ptr<std::promise<Reply>>> failed;
+    std::map<std::uint64_t, std::shared_ptr<std::promise<std::optional<Reply>>>> failed;
     {
         const std::lock_guard<std::mutex> lock(mutex);
         failed.swap(pending);
     }
     for (auto& entry : failed) {
-        entry.second->set_exception(std::make_exception_ptr(ConnectionReset()));
+        entry.second->set_value(std::nullopt);
     }
 }
 
@@ -61,26 +60,24 @@ void BridgeClient::Impl::onReply(std::vector<ZmtpPart>&& message) {
     if (part->empty()) {
         return;
     }
-    try {
-        Reply reply = Decoder::reply(part->data(), part->size());
-        std::shared_ptr<std::promise<Reply>> waiting;
-        {
-            const std::lock_guard<std::mutex> lock(mutex);
-            const auto it = pending.find(replyId(reply));
-            if (it != pending.end()) {
-                waiting = std::move(it->second);
-                pending.erase(it);
-            }
+    Result<Reply> reply = Decoder::reply(part->data(), part->size());
+    if (!reply) {
+        decodeError("reply: " + reply.error().message);
+        return;
+    }
+    std::shared_ptr<std::promise<std::optional<Reply>>> waiting;
+    {
+        const std::lock_guard<std::mutex> lock(mutex);
+        const auto it = pending.find(replyId(reply.value()));
+        if (it != pending.end()) {
+            waiting = std::move(it->second);
+            pending.erase(it);
         }
-        if (waiting) {
-            waiting->set_value(std::move(reply));
-        } else if (handlers.onUnsolicitedReply) {
-            handlers.onUnsolicitedReply(reply);
-        }
-    } catch (const ProtocolError& e) {
-        decodeError(std::string("reply: ") + e.what());
-    } catch (const std::exception& e) {
-        decodeError(std::string("reply: ") + e.what());
+    }
+    if (waiting) {
+        waiting->set_value(std::move(reply).value());
+    } else if (handlers.onUnsolicitedReply) {
+        handlers.onUnsolicitedReply(reply.value());
     }
 }
 
@@ -141,8 +138,8 @@ BridgeClient::~BridgeClient() {
 
 bool BridgeClient::supportsCurve() noexcept { return false; }
 
-std::future<Reply> BridgeClient::request(std::uint64_t id, std::string payload) {
-    auto promise = std::make_shared<std::promise<Reply>>();
+std::future<std::optional<Reply>> BridgeClient::request(std::uint64_t id, std::string payload) {
+    auto promise = std::make_shared<std::promise<std::optional<Reply>>>();
     auto future = promise->get_future();
     {
         const std::lock_guard<std::mutex> lock(impl_->mutex);
@@ -159,11 +156,7 @@ std::optional<Reply> BridgeClient::call(std::uint64_t id, std::string payload, s
         impl_->pending.erase(id);
         return std::nullopt;
     }
-    try {
-        return future.get();
-    } catch (const ConnectionReset&) {
-        return std::nullopt;
-    }
+    return future.get();
 }
 
 bool BridgeClient::send(std::string payload) noexcept { return impl_->dealer->send(std::move(payload)); }
@@ -180,12 +173,7 @@ void BridgeClient::subscribe(const std::string& prefix) noexcept { impl_->sub->s
 
 void BridgeClient::unsubscribe(const std::string& prefix) noexcept { impl_->sub->subscribe(prefix, false); }
 
-void BridgeClient::cancelPending() noexcept {
-    try {
-        impl_->failPending();
-    } catch (...) {  // out of memory: the requests then time out instead
-    }
-}
+void BridgeClient::cancelPending() noexcept { impl_->failPending(); }
 
 void BridgeClient::reset() noexcept {
     cancelPending();

@@ -1,5 +1,7 @@
 // The libzmq build of BridgeClient (AVATAR_BRIDGE_WITH_LIBZMQ): what a CURVE-secured bridge needs. The default
-// build uses BridgeClient.cpp (own ZMTP) instead; exactly one of the two is compiled.
+// build uses BridgeClient.cpp (own ZMTP) instead; exactly one of the two is compiled. cppzmq reports errors
+// with exceptions, so this file (alone in the core) needs them on: AvatarBridge.Build.cs enables them only in
+// the libzmq build, and every zmq::error_t is caught here, on the I/O thread.
 #include "avatar_bridge/BridgeClient.hpp"
 
 #include <array>
@@ -26,13 +28,13 @@ namespace libzmq_client {
 // What the public methods ask of the I/O thread, which alone touches the sockets.
 struct Command {
     enum class Kind { Send, Request, Cancel, CancelAll, ConnectFrames, Subscribe, Unsubscribe, Reset, Stop };
-    explicit Command(Kind k, std::string d = {}, std::uint64_t i = 0, std::shared_ptr<std::promise<Reply>> p = {})
+    explicit Command(Kind k, std::string d = {}, std::uint64_t i = 0, std::shared_ptr<std::promise<std::optional<Reply>>> p = {})
         : kind(k), data(std::move(d)), id(i), promise(std::move(p)) {}
 
     Kind kind;
     std::string data;
     std::uint64_t id;
-    std::shared_ptr<std::promise<Reply>> promise;
+    std::shared_ptr<std::promise<std::optional<Reply>>> promise;
 };
 
 }  // namespace libzmq_client
@@ -95,13 +97,16 @@ BridgeClient::BridgeClient(std::string requestEndpoint, Handlers handlers, Curve
         char secretKey[41];
         if (keys.clientSecret.empty()) {
             if (zmq_curve_keypair(publicKey, secretKey) != 0) {
-                throw std::runtime_error("this libzmq was built without CURVE support");
+                impl_->transportError = "this libzmq was built without CURVE support";
+            } else {
+                keys.clientSecret = secretKey;
             }
-            keys.clientSecret = secretKey;
         } else if (zmq_curve_public(publicKey, keys.clientSecret.c_str()) != 0) {
-            throw std::runtime_error("invalid CURVE client secret key");
+            impl_->transportError = "invalid CURVE client secret key";
         }
-        keys.clientPublic = publicKey;  // always derived from the secret, so the two cannot disagree
+        if (impl_->transportError.empty()) {
+            keys.clientPublic = publicKey;  // always derived from the secret, so the two cannot disagree
+        }
     }
     // A unique inproc name per client, so several sources can live in one process.
     const std::string wake = "inproc://avatar-bridge-wake-" + std::to_string(reinterpret_cast<std::uintptr_t>(this));
@@ -146,8 +151,8 @@ void BridgeClient::Impl::enqueue(Command command) {
     wakeSender.send(zmq::const_buffer("", 0), zmq::send_flags::dontwait);
 }
 
-std::future<Reply> BridgeClient::request(std::uint64_t id, std::string payload) {
-    auto promise = std::make_shared<std::promise<Reply>>();
+std::future<std::optional<Reply>> BridgeClient::request(std::uint64_t id, std::string payload) {
+    auto promise = std::make_shared<std::promise<std::optional<Reply>>>();
     auto future = promise->get_future();
     impl_->enqueue(Command(Command::Kind::Request, std::move(payload), id, std::move(promise)));
     return future;
@@ -159,11 +164,7 @@ std::optional<Reply> BridgeClient::call(std::uint64_t id, std::string payload, s
         impl_->enqueue(Command(Command::Kind::Cancel, {}, id));
         return std::nullopt;
     }
-    try {
-        return future.get();
-    } catch (const ConnectionReset&) {
-        return std::nullopt;
-    }
+    return future.get();
 }
 
 bool BridgeClient::send(std::string payload) noexcept {
@@ -223,7 +224,7 @@ void BridgeClient::Impl::run() {
     std::string framesEndpoint;
     std::set<std::string> subscriptions;
     std::optional<std::chrono::steady_clock::time_point> lastRead;  // of the current SUB
-    std::map<std::uint64_t, std::shared_ptr<std::promise<Reply>>> pending;
+    std::map<std::uint64_t, std::shared_ptr<std::promise<std::optional<Reply>>>> pending;
 
     const auto setTransportError = [&](std::string what) {
         const std::lock_guard<std::mutex> lock(mutex);
@@ -263,7 +264,7 @@ void BridgeClient::Impl::run() {
     };
     const auto failPending = [&] {
         for (auto& [id, promise] : pending) {
-            promise->set_exception(std::make_exception_ptr(ConnectionReset()));
+            promise->set_value(std::nullopt);
         }
         pending.clear();
     };
@@ -342,17 +343,17 @@ void BridgeClient::Impl::run() {
             if (part.more() || part.size() == 0) {
                 continue;
             }
-            try {
-                Reply reply = Decoder::reply(static_cast<const std::uint8_t*>(part.data()), part.size());
-                const auto it = pending.find(replyId(reply));
-                if (it != pending.end()) {
-                    it->second->set_value(std::move(reply));
-                    pending.erase(it);
-                } else if (handlers.onUnsolicitedReply) {
-                    handlers.onUnsolicitedReply(reply);
-                }
-            } catch (const ProtocolError& e) {
-                decodeError(std::string("reply: ") + e.what());
+            Result<Reply> reply = Decoder::reply(static_cast<const std::uint8_t*>(part.data()), part.size());
+            if (!reply) {
+                decodeError("reply: " + reply.error().message);
+                continue;
+            }
+            const auto it = pending.find(replyId(reply.value()));
+            if (it != pending.end()) {
+                it->second->set_value(std::move(reply).value());
+                pending.erase(it);
+            } else if (handlers.onUnsolicitedReply) {
+                handlers.onUnsolicitedReply(reply.value());
             }
         }
     };
@@ -395,8 +396,15 @@ void BridgeClient::Impl::run() {
     };
 
     bool running = true;
+    bool keysRefused = false;  // by the constructor: no socket then, and transportError keeps the reason
+    {
+        const std::lock_guard<std::mutex> lock(mutex);
+        keysRefused = !transportError.empty();
+    }
     try {
-        openDealer();
+        if (!keysRefused) {
+            openDealer();
+        }
     } catch (const zmq::error_t& e) {
         setTransportError(requestEndpoint + ": " + e.what());
     }

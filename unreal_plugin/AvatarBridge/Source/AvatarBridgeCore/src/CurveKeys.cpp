@@ -3,15 +3,15 @@
 #include <fstream>
 #include <regex>
 #include <sstream>
-#include <stdexcept>
 
 namespace avatar_bridge {
 namespace {
 
-std::string keyFromFile(const std::string& path, const std::string& which) {
+std::string keyFromFile(const std::string& path, const std::string& which, std::string& error) {
     std::ifstream in(path);
     if (!in) {
-        throw std::runtime_error("cannot read CURVE key file " + path);
+        error = "cannot read CURVE key file " + path;
+        return {};
     }
     std::stringstream text;
     text << in.rdbuf();
@@ -19,15 +19,20 @@ std::string keyFromFile(const std::string& path, const std::string& which) {
     const std::regex line(which + R"re(-key\s*=\s*"([^"]{40})")re");
     std::smatch m;
     if (!std::regex_search(body, m, line)) {
-        throw std::runtime_error(path + ": no " + which + "-key in it");
+        error = path + ": no " + which + "-key in it";
+        return {};
     }
     return m[1];
 }
 
 }  // namespace
 
-std::string CurveKeys::publicKeyFromFile(const std::string& path) { return keyFromFile(path, "public"); }
+std::string CurveKeys::publicKeyFromFile(const std::string& path, std::string& error) {
+    return keyFromFile(path, "public", error);
+}
 
-std::string CurveKeys::secretKeyFromFile(const std::string& path) { return keyFromFile(path, "secret"); }
+std::string CurveKeys::secretKeyFromFile(const std::string& path, std::string& error) {
+    return keyFromFile(path, "secret", error);
+}
 
 }  // namespace avatar_bridge

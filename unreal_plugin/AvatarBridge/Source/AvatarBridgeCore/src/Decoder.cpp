@@ -1,56 +1,49 @@
 #include "avatar_bridge/Decoder.hpp"
 
-#include <algorithm>
 #include <string>
 
-#include <msgpack.hpp>
-
 #include "MapReader.hpp"
-#include "avatar_bridge/ProtocolError.hpp"
+#include "MsgPackReader.hpp"
 
 namespace avatar_bridge {
 namespace {
 
-// Tells msgpack-c to point `bin` objects at the input buffer instead of copying them into its zone:
-// that is what makes frame arrays zero-copy. Strings are copied (they are short and we own them anyway).
-bool referenceBins(msgpack::type::object_type type, std::size_t /*length*/, void* /*user*/) {
-    return type == msgpack::type::BIN;
-}
+// One message being decoded: its parsed tree and the status its readers share.
+struct Message {
+    MsgPackReader tree;
+    DecodeStatus status;
 
-msgpack::object_handle unpackMap(const std::uint8_t* data, std::size_t size, bool referenceBinaries) {
-    std::size_t offset = 0;
-    msgpack::object_handle handle;
-    try {
-        // msgpack-cxx allocates an array's or map's objects from the count in its header, before reading them:
-        // cap the counts by what the message could hold (each element takes a byte at least), so a bogus
-        // header is a MALFORMED error, not a multi-gigabyte allocation (found by fuzz/DecoderFuzz.cpp).
-        const msgpack::unpack_limit limit(std::min<std::size_t>(size, 1u << 20), std::min<std::size_t>(size / 2, 1u << 16),
-                                          size, size, size, 64);
-        handle = msgpack::unpack(reinterpret_cast<const char*>(data), size, offset,
-                                 referenceBinaries ? &referenceBins : nullptr, nullptr, limit);
-    } catch (const msgpack::unpack_error& e) {
-        throw ProtocolError(ErrorCode::Malformed, std::string("not a msgpack message: ") + e.what());
+    // Parses [data, data + size), which must be exactly one msgpack map, and reads it as `what`.
+    MapReader root(const std::uint8_t* data, std::size_t size, const char* what) {
+        std::string error;
+        if (!tree.parse(data, size, error)) {
+            status.fail(ErrorCode::Malformed, "not a msgpack message: " + error);
+        } else if (tree.node(MsgPackReader::kRoot).type != MsgType::Map) {
+            status.fail(ErrorCode::Malformed, "message must be a msgpack map");
+        }
+        // A failed parse leaves no tree to read: an empty reader (kNone) then answers every read with a default.
+        return MapReader(tree, status.failed() ? UINT32_MAX : MsgPackReader::kRoot, what, status);
     }
-    if (offset != size) {
-        throw ProtocolError(ErrorCode::Malformed, "trailing bytes after the msgpack map");
+
+    template <class T>
+    Result<T> result(T&& value) const {
+        if (status.failed()) {
+            return status.error();
+        }
+        return std::forward<T>(value);
     }
-    if (handle.get().type != msgpack::type::MAP) {
-        throw ProtocolError(ErrorCode::Malformed, "message must be a msgpack map");
-    }
-    return handle;
-}
+};
 
 void checkVersion(const MapReader& m, const char* what) {
     if (m.uint("v") != static_cast<std::uint64_t>(Decoder::kProtocolVersion)) {
-        throw ProtocolError(ErrorCode::UnsupportedVersion, std::string(what) + ": protocol version not supported");
+        m.fail(ErrorCode::UnsupportedVersion, std::string(what) + ": protocol version not supported");
     }
 }
 
-void requireCount(std::size_t actual, std::size_t expected, const char* what) {
+void requireCount(const MapReader& m, std::size_t actual, std::size_t expected, const char* what) {
     if (actual != expected) {
-        throw ProtocolError(ErrorCode::BadSize, std::string("rig: '") + what + "' must have " +
-                                                    std::to_string(expected) + " entries, got " +
-                                                    std::to_string(actual));
+        m.fail(ErrorCode::BadSize, std::string("rig: '") + what + "' must have " + std::to_string(expected) +
+                                       " entries, got " + std::to_string(actual));
     }
 }
 
@@ -59,7 +52,7 @@ void checkCoordinates(const MapReader& rig) {
     const MapReader c = rig.map("coordinates");
     if (c.str("handedness") != "right" || c.str("up") != "+y" || c.str("forward") != "+z" || c.str("units") != "m" ||
         rig.str("quaternion_order") != "xyzw") {
-        throw ProtocolError(ErrorCode::BadValue, "rig: coordinates are not right-handed +y up +z forward metres xyzw");
+        rig.fail(ErrorCode::BadValue, "rig: coordinates are not right-handed +y up +z forward metres xyzw");
     }
 }
 
@@ -72,11 +65,11 @@ FaceRig decodeFaceRig(const MapReader& m) {
     rig.unsupported = m.optionalStrings("unsupported");
     rig.extras = m.optionalStrings("extras");
     if (!rig.expression.empty()) {  // [] for the face tracker, which has no FLAME codes (docs/protocol.md §5.1)
-        requireCount(rig.expression.size(), Decoder::kFlameExpression, "expression");
+        requireCount(m, rig.expression.size(), Decoder::kFlameExpression, "expression");
     }
-    requireCount(rig.eyelids.size(), Decoder::kFlameEyelids, "eyelids");
+    requireCount(m, rig.eyelids.size(), Decoder::kFlameEyelids, "eyelids");
     if (!rig.blendshapes.empty()) {
-        requireCount(rig.blendshapes.size(), Decoder::kArkitBlendshapes, "blendshapes");
+        requireCount(m, rig.blendshapes.size(), Decoder::kArkitBlendshapes, "blendshapes");
     }
     return rig;
 }
@@ -84,24 +77,31 @@ FaceRig decodeFaceRig(const MapReader& m) {
 BodyRig decodeBodyRig(const MapReader& m) {
     BodyRig rig;
     rig.joints = m.strings("joints");
-    requireCount(rig.joints.size(), Decoder::kSmplJoints, "joints");
+    requireCount(m, rig.joints.size(), Decoder::kSmplJoints, "joints");
     const auto parents = m.ints("parents");
-    requireCount(parents.size(), rig.joints.size(), "parents");
+    requireCount(m, parents.size(), rig.joints.size(), "parents");
+    if (m.failed()) {
+        return rig;
+    }
     for (std::size_t i = 0; i < parents.size(); ++i) {
         // Parents must precede children: Live Link and forward kinematics both rely on it.
         const bool root = parents[i] == -1 && i == 0;
         if (!root && (parents[i] < 0 || parents[i] >= static_cast<std::int64_t>(i))) {
-            throw ProtocolError(ErrorCode::BadValue, "rig: joint " + std::to_string(i) + " has invalid parent " +
-                                                         std::to_string(parents[i]));
+            m.fail(ErrorCode::BadValue, "rig: joint " + std::to_string(i) + " has invalid parent " +
+                                            std::to_string(parents[i]));
+            return rig;
         }
         rig.parents.push_back(static_cast<int>(parents[i]));
     }
     const F32View rest = m.floats("rest_offsets", rig.joints.size() * 3);
+    if (m.failed()) {  // `rest` is empty then: nothing to index
+        return rig;
+    }
     for (std::size_t j = 0; j < rig.joints.size(); ++j) {
         rig.restOffsets.push_back({rest[3 * j], rest[3 * j + 1], rest[3 * j + 2]});
     }
     rig.humanoid = m.strings("humanoid");
-    requireCount(rig.humanoid.size(), rig.joints.size(), "humanoid");
+    requireCount(m, rig.humanoid.size(), rig.joints.size(), "humanoid");
     return rig;
 }
 
@@ -114,7 +114,8 @@ Rig decodeRig(const MapReader& m) {
     if (kind == "body") {
         return decodeBodyRig(m);
     }
-    throw ProtocolError(ErrorCode::BadValue, "rig: unknown kind '" + kind + "'");
+    m.fail(ErrorCode::BadValue, "rig: unknown kind '" + kind + "'");
+    return {};
 }
 
 FrameHeader decodeHeader(const MapReader& m) {
@@ -135,22 +136,21 @@ HelloReply decodeHello(const MapReader& m) {
     HelloReply r;
     r.id = requestId(m);
     r.server = m.str("server");
-    r.framesPort = static_cast<int>(m.uint("frames_port"));
+    const std::uint64_t port = m.uint("frames_port");
     r.maxMessageBytes = m.uint("max_message_bytes");
     r.pipelines = m.strings("pipelines");
     r.idleTimeoutS = m.number("idle_timeout_s");
-    if (r.framesPort <= 0 || r.framesPort > 65535) {
-        throw ProtocolError(ErrorCode::BadValue, "hello: frames_port out of range");
+    if (port == 0 || port > 65535) {
+        m.fail(ErrorCode::BadValue, "hello: frames_port out of range");
     }
+    r.framesPort = static_cast<int>(port);
     return r;
 }
 
 ListReply decodeList(const MapReader& m) {
     ListReply r;
     r.id = requestId(m);
-    const auto& models = m.array("models");
-    for (std::uint32_t i = 0; i < models.via.array.size; ++i) {
-        const MapReader e(models.via.array.ptr[i], "list.models[" + std::to_string(i) + "]");
+    for (const MapReader& e : m.maps("models")) {
         ModelInfo info;
         info.name = e.str("name");
         info.pipeline = e.str("pipeline");
@@ -180,7 +180,7 @@ OpenReply decodeOpen(const MapReader& m) {
     }
     r.rig = decodeRig(m.map("rig"));
     if (r.topic != "frame/" + r.session) {
-        throw ProtocolError(ErrorCode::BadValue, "open: topic does not match the session");
+        m.fail(ErrorCode::BadValue, "open: topic does not match the session");
     }
     return r;
 }
@@ -195,13 +195,60 @@ ErrorReply decodeError(const MapReader& m) {
     return r;
 }
 
+Reply decodeReply(const MapReader& m) {
+    checkVersion(m, "reply");
+    const std::string op = m.str("op");
+    if (op == "error") {
+        return decodeError(m);
+    }
+    if (m.has("ok") && !m.boolean("ok")) {
+        m.fail(ErrorCode::BadValue, "reply: '" + op + "' with ok=false is not an error reply");
+    }
+    if (op == "hello") {
+        return decodeHello(m);
+    }
+    if (op == "list") {
+        return decodeList(m);
+    }
+    if (op == "open") {
+        return decodeOpen(m);
+    }
+    if (op == "close") {
+        return CloseReply{requestId(m), m.str("session"), m.uint("frames_published")};
+    }
+    if (op == "pong") {
+        return PongReply{requestId(m), m.int64("t_ns")};
+    }
+    if (op == "ack") {
+        return AckReply{requestId(m), m.str("session"), m.uint("seq")};
+    }
+    m.fail(ErrorCode::UnknownOp, "reply: unknown op '" + op + "'");
+    return ErrorReply{};
+}
+
+Event decodeEvent(const MapReader& m) {
+    if (m.str("op") != "event") {
+        m.fail(ErrorCode::BadValue, "event: op must be 'event'");
+    }
+    checkVersion(m, "event");
+    const std::string kind = m.str("event");
+    if (kind == "opened") {
+        return OpenedEvent{m.str("session"), m.str("pipeline"), m.str("model"), m.number("fps"), decodeRig(m.map("rig"))};
+    }
+    if (kind == "closed") {
+        return ClosedEvent{m.str("session"), m.str("reason"), m.uint("frames_published")};
+    }
+    m.fail(ErrorCode::BadValue, "event: unknown event '" + kind + "'");
+    return ClosedEvent{};
+}
+
 }  // namespace
 
-DecodedFrame Decoder::frame(const std::uint8_t* data, std::size_t size, std::shared_ptr<const void> storage) {
-    const auto handle = unpackMap(data, size, true);
-    const MapReader m(handle.get(), "frame");
+Result<DecodedFrame> Decoder::frame(const std::uint8_t* data, std::size_t size, std::shared_ptr<const void> storage) {
+    Message message;
+    const MapReader m = message.root(data, size, "frame");
     if (m.str("op") != "frame") {
-        throw ProtocolError(ErrorCode::BadValue, "frame: op must be 'frame'");
+        m.fail(ErrorCode::BadValue, "frame: op must be 'frame'");
     }
     checkVersion(m, "frame");
     FrameHeader header = decodeHeader(m);
@@ -229,41 +276,44 @@ DecodedFrame Decoder::frame(const std::uint8_t* data, std::size_t size, std::sha
         f.root = m.floats("root", 3);
         out.frame = std::move(f);
     } else {
-        throw ProtocolError(ErrorCode::BadValue, "frame: unknown pipeline '" + pipeline + "'");
+        m.fail(ErrorCode::BadValue, "frame: unknown pipeline '" + pipeline + "'");
     }
-    return out;
+    return message.result(std::move(out));
 }
 
-MotionBatch Decoder::motionBatch(const std::uint8_t* data, std::size_t size, std::shared_ptr<const void> storage) {
-    const auto handle = unpackMap(data, size, true);
-    const MapReader m(handle.get(), "batch");
+Result<MotionBatch> Decoder::motionBatch(const std::uint8_t* data, std::size_t size, std::shared_ptr<const void> storage) {
+    Message message;
+    const MapReader m = message.root(data, size, "batch");
     if (m.str("op") != "frames") {
-        throw ProtocolError(ErrorCode::BadValue, "batch: op must be 'frames'");
+        m.fail(ErrorCode::BadValue, "batch: op must be 'frames'");
     }
     checkVersion(m, "batch");
     if (m.uint("minor") < 1) {
-        throw ProtocolError(ErrorCode::UnsupportedVersion, "batch: batches need protocol minor 1 or later");
+        m.fail(ErrorCode::UnsupportedVersion, "batch: batches need protocol minor 1 or later");
     }
     if (m.str("pipeline") != "motion") {
-        throw ProtocolError(ErrorCode::BadValue, "batch: pipeline must be 'motion'");
+        m.fail(ErrorCode::BadValue, "batch: pipeline must be 'motion'");
     }
     MotionBatch b;
     const std::uint64_t rows = m.uint("rows");
     // Every row takes more than 400 bytes of columns, so a count beyond the message size is a lie; checking it
     // here keeps the products below from overflowing.
     if (rows < 1 || rows > size) {
-        throw ProtocolError(ErrorCode::BadValue, "batch: rows must be at least 1 and fit the message");
+        m.fail(ErrorCode::BadValue, "batch: rows must be at least 1 and fit the message");
+    }
+    if (m.failed()) {
+        return message.status.error();
     }
     b.rows = static_cast<std::size_t>(rows);
     b.tPublishNs = m.int64("t_publish_ns");
     b.engineUs = m.number("engine_us");
     b.batch = m.int64("batch");
-    const auto column = [&](const char* key, std::size_t rowBytes) {
+    const auto column = [&](const char* key, std::size_t rowBytes) -> const std::uint8_t* {
         const MapReader::Bytes bytes = m.bin(key);
         if (bytes.size != b.rows * rowBytes) {
-            throw ProtocolError(ErrorCode::BadSize, std::string("batch: '") + key + "' must hold " +
-                                                        std::to_string(b.rows * rowBytes) + " bytes, got " +
-                                                        std::to_string(bytes.size));
+            m.fail(ErrorCode::BadSize, std::string("batch: '") + key + "' must hold " + std::to_string(b.rows * rowBytes) +
+                                           " bytes, got " + std::to_string(bytes.size));
+            return nullptr;
         }
         return bytes.data;
     };
@@ -274,56 +324,19 @@ MotionBatch Decoder::motionBatch(const std::uint8_t* data, std::size_t size, std
     b.jointColumn = F32View(column("joints", MotionBatch::kJointFloats * sizeof(float)), b.rows * MotionBatch::kJointFloats);
     b.rootColumn = F32View(column("root", MotionBatch::kRootFloats * sizeof(float)), b.rows * MotionBatch::kRootFloats);
     b.storage = std::move(storage);
-    return b;
+    return message.result(std::move(b));
 }
 
-Reply Decoder::reply(const std::uint8_t* data, std::size_t size) {
-    const auto handle = unpackMap(data, size, false);
-    const MapReader m(handle.get(), "reply");
-    checkVersion(m, "reply");
-    const std::string op = m.str("op");
-    if (op == "error") {
-        return decodeError(m);
-    }
-    if (m.has("ok") && !m.boolean("ok")) {
-        throw ProtocolError(ErrorCode::BadValue, "reply: '" + op + "' with ok=false is not an error reply");
-    }
-    if (op == "hello") {
-        return decodeHello(m);
-    }
-    if (op == "list") {
-        return decodeList(m);
-    }
-    if (op == "open") {
-        return decodeOpen(m);
-    }
-    if (op == "close") {
-        return CloseReply{requestId(m), m.str("session"), m.uint("frames_published")};
-    }
-    if (op == "pong") {
-        return PongReply{requestId(m), m.int64("t_ns")};
-    }
-    if (op == "ack") {
-        return AckReply{requestId(m), m.str("session"), m.uint("seq")};
-    }
-    throw ProtocolError(ErrorCode::UnknownOp, "reply: unknown op '" + op + "'");
+Result<Reply> Decoder::reply(const std::uint8_t* data, std::size_t size) {
+    Message message;
+    Reply reply = decodeReply(message.root(data, size, "reply"));
+    return message.result(std::move(reply));
 }
 
-Event Decoder::event(const std::uint8_t* data, std::size_t size) {
-    const auto handle = unpackMap(data, size, false);
-    const MapReader m(handle.get(), "event");
-    if (m.str("op") != "event") {
-        throw ProtocolError(ErrorCode::BadValue, "event: op must be 'event'");
-    }
-    checkVersion(m, "event");
-    const std::string kind = m.str("event");
-    if (kind == "opened") {
-        return OpenedEvent{m.str("session"), m.str("pipeline"), m.str("model"), m.number("fps"), decodeRig(m.map("rig"))};
-    }
-    if (kind == "closed") {
-        return ClosedEvent{m.str("session"), m.str("reason"), m.uint("frames_published")};
-    }
-    throw ProtocolError(ErrorCode::BadValue, "event: unknown event '" + kind + "'");
+Result<Event> Decoder::event(const std::uint8_t* data, std::size_t size) {
+    Message message;
+    Event event = decodeEvent(message.root(data, size, "event"));
+    return message.result(std::move(event));
 }
 
 }  // namespace avatar_bridge

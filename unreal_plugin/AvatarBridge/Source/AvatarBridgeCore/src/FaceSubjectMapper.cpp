@@ -77,10 +77,10 @@ FaceSubjectMapper::FaceSubjectMapper(const FaceRig& rig, bool mirror)
     }
 }
 
-SubjectPose FaceSubjectMapper::pose(const DecodedFrame& decoded) const {
+Result<SubjectPose> FaceSubjectMapper::pose(const DecodedFrame& decoded) const {
     const auto* f = std::get_if<FaceFrame>(&decoded.frame);
     if (f == nullptr) {
-        throw ProtocolError(ErrorCode::BadValue, "face subject received a motion frame");
+        return ProtocolError{ErrorCode::BadValue, "face subject received a motion frame"};
     }
     SubjectPose p;
     p.seq = f->header.seq;
@@ -109,8 +109,8 @@ SubjectPose FaceSubjectMapper::pose(const DecodedFrame& decoded) const {
         p.curves.assign(arkit.begin(), arkit.end());
     }
     if (f->expression.size() != expressionCount_) {
-        throw ProtocolError(ErrorCode::BadSize, "face frame: 'expression' does not match the rig's " +
-                                                    std::to_string(expressionCount_) + " names");
+        return ProtocolError{ErrorCode::BadSize, "face frame: 'expression' does not match the rig's " +
+                                                    std::to_string(expressionCount_) + " names"};
     }
     for (std::size_t i = 0; i < f->expression.size(); ++i) {
         p.curves.push_back(f->expression[i]);

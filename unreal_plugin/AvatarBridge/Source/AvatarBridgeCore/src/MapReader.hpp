@@ -6,17 +6,44 @@
 #include <string_view>
 #include <vector>
 
-#include <msgpack.hpp>
-
+#include "MsgPackReader.hpp"
 #include "avatar_bridge/F32View.hpp"
+#include "avatar_bridge/ProtocolError.hpp"
 
 namespace avatar_bridge {
 
-// Typed, validating access to one msgpack map with string keys. Every failure throws ProtocolError with
-// MISSING_FIELD, BAD_TYPE or BAD_SIZE and names the field, mirroring the bridge's own request checks.
+// The first contract violation found while decoding one message. Readers that share it stop at nothing: once
+// it has failed, every read returns an empty default and the first error is what the decoder reports, the
+// same one an exception would have carried (the core is built without exceptions).
+class DecodeStatus {
+public:
+    void fail(ErrorCode code, std::string message) {
+        if (!error_) {
+            error_ = ProtocolError{code, std::move(message)};
+        }
+    }
+    bool failed() const { return error_.has_value(); }
+    const ProtocolError& error() const { return *error_; }
+
+private:
+    std::optional<ProtocolError> error_;
+};
+
+// Typed, validating access to one msgpack map with string keys. Every failure records MISSING_FIELD, BAD_TYPE
+// or BAD_SIZE in the shared DecodeStatus and names the field, mirroring the bridge's own request checks; the
+// read then returns an empty value (an empty string, 0, an empty view), which callers must not index before
+// checking the status.
 class MapReader {
 public:
-    MapReader(const msgpack::object& map, std::string_view what);
+    // `node` must be a map whose keys are all strings; otherwise the status fails (MALFORMED) and the reader
+    // reads as an empty map.
+    MapReader(const MsgPackReader& tree, std::uint32_t node, std::string what, DecodeStatus& status);
+
+    static constexpr std::uint32_t kNone = UINT32_MAX;  // as `node`: an empty map (there was no valid one)
+
+    // Records a violation the caller found (a bad value, a wrong count); the first one recorded wins.
+    void fail(ErrorCode code, std::string message) const { status_.fail(code, std::move(message)); }
+    bool failed() const { return status_.failed(); }
 
     bool has(std::string_view key) const { return find(key) != nullptr; }
 
@@ -30,7 +57,8 @@ public:
     std::vector<std::string> strings(std::string_view key) const;
     std::vector<std::int64_t> ints(std::string_view key) const;
     MapReader map(std::string_view key) const;
-    const msgpack::object& array(std::string_view key) const;
+    // The elements of an array of maps, each read as a map named `<what>.<key>[i]`.
+    std::vector<MapReader> maps(std::string_view key) const;
 
     // A `bin` of any length, viewed in place.
     struct Bytes {
@@ -47,13 +75,19 @@ public:
     F32View optionalFloats(std::string_view key, std::size_t count) const;
 
 private:
-    const msgpack::object* find(std::string_view key) const;
+    const MsgNode* find(std::string_view key) const;
     bool present(std::string_view key) const;  // there and not nil
-    const msgpack::object& require(std::string_view key) const;
-    [[noreturn]] void badType(std::string_view key, std::string_view expected) const;
+    // The value of `key` when it is there and of `type`; otherwise records the failure and returns null.
+    const MsgNode* require(std::string_view key, MsgType type, std::string_view expected) const;
+    const MsgNode* require(std::string_view key) const;
+    // The index of `key`'s value node (or kNone), for readers of nested values.
+    std::uint32_t findIndex(std::string_view key) const;
+    void badType(std::string_view key, std::string_view expected) const;
 
-    const msgpack::object& map_;
+    const MsgPackReader& tree_;
+    std::uint32_t node_;
     std::string what_;
+    DecodeStatus& status_;
 };
 
 }  // namespace avatar_bridge

@@ -178,11 +178,7 @@ private:
 }  // namespace
 
 std::shared_ptr<Network> posixNetwork() noexcept {
-    try {
-        return std::make_shared<PosixNetwork>();
-    } catch (...) {
-        return nullptr;
-    }
+    return std::make_shared<PosixNetwork>();
 }
 
 }  // namespace avatar_bridge

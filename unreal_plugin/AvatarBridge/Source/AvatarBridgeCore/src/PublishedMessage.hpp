@@ -22,34 +22,39 @@ struct PublishedCounters {
 inline std::string dispatchPublished(std::string_view topic, const std::uint8_t* data, std::size_t size,
                                      std::shared_ptr<const void> storage, std::int64_t arrivalNs,
                                      const BridgeClient::Handlers& handlers, PublishedCounters counters) {
-    const bool batch = topic.rfind("batch/", 0) == 0;
-    try {
-        if (topic.rfind("frame/", 0) == 0) {
-            ++counters.frames;
-            DecodedFrame frame = Decoder::frame(data, size, std::move(storage));
-            if (handlers.onFrame) {
-                handlers.onFrame(std::move(frame), arrivalNs);
-            }
-        } else if (topic.rfind("event/", 0) == 0) {
-            const Event event = Decoder::event(data, size);
-            if (handlers.onEvent) {
-                handlers.onEvent(event);
-            }
-        } else if (topic == "batch/motion" || topic.rfind("batch/motion/", 0) == 0) {
-            // `batch/motion/<group>/`: the rows of a batch group's sessions (protocol 1.1 §5.3), every one of
-            // which a `batch/motion` subscriber (a crowd) reads too. Other pipelines' batches: not ours (yet).
-            ++counters.batches;
-            MotionBatch decoded = Decoder::motionBatch(data, size, std::move(storage));
-            if (handlers.onMotionBatch) {
-                handlers.onMotionBatch(std::move(decoded), arrivalNs);
-            }
+    const auto failed = [topic](const ProtocolError& error) { return std::string(topic) + ": " + error.message; };
+    if (topic.rfind("frame/", 0) == 0) {
+        ++counters.frames;
+        Result<DecodedFrame> frame = Decoder::frame(data, size, std::move(storage));
+        if (!frame) {
+            return failed(frame.error());
         }
-    } catch (const std::exception& e) {  // ProtocolError, or out of memory
-        std::string what = std::string(topic) + ": " + e.what();
-        if (batch && handlers.onMalformedBatch) {
-            handlers.onMalformedBatch(what);
+        if (handlers.onFrame) {
+            handlers.onFrame(std::move(frame).value(), arrivalNs);
         }
-        return what;
+    } else if (topic.rfind("event/", 0) == 0) {
+        const Result<Event> event = Decoder::event(data, size);
+        if (!event) {
+            return failed(event.error());
+        }
+        if (handlers.onEvent) {
+            handlers.onEvent(event.value());
+        }
+    } else if (topic == "batch/motion" || topic.rfind("batch/motion/", 0) == 0) {
+        // `batch/motion/<group>/`: the rows of a batch group's sessions (protocol 1.1 §5.3), every one of
+        // which a `batch/motion` subscriber (a crowd) reads too. Other pipelines' batches: not ours (yet).
+        ++counters.batches;
+        Result<MotionBatch> decoded = Decoder::motionBatch(data, size, std::move(storage));
+        if (!decoded) {
+            std::string what = failed(decoded.error());
+            if (handlers.onMalformedBatch) {
+                handlers.onMalformedBatch(what);
+            }
+            return what;
+        }
+        if (handlers.onMotionBatch) {
+            handlers.onMotionBatch(std::move(decoded).value(), arrivalNs);
+        }
     }
     return {};
 }

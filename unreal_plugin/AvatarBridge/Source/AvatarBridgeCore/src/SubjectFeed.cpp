@@ -49,20 +49,21 @@ void SubjectFeed::deliver(const DecodedFrame& frame, std::int64_t arrivalNs, con
     }
     lastSeq_ = h.seq;
     stats_.lastLatencyNs = arrivalNs - h.tCaptureNs;
-    try {
-        SubjectPose pose = mapper_->pose(frame);
-        pose.timeNs = clock_->stamp(h.tCaptureNs);
-        if (listener != nullptr) {
-            if (const auto current = attachment_.load()) {
-                (*listener)(*this, *current, pose);
-            }
-        }
-        mailbox_.post(std::move(pose), arrivalNs);
-    } catch (const ProtocolError& e) {
+    Result<SubjectPose> mapped = mapper_->pose(frame);
+    if (!mapped) {
         ++stats_.decodeErrors;
-        stats_.lastError = e.what();
+        stats_.lastError = mapped.error().message;
         ++errorCount_;
+        return;
     }
+    SubjectPose pose = std::move(mapped).value();
+    pose.timeNs = clock_->stamp(h.tCaptureNs);
+    if (listener != nullptr) {
+        if (const auto current = attachment_.load()) {
+            (*listener)(*this, *current, pose);
+        }
+    }
+    mailbox_.post(std::move(pose), arrivalNs);
 }
 
 void SubjectFeed::recordInputError(const ErrorReply& error) {

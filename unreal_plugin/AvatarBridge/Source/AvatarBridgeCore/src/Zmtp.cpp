@@ -80,17 +80,12 @@ std::unique_ptr<ZmtpConnection> ZmtpConnection::handshake(std::unique_ptr<Stream
         error = "no stream";
         return nullptr;
     }
-    try {
-        std::unique_ptr<ZmtpConnection> c(new ZmtpConnection(std::move(stream), type, maxFrameBytes));
-        if (!c->exchangeGreetingAndReady(timeoutMs, error)) {
-            c->close();
-            return nullptr;
-        }
-        return c;
-    } catch (const std::exception& e) {
-        error = e.what();
+    std::unique_ptr<ZmtpConnection> c(new ZmtpConnection(std::move(stream), type, maxFrameBytes));
+    if (!c->exchangeGreetingAndReady(timeoutMs, error)) {
+        c->close();
         return nullptr;
     }
+    return c;
 }
 
 bool ZmtpConnection::exchangeGreetingAndReady(int timeoutMs, std::string& error) {
@@ -272,42 +267,36 @@ ZmtpConnection::Parsed ZmtpConnection::parseFrame(std::uint8_t& flags, std::size
 }
 
 IoStatus ZmtpConnection::receive(std::vector<ZmtpPart>& message, int timeoutMs, std::string& error) noexcept {
-    try {
-        const auto deadline = Clock::now() + std::chrono::milliseconds(timeoutMs);
-        for (;;) {
-            std::uint8_t flags = 0;
-            std::size_t headerSize = 0;
-            std::uint64_t bodySize = 0;
-            const Parsed parsed = parseFrame(flags, headerSize, bodySize, error);
-            if (parsed == Parsed::Bad) {
-                close();
-                return IoStatus::Closed;
-            }
-            if (parsed == Parsed::NeedMore) {
-                const IoStatus s = fill(headerSize + bodySize, remainingMs(deadline), error);
-                if (s != IoStatus::Ok) {
-                    return s;
-                }
-                continue;
-            }
-            const std::uint8_t* body = in_.data() + inStart_ + headerSize;
-            const auto size = static_cast<std::size_t>(bodySize);
-            inStart_ += headerSize + size;
-            if ((flags & kCommand) != 0) {
-                handleCommand(body, size);
-                continue;
-            }
-            partial_.push_back(std::make_shared<const std::vector<std::uint8_t>>(body, body + size));
-            if ((flags & kMore) == 0) {
-                message.clear();
-                message.swap(partial_);
-                return IoStatus::Ok;
-            }
+    const auto deadline = Clock::now() + std::chrono::milliseconds(timeoutMs);
+    for (;;) {
+        std::uint8_t flags = 0;
+        std::size_t headerSize = 0;
+        std::uint64_t bodySize = 0;
+        const Parsed parsed = parseFrame(flags, headerSize, bodySize, error);
+        if (parsed == Parsed::Bad) {
+            close();
+            return IoStatus::Closed;
         }
-    } catch (const std::exception& e) {  // out of memory for a (bounded) frame
-        error = e.what();
-        close();
-        return IoStatus::Closed;
+        if (parsed == Parsed::NeedMore) {
+            const IoStatus s = fill(headerSize + bodySize, remainingMs(deadline), error);
+            if (s != IoStatus::Ok) {
+                return s;
+            }
+            continue;
+        }
+        const std::uint8_t* body = in_.data() + inStart_ + headerSize;
+        const auto size = static_cast<std::size_t>(bodySize);
+        inStart_ += headerSize + size;
+        if ((flags & kCommand) != 0) {
+            handleCommand(body, size);
+            continue;
+        }
+        partial_.push_back(std::make_shared<const std::vector<std::uint8_t>>(body, body + size));
+        if ((flags & kMore) == 0) {
+            message.clear();
+            message.swap(partial_);
+            return IoStatus::Ok;
+        }
     }
 }
 
@@ -340,30 +329,21 @@ IoStatus ZmtpConnection::writeFrames(const std::vector<std::string_view>& bodies
 }
 
 IoStatus ZmtpConnection::send(const std::vector<std::string_view>& parts, int timeoutMs) noexcept {
-    try {
-        const std::lock_guard<std::mutex> lock(sendMutex_);
-        const IoStatus s = writeFrames(parts, 0, timeoutMs);
-        if (s != IoStatus::Ok) {
-            close();  // part of a message may be out: the stream cannot carry another
-        }
-        return s;
-    } catch (const std::exception&) {
-        close();
-        return IoStatus::Closed;
+    const std::lock_guard<std::mutex> lock(sendMutex_);
+    const IoStatus s = writeFrames(parts, 0, timeoutMs);
+    if (s != IoStatus::Ok) {
+        close();  // part of a message may be out: the stream cannot carry another
     }
+    return s;
 }
 
 IoStatus ZmtpConnection::subscribe(std::string_view prefix, bool on, int timeoutMs) noexcept {
     if (type_ != ZmtpSocketType::Sub) {
         return IoStatus::Closed;
     }
-    try {
-        std::string body(1, on ? '\x01' : '\x00');
-        body.append(prefix);
-        return send({body}, timeoutMs);
-    } catch (const std::exception&) {
-        return IoStatus::Closed;
-    }
+    std::string body(1, on ? '\x01' : '\x00');
+    body.append(prefix);
+    return send({body}, timeoutMs);
 }
 
 }  // namespace avatar_bridge

@@ -18,64 +18,47 @@ std::string subscription(const std::string& prefix, bool on) {
 }  // namespace
 
 bool parseTcpEndpoint(const std::string& endpoint, std::string& host, int& port) noexcept {
-    try {
-        const std::string_view scheme = "tcp://";
-        if (endpoint.compare(0, scheme.size(), scheme) != 0) {
-            return false;
-        }
-        const std::string rest = endpoint.substr(scheme.size());
-        const std::size_t colon = rest.rfind(':');
-        if (colon == std::string::npos || colon == 0 || colon + 1 == rest.size()) {
-            return false;
-        }
-        std::string h = rest.substr(0, colon);
-        if (h.front() == '[') {
-            if (h.size() < 3 || h.back() != ']') {
-                return false;
-            }
-            h = h.substr(1, h.size() - 2);
-        }
-        long p = 0;
-        for (char c : rest.substr(colon + 1)) {
-            if (c < '0' || c > '9' || p > 65535) {
-                return false;
-            }
-            p = p * 10 + (c - '0');
-        }
-        if (p < 1 || p > 65535) {
-            return false;
-        }
-        host = std::move(h);
-        port = static_cast<int>(p);
-        return true;
-    } catch (...) {
+    const std::string_view scheme = "tcp://";
+    if (endpoint.compare(0, scheme.size(), scheme) != 0) {
         return false;
     }
+    const std::string rest = endpoint.substr(scheme.size());
+    const std::size_t colon = rest.rfind(':');
+    if (colon == std::string::npos || colon == 0 || colon + 1 == rest.size()) {
+        return false;
+    }
+    std::string h = rest.substr(0, colon);
+    if (h.front() == '[') {
+        if (h.size() < 3 || h.back() != ']') {
+            return false;
+        }
+        h = h.substr(1, h.size() - 2);
+    }
+    long p = 0;
+    for (char c : rest.substr(colon + 1)) {
+        if (c < '0' || c > '9' || p > 65535) {
+            return false;
+        }
+        p = p * 10 + (c - '0');
+    }
+    if (p < 1 || p > 65535) {
+        return false;
+    }
+    host = std::move(h);
+    port = static_cast<int>(p);
+    return true;
 }
 
 ZmtpPeer::ZmtpPeer(std::shared_ptr<Network> network, ZmtpSocketType type, OnMessage onMessage, Options options)
     : network_(std::move(network)), type_(type), onMessage_(std::move(onMessage)), options_(options) {
-    // A thread's only possible exception is running out of memory; it then ends (nothing unwinds further).
     reader_ = std::thread([this] {
-        try {
-            readLoop();
-        } catch (...) {
-        }
+        readLoop();
         readerDone_ = true;
     });
-    try {
-        writer_ = std::thread([this] {
-            try {
-                writeLoop();
-            } catch (...) {
-            }
-            writerDone_ = true;
-        });
-    } catch (...) {
-        stop();
-        reader_.join();
-        throw;
-    }
+    writer_ = std::thread([this] {
+        writeLoop();
+        writerDone_ = true;
+    });
 }
 
 ZmtpPeer::~ZmtpPeer() {
@@ -85,52 +68,42 @@ ZmtpPeer::~ZmtpPeer() {
 }
 
 void ZmtpPeer::setEndpoint(const std::string& host, int port) noexcept {
-    try {
-        const std::lock_guard<std::mutex> lock(mutex_);
-        if (host == host_ && port == port_) {
-            return;
-        }
-        host_ = host;
-        port_ = port;
-        ++generation_;
-        if (current_) {
-            current_->close();
-            current_.reset();  // the writer waits for the next connection instead of writing into this one
-        }
-    } catch (...) {  // out of memory copying a host name: keep the old endpoint
+    const std::lock_guard<std::mutex> lock(mutex_);
+    if (host == host_ && port == port_) {
+        return;
+    }
+    host_ = host;
+    port_ = port;
+    ++generation_;
+    if (current_) {
+        current_->close();
+        current_.reset();  // the writer waits for the next connection instead of writing into this one
     }
     changed_.notify_all();
 }
 
 bool ZmtpPeer::send(std::string payload) noexcept {
-    try {
-        {
-            const std::lock_guard<std::mutex> lock(mutex_);
-            if (queue_.size() >= options_.maxQueued) {
-                return false;
-            }
-            queue_.push_back(std::move(payload));
+    {
+        const std::lock_guard<std::mutex> lock(mutex_);
+        if (queue_.size() >= options_.maxQueued) {
+            return false;
         }
-        changed_.notify_all();
-        return true;
-    } catch (...) {
-        return false;
+        queue_.push_back(std::move(payload));
     }
+    changed_.notify_all();
+    return true;
 }
 
 void ZmtpPeer::subscribe(const std::string& prefix, bool on) noexcept {
-    try {
-        {
-            const std::lock_guard<std::mutex> lock(mutex_);
-            const bool changed = on ? subscriptions_.insert(prefix).second : subscriptions_.erase(prefix) != 0;
-            if (!changed || !current_) {
-                return;  // a connection made later sends the whole set
-            }
-            queue_.push_back(subscription(prefix, on));
+    {
+        const std::lock_guard<std::mutex> lock(mutex_);
+        const bool changed = on ? subscriptions_.insert(prefix).second : subscriptions_.erase(prefix) != 0;
+        if (!changed || !current_) {
+            return;  // a connection made later sends the whole set
         }
-        changed_.notify_all();
-    } catch (...) {
+        queue_.push_back(subscription(prefix, on));
     }
+    changed_.notify_all();
 }
 
 void ZmtpPeer::reset() noexcept {

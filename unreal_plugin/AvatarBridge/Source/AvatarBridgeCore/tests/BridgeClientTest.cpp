@@ -124,7 +124,9 @@ TEST(BridgeClient, RepliesAreMatchedToRequestsById) {
     bridge.reply(request->first, payloads::error(99, 107, "BAD_SIZE", "0123456789abcdef").bytes());
     bridge.reply(request->first, payloads::hello(7).bytes());
     ASSERT_EQ(hello.wait_for(2s), std::future_status::ready);
-    EXPECT_EQ(std::get<HelloReply>(hello.get()).id, 7u);
+    const std::optional<Reply> helloReply = hello.get();
+    ASSERT_TRUE(helloReply.has_value());
+    EXPECT_EQ(std::get<HelloReply>(*helloReply).id, 7u);
     ASSERT_TRUE(seen.waitFor([&] { return seen.unsolicited.size() == 1; }));
     EXPECT_EQ(std::get<ErrorReply>(seen.unsolicited[0]).id, 99u);
 
@@ -202,14 +204,14 @@ TEST(BridgeClient, MotionBatchesArriveFromARealPubAndBadOnesAreCounted) {
     EXPECT_EQ(client.batchesReceived(), seen.batchRows.size() + 2);  // the dropped ones count as received
 }
 
-TEST(BridgeClient, ResetFailsPendingRequests) {
+TEST(BridgeClient, ResetCancelsPendingRequests) {
     FakeBridgeSockets bridge;
     BridgeClient client(bridge.requestEndpoint, {});
     auto pending = client.request(3, RequestEncoder::ping(3, ""));
     ASSERT_TRUE(bridge.receive(2000ms).has_value());  // the bridge got it but never answers
     client.reset();
     ASSERT_EQ(pending.wait_for(2s), std::future_status::ready);
-    EXPECT_THROW(pending.get(), BridgeClient::ConnectionReset);
+    EXPECT_FALSE(pending.get().has_value());
 
     // The fresh socket works: the bridge sees a new peer and can answer it.
     auto again = client.request(4, RequestEncoder::ping(4, ""));
@@ -217,7 +219,9 @@ TEST(BridgeClient, ResetFailsPendingRequests) {
     ASSERT_TRUE(request.has_value());
     bridge.reply(request->first, payloads::reply("pong", 4).uint("t_ns", 1).bytes());
     ASSERT_EQ(again.wait_for(2s), std::future_status::ready);
-    EXPECT_TRUE(std::holds_alternative<PongReply>(again.get()));
+    const std::optional<Reply> pong = again.get();
+    ASSERT_TRUE(pong.has_value());
+    EXPECT_TRUE(std::holds_alternative<PongReply>(*pong));
 }
 
 TEST(BridgeClient, BadEndpointIsReportedInsteadOfEndingTheThread) {

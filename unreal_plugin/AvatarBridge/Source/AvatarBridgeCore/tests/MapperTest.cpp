@@ -4,6 +4,7 @@
 #include <cmath>
 #include <memory>
 
+#include "Decoded.hpp"
 #include "TestPayloads.hpp"
 #include "avatar_bridge/ArkitNames.hpp"
 #include "avatar_bridge/Decoder.hpp"
@@ -16,12 +17,12 @@ namespace {
 
 DecodedFrame decode(const Payload& p) {
     auto storage = std::make_shared<std::string>(p.bytes());
-    return Decoder::frame(reinterpret_cast<const std::uint8_t*>(storage->data()), storage->size(), storage);
+    return decoded(Decoder::frame(reinterpret_cast<const std::uint8_t*>(storage->data()), storage->size(), storage));
 }
 
 Rig rigOf(const Payload& openReply) {
     const std::string b = openReply.bytes();
-    return std::get<OpenReply>(Decoder::reply(reinterpret_cast<const std::uint8_t*>(b.data()), b.size())).rig;
+    return std::get<OpenReply>(decoded(Decoder::reply(reinterpret_cast<const std::uint8_t*>(b.data()), b.size()))).rig;
 }
 
 std::size_t curveIndex(const SubjectLayout& layout, const std::string& name) {
@@ -56,7 +57,7 @@ TEST(FaceSubject, BridgeBlendshapesAreMappedByName) {
     std::reverse(reversed.begin(), reversed.end());
     const auto rig = rigOf(payloads::openFace(1, "00112233445566ff").map("rig", payloads::faceRig().strs("blendshapes", reversed)));
     const auto mapper = SubjectMapper::create(rig);
-    const SubjectPose p = mapper->pose(decode(payloads::faceFrame(0, true, 0.0f)));  // blendshape i = 0.01 i
+    const SubjectPose p = decoded(mapper->pose(decode(payloads::faceFrame(0, true, 0.0f))));  // blendshape i = 0.01 i
     ASSERT_EQ(p.curves.size(), mapper->layout().curveNames.size());
     EXPECT_NEAR(p.curves[0], 0.51f, 1e-6f);   // EyeBlinkLeft is the last entry of the reversed rig
     EXPECT_NEAR(p.curves[51], 0.0f, 1e-6f);   // TongueOut is its first
@@ -70,7 +71,7 @@ TEST(FaceSubject, FallsBackToFlameToArkitWithoutBlendshapes) {
     const auto mapper = SubjectMapper::create(rig);
     // Jaw opened by 0.35 rad about wire +X (the FLAME jaw-open axis) -> JawOpen = 1.
     const Quat jaw = Quat::fromAxisAngle({1, 0, 0}, 0.35f);
-    const SubjectPose p = mapper->pose(decode(payloads::faceFrame(0, false, -5.0f).floats("jaw", quatBytes(jaw))));
+    const SubjectPose p = decoded(mapper->pose(decode(payloads::faceFrame(0, false, -5.0f).floats("jaw", quatBytes(jaw)))));
     EXPECT_NEAR(p.curves[arkitIndex("JawOpen")], 1.0f, 1e-4f);
     EXPECT_NEAR(p.curves[arkitIndex("EyeBlinkRight")], 0.75f, 1e-6f);
     for (std::size_t i = 0; i < 52; ++i) {
@@ -84,7 +85,7 @@ TEST(FaceSubject, HeadRotationBecomesBoneAndCurves) {
     // Head turned +0.5 rad about wire +Y: to the avatar's left, i.e. Unreal yaw -0.5 rad (see AxesTest),
     // which Live Link Face's scale (degrees / 180) writes as -0.5 / pi.
     const Quat head = Quat::fromAxisAngle({0, 1, 0}, 0.5f);
-    const SubjectPose p = mapper->pose(decode(payloads::faceFrame(0).floats("head", quatBytes(head))));
+    const SubjectPose p = decoded(mapper->pose(decode(payloads::faceFrame(0).floats("head", quatBytes(head)))));
     EXPECT_NEAR(p.curves[curveIndex(mapper->layout(), "HeadYaw")], -0.5f / 3.14159265f, 1e-5f);
     EXPECT_NEAR(p.curves[curveIndex(mapper->layout(), "HeadPitch")], 0.0f, 1e-5f);
     EXPECT_NEAR(p.rotations[0].z, -std::sin(0.25f), 1e-6f);
@@ -100,8 +101,8 @@ TEST(FaceSubject, MirrorSwapsSidesAndReflectsTheHead) {
     // Head turned to the avatar's left and tilted: in the mirror it turns right, tilted the other way.
     const Quat head = Quat::fromAxisAngle(Vec3{0.2f, 0.9539392f, 0.2236068f}, 0.5f);
     const DecodedFrame frame = decode(payloads::faceFrame(0, true, 0.0f).floats("head", quatBytes(head)));
-    const SubjectPose a = plain->pose(frame);
-    const SubjectPose b = mirror->pose(frame);
+    const SubjectPose a = decoded(plain->pose(frame));
+    const SubjectPose b = decoded(mirror->pose(frame));
     for (const char* name : {"EyeBlinkLeft", "MouthSmileLeft", "JawLeft", "BrowOuterUpLeft", "EyelidLeft"}) {
         std::string other(name);
         other.replace(other.size() - 4, 4, "Right");
@@ -129,18 +130,18 @@ TEST(FaceSubject, GazeBecomesLiveLinkFaceEyeCurves) {
     const SubjectLayout& l = plain->layout();
     // Left eye 0.3 rad to the subject's left and 0.1 up; right eye 0.2 left, 0.05 down.
     const DecodedFrame frame = decode(payloads::faceFrame(0).floats("gaze", {0.3f, 0.1f, 0.2f, -0.05f}));
-    const SubjectPose a = plain->pose(frame);
+    const SubjectPose a = decoded(plain->pose(frame));
     constexpr float kPi = 3.14159265f;
     EXPECT_NEAR(a.curves[curveIndex(l, "LeftEyeYaw")], -0.3f / kPi, 1e-6f);  // to the left: negative Unreal yaw
     EXPECT_NEAR(a.curves[curveIndex(l, "LeftEyePitch")], 0.1f / kPi, 1e-6f);
     EXPECT_NEAR(a.curves[curveIndex(l, "RightEyeYaw")], -0.2f / kPi, 1e-6f);
     EXPECT_NEAR(a.curves[curveIndex(l, "RightEyePitch")], -0.05f / kPi, 1e-6f);
     EXPECT_EQ(a.curves[curveIndex(l, "LeftEyeRoll")], 0.0f);
-    const SubjectPose b = mirror->pose(frame);
+    const SubjectPose b = decoded(mirror->pose(frame));
     EXPECT_NEAR(b.curves[curveIndex(l, "LeftEyeYaw")], 0.2f / kPi, 1e-6f);  // the right eye, seen in a mirror
     EXPECT_NEAR(b.curves[curveIndex(l, "RightEyePitch")], 0.1f / kPi, 1e-6f);
     // No gaze (FLAME models): zeros.
-    const SubjectPose none = plain->pose(decode(payloads::faceFrame(0)));
+    const SubjectPose none = decoded(plain->pose(decode(payloads::faceFrame(0))));
     EXPECT_EQ(none.curves[curveIndex(l, "LeftEyeYaw")], 0.0f);
 }
 
@@ -149,10 +150,10 @@ TEST(FaceSubject, TrackerRigWithoutFlameCodes) {
     const auto rig = rigOf(payloads::openFace(1, "00112233445566ff").map("rig", payloads::faceRig().strs("expression", {})));
     const auto mapper = SubjectMapper::create(rig);
     EXPECT_EQ(mapper->layout().curveNames.size(), 52u + 2u + 3u + 6u + 1u);
-    const SubjectPose p = mapper->pose(decode(payloads::faceFrame(0).floats("expression", {})));
+    const SubjectPose p = decoded(mapper->pose(decode(payloads::faceFrame(0).floats("expression", {}))));
     EXPECT_EQ(p.curves.size(), mapper->layout().curveNames.size());
     // A frame that disagrees with its rig is refused, not published with the wrong curve count.
-    EXPECT_THROW(mapper->pose(decode(payloads::faceFrame(0))), ProtocolError);
+    EXPECT_EQ(errorOf(mapper->pose(decode(payloads::faceFrame(0)))), ErrorCode::BadSize);
 }
 
 TEST(FaceSubject, SpeechRigAddsVisemeVowelAndVoiceCurves) {
@@ -168,22 +169,22 @@ TEST(FaceSubject, SpeechRigAddsVisemeVowelAndVoiceCurves) {
     EXPECT_EQ(l.curveNames[83], "VRM_O");
     EXPECT_EQ(l.curveNames[84], "Voice");
 
-    const SubjectPose p = mapper->pose(decode(payloads::speechFrame(0, true, 0.25f)));
+    const SubjectPose p = decoded(mapper->pose(decode(payloads::speechFrame(0, true, 0.25f))));
     ASSERT_EQ(p.curves.size(), l.curveNames.size());
     EXPECT_FLOAT_EQ(p.curves[curveIndex(l, "viseme_sil")], 0.25f);
     EXPECT_FLOAT_EQ(p.curves[curveIndex(l, "viseme_aa")], 0.35f);
     EXPECT_FLOAT_EQ(p.curves[curveIndex(l, "VRM_I")], 0.45f);
     EXPECT_EQ(p.curves[curveIndex(l, "Voice")], 1.0f);
     EXPECT_FLOAT_EQ(p.curves[curveIndex(l, "JawOpen")], 0.17f + 0.25f);  // the bridge's mouth channels by name
-    EXPECT_EQ(mapper->pose(decode(payloads::speechFrame(1, false))).curves.back(), 0.0f);
+    EXPECT_EQ(decoded(mapper->pose(decode(payloads::speechFrame(1, false)))).curves.back(), 0.0f);
 
     // Mirroring swaps ARKit sides but leaves the side-less speech curves alone.
-    const SubjectPose m = SubjectMapper::create(rig, true)->pose(decode(payloads::speechFrame(0, true, 0.25f)));
+    const SubjectPose m = decoded(SubjectMapper::create(rig, true)->pose(decode(payloads::speechFrame(0, true, 0.25f))));
     for (std::size_t i = curveIndex(l, "viseme_sil"); i < l.curveNames.size(); ++i) {
         EXPECT_EQ(m.curves[i], p.curves[i]) << l.curveNames[i];
     }
     // A frame that leaves them out (the rig announced them) reads 0, with the curve count intact.
-    const SubjectPose bare = mapper->pose(decode(payloads::speechFrame(2).erase("visemes").erase("vowels").erase("voice")));
+    const SubjectPose bare = decoded(mapper->pose(decode(payloads::speechFrame(2).erase("visemes").erase("vowels").erase("voice"))));
     ASSERT_EQ(bare.curves.size(), l.curveNames.size());
     EXPECT_EQ(bare.curves[curveIndex(l, "viseme_sil")], 0.0f);
     EXPECT_EQ(bare.curves[curveIndex(l, "VRM_A")], 0.0f);
@@ -202,7 +203,7 @@ TEST(BodySubject, SkeletonAndTransformsInUnrealSpace) {
 
     // Root translation (0.25, 0.9, 0) m + pelvis rest (0, -0.223, 0) m = (0.25, 0.677, 0) m on the wire:
     // 25 cm to the left and 67.7 cm up -> Unreal (0, -25, 67.7) cm.
-    const SubjectPose p = mapper->pose(decode(payloads::motionFrame(4, 0.25f)));
+    const SubjectPose p = decoded(mapper->pose(decode(payloads::motionFrame(4, 0.25f))));
     EXPECT_EQ(p.seq, 4u);
     ASSERT_EQ(p.translations.size(), 24u);
     EXPECT_NEAR(p.translations[0].x, 0.0f, 1e-4f);
@@ -224,13 +225,13 @@ TEST(BodySubject, JointRotationsAreConverted) {
     joints[1] = turn.y;
     joints[2] = turn.z;
     joints[3] = turn.w;
-    const SubjectPose p = mapper->pose(decode(payloads::motionFrame(0).floats("joints", joints)));
+    const SubjectPose p = decoded(mapper->pose(decode(payloads::motionFrame(0).floats("joints", joints))));
     EXPECT_NEAR(2.0f * std::atan2(p.rotations[0].z, p.rotations[0].w), -1.0f, 1e-5f);  // about Unreal Z, negative
 }
 
 TEST(SubjectMapper, RefusesTheOtherPipelinesFrames) {
     const auto face = SubjectMapper::create(rigOf(payloads::openFace(1, "00112233445566ff")));
     const auto body = SubjectMapper::create(rigOf(payloads::openMotion(1, "ffeeddccbbaa0099")));
-    EXPECT_THROW(face->pose(decode(payloads::motionFrame(0))), ProtocolError);
-    EXPECT_THROW(body->pose(decode(payloads::faceFrame(0))), ProtocolError);
+    EXPECT_EQ(errorOf(face->pose(decode(payloads::motionFrame(0)))), ErrorCode::BadValue);
+    EXPECT_EQ(errorOf(body->pose(decode(payloads::faceFrame(0)))), ErrorCode::BadValue);
 }

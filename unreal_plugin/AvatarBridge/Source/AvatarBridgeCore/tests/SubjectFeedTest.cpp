@@ -2,6 +2,7 @@
 
 #include <memory>
 
+#include "Decoded.hpp"
 #include "TestPayloads.hpp"
 #include "avatar_bridge/Decoder.hpp"
 #include "avatar_bridge/SubjectFeed.hpp"
@@ -14,13 +15,13 @@ constexpr std::int64_t kMs = 1'000'000;
 
 Rig bodyRig() {
     const std::string b = payloads::openMotion(1, "ffeeddccbbaa0099").bytes();
-    return std::get<OpenReply>(Decoder::reply(reinterpret_cast<const std::uint8_t*>(b.data()), b.size())).rig;
+    return std::get<OpenReply>(decoded(Decoder::reply(reinterpret_cast<const std::uint8_t*>(b.data()), b.size()))).rig;
 }
 
 DecodedFrame motionFrame(std::uint64_t seq, std::int64_t captureNs, float rootX) {
     auto storage = std::make_shared<std::string>(
         payloads::motionFrame(seq, rootX).uint("t_capture_ns", static_cast<std::uint64_t>(captureNs)).bytes());
-    return Decoder::frame(reinterpret_cast<const std::uint8_t*>(storage->data()), storage->size(), storage);
+    return decoded(Decoder::frame(reinterpret_cast<const std::uint8_t*>(storage->data()), storage->size(), storage));
 }
 
 }  // namespace

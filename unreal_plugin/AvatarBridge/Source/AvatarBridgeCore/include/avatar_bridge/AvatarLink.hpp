@@ -58,10 +58,9 @@ public:
 
     enum class State { Connecting, Connected, Stopped };
 
-    // Throws std::system_error when its threads cannot start; engine code uses create() instead.
+    // Starts the supervisor and network threads. Nothing here throws: the core builds without exceptions, as
+    // Unreal's modules do, and a thread that cannot start ends the process like running out of memory does.
     explicit AvatarLink(Config config);
-    // The link, or null with `error` set. Never throws.
-    static std::shared_ptr<AvatarLink> create(Config config, std::string& error) noexcept;
     // requestStop(), then waits for stopped() (at most ~0.4 s: the supervisor closes our sessions first).
     ~AvatarLink();
 

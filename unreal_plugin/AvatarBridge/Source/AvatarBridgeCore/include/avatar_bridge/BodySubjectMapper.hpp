@@ -14,7 +14,7 @@ public:
     explicit BodySubjectMapper(const BodyRig& rig);
 
     const SubjectLayout& layout() const override { return layout_; }
-    SubjectPose pose(const DecodedFrame& frame) const override;
+    Result<SubjectPose> pose(const DecodedFrame& frame) const override;
 
 private:
     SubjectLayout layout_;

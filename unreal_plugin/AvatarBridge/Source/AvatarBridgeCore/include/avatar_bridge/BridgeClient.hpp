@@ -7,7 +7,6 @@
 #include <future>
 #include <memory>
 #include <optional>
-#include <stdexcept>
 #include <string>
 
 #include "avatar_bridge/CurveKeys.hpp"
@@ -53,14 +52,7 @@ public:
         std::function<void(const std::string& what)> onDecodeError;
     };
 
-    // Thrown into a pending request's future by reset() and shutdown.
-    class ConnectionReset : public std::runtime_error {
-    public:
-        ConnectionReset() : std::runtime_error("bridge connection reset") {}
-    };
-
-    // Connects the DEALER to `requestEndpoint` (e.g. "tcp://127.0.0.1:5570") and starts the threads; throws
-    // std::system_error when threads cannot start (AvatarLink::create turns that into an error message).
+    // Connects the DEALER to `requestEndpoint` (e.g. "tcp://127.0.0.1:5570") and starts the threads.
     // With `curve.enabled()`, both sockets authenticate and encrypt with CURVE (libzmq build only; the
     // default build then reports why in transportError() and never connects). `network` is where the ZMTP
     // build opens its TCP streams; null means POSIX sockets (not on Windows, where it must be given).
@@ -78,8 +70,9 @@ public:
     // Ids for requests and inputs: unique per client, never 0 (0 is what the bridge uses when it had none).
     std::uint64_t nextId() noexcept { return ++lastId_; }
 
-    // Sends a request already encoded with `id`; the future gets the reply with that id.
-    std::future<Reply> request(std::uint64_t id, std::string payload);
+    // Sends a request already encoded with `id`; the future gets the reply with that id, or nothing when the
+    // request was cancelled (reset(), cancelPending(), shutdown).
+    std::future<std::optional<Reply>> request(std::uint64_t id, std::string payload);
     // request() and wait; nothing on timeout (the request is then forgotten) or on reset.
     std::optional<Reply> call(std::uint64_t id, std::string payload, std::chrono::milliseconds timeout);
     // Fire-and-forget (inputs); their errors arrive through onUnsolicitedReply. False when the outgoing
@@ -90,10 +83,10 @@ public:
     void connectFrames(const std::string& endpoint) noexcept;
     void subscribe(const std::string& prefix) noexcept;
     void unsubscribe(const std::string& prefix) noexcept;
-    // Drops both connections and everything queued in them, fails pending requests with ConnectionReset and
+    // Drops both connections and everything queued in them, cancels pending requests (their futures get nothing) and
     // reconnects fresh ones: what to do when the bridge stopped answering or restarted.
     void reset() noexcept;
-    // Fails pending requests with ConnectionReset, keeping the connections (and with them the identity the
+    // Cancels pending requests (their futures get nothing), keeping the connections (and with them the identity the
     // bridge knows as the owner of our sessions).
     void cancelPending() noexcept;
     // Flag-then-poll shutdown: stop() returns at once, finished() turns true when the threads are done

@@ -15,9 +15,10 @@ struct CurveKeys {
     bool enabled() const { return !serverPublic.empty(); }
 
     // Reads a key from a libzmq/czmq certificate file, as `avatar-bridge keys` writes them: NAME.key holds
-    // `public-key = "..."`, NAME.key_secret also `secret-key = "..."`. Throws std::runtime_error if absent.
-    static std::string publicKeyFromFile(const std::string& path);
-    static std::string secretKeyFromFile(const std::string& path);
+    // `public-key = "..."`, NAME.key_secret also `secret-key = "..."`. An empty string, with `error` saying why,
+    // when the file cannot be read or has no such key.
+    static std::string publicKeyFromFile(const std::string& path, std::string& error);
+    static std::string secretKeyFromFile(const std::string& path, std::string& error);
 };
 
 }  // namespace avatar_bridge

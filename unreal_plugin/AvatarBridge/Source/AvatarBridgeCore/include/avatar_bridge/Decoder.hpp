@@ -7,11 +7,13 @@
 #include "avatar_bridge/Frame.hpp"
 #include "avatar_bridge/Messages.hpp"
 #include "avatar_bridge/MotionBatch.hpp"
+#include "avatar_bridge/ProtocolError.hpp"
 
 namespace avatar_bridge {
 
-// Decodes and validates the bridge's messages (docs/protocol.md §2, §4-§7). Every function throws
-// ProtocolError when the payload breaks the contract; unknown keys are ignored.
+// Decodes and validates the bridge's messages (docs/protocol.md §2, §4-§7) with the core's own msgpack reader
+// (src/MsgPackReader.hpp). Every function returns the ProtocolError of the first contract violation instead of
+// a value when the payload breaks the contract (nothing throws); unknown keys are ignored.
 class Decoder {
 public:
     static constexpr int kProtocolVersion = 1;
@@ -24,15 +26,15 @@ public:
 
     // A frame payload (second part of a `frame/<session>` message). The returned frame's arrays point into
     // [data, data + size); `storage` must own those bytes and is kept alive by the frame (no copy).
-    static DecodedFrame frame(const std::uint8_t* data, std::size_t size, std::shared_ptr<const void> storage);
+    static Result<DecodedFrame> frame(const std::uint8_t* data, std::size_t size, std::shared_ptr<const void> storage);
     // A `batch/motion` payload (protocol minor 1). Any column whose length is not rows x its row size, a row
-    // count under 1, another pipeline or a broken map throws: the caller drops the whole message. Columns point
+    // count under 1, another pipeline or a broken map is an error: the caller drops the whole message. Columns point
     // into [data, data + size), kept alive by `storage`; unknown keys (later minors' columns) are ignored.
-    static MotionBatch motionBatch(const std::uint8_t* data, std::size_t size, std::shared_ptr<const void> storage);
+    static Result<MotionBatch> motionBatch(const std::uint8_t* data, std::size_t size, std::shared_ptr<const void> storage);
     // A reply on the request socket: one of the Reply alternatives, an `error` reply included.
-    static Reply reply(const std::uint8_t* data, std::size_t size);
+    static Result<Reply> reply(const std::uint8_t* data, std::size_t size);
     // An `event/<session>` payload.
-    static Event event(const std::uint8_t* data, std::size_t size);
+    static Result<Event> event(const std::uint8_t* data, std::size_t size);
 };
 
 }  // namespace avatar_bridge

@@ -31,7 +31,7 @@ public:
     explicit FaceSubjectMapper(const FaceRig& rig, bool mirror = false);
 
     const SubjectLayout& layout() const override { return layout_; }
-    SubjectPose pose(const DecodedFrame& frame) const override;
+    Result<SubjectPose> pose(const DecodedFrame& frame) const override;
 
 private:
     SubjectLayout layout_;

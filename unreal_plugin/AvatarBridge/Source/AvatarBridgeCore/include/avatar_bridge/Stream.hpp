@@ -34,7 +34,7 @@ public:
 };
 
 #if !defined(_WIN32)
-// BSD sockets (Linux, macOS). Null only when out of memory.
+// BSD sockets (Linux, macOS).
 std::shared_ptr<Network> posixNetwork() noexcept;
 #endif
 

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "avatar_bridge/Frame.hpp"
+#include "avatar_bridge/ProtocolError.hpp"
 #include "avatar_bridge/Rig.hpp"
 #include "avatar_bridge/SubjectLayout.hpp"
 #include "avatar_bridge/SubjectPose.hpp"
@@ -18,8 +19,8 @@ public:
     static std::unique_ptr<SubjectMapper> create(const Rig& rig, bool mirrorFace = false);
 
     virtual const SubjectLayout& layout() const = 0;
-    // Throws ProtocolError when the frame belongs to the other pipeline. The pose's timeNs is left 0.
-    virtual SubjectPose pose(const DecodedFrame& frame) const = 0;
+    // A ProtocolError when the frame belongs to the other pipeline or does not fit the rig. The pose's timeNs is left 0.
+    virtual Result<SubjectPose> pose(const DecodedFrame& frame) const = 0;
 };
 
 }  // namespace avatar_bridge

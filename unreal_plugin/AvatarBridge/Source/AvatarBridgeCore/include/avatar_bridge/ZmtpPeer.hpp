@@ -49,7 +49,7 @@ public:
     // All of these: any thread, never wait on the network, never throw.
     // (Re)targets the peer; an empty host disconnects. The same endpoint again changes nothing.
     void setEndpoint(const std::string& host, int port) noexcept;
-    // Queues a one-part message; false when the queue is full or out of memory (the message is dropped).
+    // Queues a one-part message; false when the queue is full (the message is dropped).
     bool send(std::string payload) noexcept;
     // SUB: adds or cancels a prefix subscription, kept across reconnects.
     void subscribe(const std::string& prefix, bool on) noexcept;
