@@ -31,7 +31,7 @@ from bridge.models.mediapipe.locate import how_to_get
 from bridge.outputs.bvh import fill_gaps, write_bvh
 from bridge.outputs.recorder import Recording
 from bridge.outputs.session import SessionInfo
-from bridge.outputs.video import VideoError, write_dance_video
+from bridge.outputs.video import VideoError, check_video_tools, write_dance_video
 from bridge.paths import default_engines_dir
 from bridge.protocol.events import BodyRig, decode_rig
 from bridge.protocol.frames import MotionFrame
@@ -102,6 +102,12 @@ def _write_video(
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.video is not None:
+        try:
+            check_video_tools()  # before a minute of demo, not after it
+        except VideoError as exc:
+            print(f"demo --video: {exc}")
+            return 2
     args.out.mkdir(parents=True, exist_ok=True)
     music = args.out / "music.wav"
     beats = _write_music(music, args.seconds, args.bpm)

@@ -22,6 +22,7 @@ from bridge.serving.heap import freeze_startup_heap
 from bridge.serving.server import Bridge, ServeConfig
 from bridge.sources.base import SourceError
 from bridge.sources.feeder import SourceFeeder
+from bridge.sources.specs import check_sources
 from bridge.transport.curve import load_public_keys, load_secret_key
 from bridge.transport.zmq_sockets import TransportConfig
 from bridge.viewer.cli import add_viewer_arguments, start_viewer
@@ -298,14 +299,15 @@ def run(args: argparse.Namespace) -> int:
     try:
         table = load_serve_table(args.config)
         config = config_from_args(args, table)
+        specs = source_specs(args, table.present())
+        check_sources(specs)  # PortAudio, video decoders: before any model converts or loads
         if not args.no_face_tracking:
             extra = face_tracking_dirs(args.face_landmarker)
             config = replace(config, extra_engine_dirs=(*config.extra_engine_dirs, *extra))
-        specs = source_specs(args, table.present())
         workers = args.workers if args.workers is not None else table.workers
         if workers is not None and specs:
             raise ValueError("live sources feed a single bridge: leave out --workers")
-    except (OSError, ValueError, ImportError, zmq.ZMQError) as exc:
+    except (OSError, ValueError, ImportError, SourceError, zmq.ZMQError) as exc:
         log.error("cannot start: %s", exc)
         return 2
     if workers is not None:

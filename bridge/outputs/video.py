@@ -22,11 +22,12 @@ import numpy.typing as npt
 import soundfile
 
 from bridge.rig.smpl import PARENTS
+from bridge.system_packages import FFMPEG
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-__all__ = ["VideoError", "write_contact_sheet", "write_dance_video"]
+__all__ = ["VideoError", "check_video_tools", "write_contact_sheet", "write_dance_video"]
 
 F64 = npt.NDArray[np.float64]
 SIZE = 480  # pixels, square
@@ -81,6 +82,14 @@ class _Skeleton:
         self.title.set_color("red" if beat else "black")
 
 
+def check_video_tools() -> None:
+    """What the dance video needs (the ffmpeg command, matplotlib), checked before any work: a
+    VideoError naming the fix."""
+    if shutil.which("ffmpeg") is None:
+        raise VideoError(f"the dance video needs the ffmpeg command; {FFMPEG.fix()}")
+    _use_agg()
+
+
 def write_dance_video(
     path: Path,
     joints: npt.ArrayLike,
@@ -92,9 +101,7 @@ def write_dance_video(
 ) -> Path:
     """`joints` (T, 24, 3) at `fps` drawn at `video_fps` (every fps/video_fps-th frame) into an MP4
     at `path`, mono `pcm` in [-1, 1] muxed in; it ends with the shorter of motion and music."""
-    if shutil.which("ffmpeg") is None:
-        raise VideoError("the dance video needs the ffmpeg command (apt-get install ffmpeg)")
-    _use_agg()
+    check_video_tools()
     import matplotlib.pyplot as plt
 
     j = np.asarray(joints, np.float64)

@@ -17,8 +17,9 @@ import numpy.typing as npt
 import soundfile
 
 from bridge.sources.base import SourceError, SourceKind
+from bridge.system_packages import PORTAUDIO
 
-__all__ = ["AudioFileSource", "MicrophoneSource", "Speaker", "audio_devices"]
+__all__ = ["AudioFileSource", "MicrophoneSource", "Speaker", "audio_devices", "check_playback", "portaudio"]
 
 F32 = npt.NDArray[np.float32]
 CHUNK_S = 1.0 / 60.0  # one dance frame of audio per chunk: the finest pacing the motion pipeline uses
@@ -67,17 +68,29 @@ class AudioFileSource:
         self._file.close()
 
 
-def _sounddevice() -> Any:
+def portaudio() -> Any:
+    """The sounddevice module; SourceError naming the fix when PortAudio (or sounddevice) is missing."""
     try:
         import sounddevice
     except (ImportError, OSError) as exc:  # OSError: the PortAudio library itself is missing
-        raise SourceError(f"microphone and playback need PortAudio and sounddevice: {exc}") from None
+        raise SourceError(
+            f"--microphone and --play need PortAudio, which did not load ({exc}); {PORTAUDIO.fix()}"
+        ) from None
     return sounddevice
 
 
 def audio_devices() -> str:
     """PortAudio's device list, as `python -m sounddevice` prints it."""
-    return str(_sounddevice().query_devices())
+    return str(portaudio().query_devices())
+
+
+def check_playback() -> None:
+    """What `Speaker` needs, checked before anything starts: PortAudio and a default output device."""
+    sd = portaudio()
+    try:
+        sd.query_devices(kind="output")
+    except (ValueError, sd.PortAudioError) as exc:
+        raise SourceError(f"--play: no output device ({exc}); devices here:\n{sd.query_devices()}") from None
 
 
 class MicrophoneSource:
@@ -88,7 +101,7 @@ class MicrophoneSource:
     live = True
 
     def __init__(self, device: str | None, chunk_s: float = CHUNK_S) -> None:
-        sd = _sounddevice()
+        sd = portaudio()
         self.label = f"microphone {device or 'default'}"
         self._device: int | str | None = int(device) if device and device.isdigit() else device
         try:
@@ -118,7 +131,7 @@ class MicrophoneSource:
         pass
 
     def reopen(self) -> None:
-        sd = _sounddevice()
+        sd = portaudio()
         self.close()
         try:
             self._stream = sd.InputStream(
@@ -147,7 +160,7 @@ class Speaker:
     (the bridge's own latency, so the dance lines up with what the user hears)."""
 
     def __init__(self, rate: float, offset_s: float) -> None:
-        sd = _sounddevice()
+        sd = portaudio()
         self.offset_s = offset_s
         self._stream = sd.OutputStream(samplerate=rate, channels=1, dtype="float32")
         self._stream.start()

@@ -7,11 +7,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from bridge.sources.audio import AudioFileSource, MicrophoneSource
+from bridge.sources.audio import AudioFileSource, MicrophoneSource, check_playback, portaudio
 from bridge.sources.base import MediaSource, SourceError
 from bridge.sources.video import CameraSource, VideoFileSource
 
-__all__ = ["SourceSpec", "open_source", "parse_size"]
+__all__ = ["SourceSpec", "check_sources", "open_source", "parse_size"]
 
 SpecKind = Literal["camera", "video", "microphone", "audio"]
 _DEFAULT_PIPELINE: dict[SpecKind, str] = {
@@ -44,6 +44,19 @@ def parse_size(text: str) -> tuple[int, int]:
     if not (sep and width.isdigit() and height.isdigit() and int(width) > 0 and int(height) > 0):
         raise ValueError(f"size {text!r}: expected WIDTHxHEIGHT, e.g. 640x480")
     return int(width), int(height)
+
+
+def check_sources(specs: list[SourceSpec]) -> None:
+    """What the sources need from this machine, checked before the bridge loads its models: PortAudio
+    for a microphone and for --play, a decoder for each video file. Raises SourceError naming the fix.
+    Devices themselves are opened once, by `open_source`."""
+    for spec in specs:
+        if spec.kind == "microphone":
+            portaudio()
+        elif spec.kind == "audio" and spec.play_offset_s is not None:
+            check_playback()
+        elif spec.kind == "video":
+            VideoFileSource(Path(spec.target)).close()
 
 
 def open_source(spec: SourceSpec) -> MediaSource:

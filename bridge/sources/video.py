@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from bridge.sources.base import SourceError, SourceKind
+from bridge.system_packages import FFMPEG, OPENCV_FFMPEG, reencode_command
 
 __all__ = ["CameraSource", "VideoFileSource", "camera_devices"]
 
@@ -41,7 +42,7 @@ class VideoFileSource:
         ok, first = self._capture.read() if self._capture.isOpened() else (False, None)
         if not ok:
             self._capture.release()
-            raise SourceError(f"video {path}: not a video OpenCV can decode")
+            raise SourceError(f"video {path}: not a video OpenCV can decode; {_decoder_fix(path)}")
         self._first: npt.NDArray[np.uint8] | None = _rgb(first)
         fps = float(self._capture.get(cv2.CAP_PROP_FPS))
         self.rate = fps if 1.0 <= fps <= 240.0 else _DEFAULT_FPS
@@ -65,6 +66,15 @@ class VideoFileSource:
 
     def close(self) -> None:
         self._capture.release()
+
+
+def _decoder_fix(path: Path) -> str:
+    if not cv2.videoio_registry.hasBackend(cv2.CAP_FFMPEG):
+        return f"this OpenCV has no FFmpeg video backend: {OPENCV_FFMPEG.fix()}"
+    return (
+        f"if it plays elsewhere, make an H.264 copy OpenCV decodes: `{reencode_command(str(path))}` "
+        f"(to get ffmpeg, {FFMPEG.fix()})"
+    )
 
 
 def camera_devices() -> list[str]:
