@@ -12,10 +12,12 @@ if ! "$VENV/bin/avatar-bridge" models install face; then
     # Offline, say: the demo still runs, its face session on untrained weights (it says so).
     echo "== no face model: the demo's face session will not track (fix: see the message above)" >&2
 fi
-"$VENV/bin/avatar-bridge" demo --out "${1:-demo-out}"
+status=0
+"$VENV/bin/avatar-bridge" demo --out "${1:-demo-out}" || status=$?  # the next steps still apply
 cat <<EOF
 
 Next: put avatar-bridge on your PATH and drive an avatar from your webcam (README.md):
     source $VENV/bin/activate
     avatar-bridge serve --camera 0 --osc vmc://127.0.0.1:39539
 EOF
+exit "$status"
