@@ -1,5 +1,5 @@
 """The Unity package's UPM tarball (scripts/pack_unity.sh, `npm pack`): what Package Manager's "Add package
-from tarball..." installs must be the package as git holds it, every asset with its `.meta`, and nothing else."""
+from tarball..." installs must be the package as git holds it, every asset with its `.meta`, nothing else."""
 
 from __future__ import annotations
 
@@ -31,14 +31,13 @@ def _hidden_from_unity(path: PurePosixPath) -> bool:
 @pytest.fixture(scope="module")
 def tarball(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
     out = tmp_path_factory.mktemp("upm")
-    packed = subprocess.run(
-        ["bash", str(ROOT / "scripts" / "pack_unity.sh"), str(out)], check=True, capture_output=True, text=True
-    )
+    script = ROOT / "scripts" / "pack_unity.sh"
+    packed = subprocess.run(["bash", str(script), str(out)], check=True, capture_output=True, text=True)
     path = Path(packed.stdout.strip().splitlines()[-1])
     assert path.parent == out and path.name.endswith(".tgz")
     with tarfile.open(path, "r:gz") as tar:
         members = tar.getmembers()
-        assert all(m.name.startswith("package/") for m in members), "npm's layout puts everything under package/"
+        assert all(m.name.startswith("package/") for m in members), "npm's layout: all under package/"
         return {
             m.name.removeprefix("package/"): tar.extractfile(m).read()  # type: ignore[union-attr]
             for m in members
