@@ -38,6 +38,9 @@ if [[ $dev == 1 ]] && command -v apt-get >/dev/null; then
     apt_install g++ make cmake pkg-config libzmq3-dev cppzmq-dev libmsgpack-cxx-dev libgtest-dev \
         clang libc++-dev libc++abi-dev libclang-rt-14-dev \
         mono-devel nunit-console libnunit-cil-dev espeak-ng fluidsynth fluid-soundfont-gm ffmpeg
+    # The Unity package's tarball (scripts/pack_unity.sh) needs npm. Only where it is missing: a Node.js
+    # from elsewhere (NodeSource's nodejs carries its own npm) must not be swapped for Debian's.
+    command -v npm >/dev/null || apt_install nodejs npm
 fi
 
 if [[ ! -x "$VENV/bin/python" ]]; then
@@ -67,7 +70,8 @@ for m in "$mode" $([[ $mode == demo ]] && echo dev); do
 done
 
 echo "== Python packages into $VENV ($mode, pinned by constraints.txt)"
-"$PY" -m pip install -q -c constraints.txt -e ".[$mode]"
+# Not -q: pip's own progress (each download's bar) is what a first install shows for its minutes.
+"$PY" -m pip install -c constraints.txt -e ".[$mode]"
 if [[ $dev == 1 ]]; then
     # Face tracking's model bundle and oracle; --no-deps: their opencv-python(-contrib) requirement
     # clashes with opencv-python-headless, and neither needs it for what the tests use.

@@ -108,3 +108,36 @@ def test_demo_video_without_ffmpeg_exits_2_naming_the_install(tmp_path: Path) ->
                      env={"PATH": str(empty)})  # fmt: skip
     assert_refused_with(result, FFMPEG.debian, FFMPEG.macos, FFMPEG.windows)
     assert not (tmp_path / "out").exists()  # refused before any work
+
+
+def test_numba_kernels_without_a_cache_are_announced_before_they_compile(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A first run compiles the motion kernels for 15-40 s: `uncached` sees an empty numba cache (a
+    subprocess with NUMBA_CACHE_DIR pointing at an empty folder), and MotionPost logs before the
+    compile starts."""
+    probe = (
+        "import sys; from bridge.compiled import uncached; "
+        "import bridge.pipelines.motion_post as m, bridge.rig.foot_plant as f; print(uncached(m, f))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        env={**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)},
+    )
+    assert result.stdout.strip() == "True", result.stderr
+
+    from bridge.pipelines import motion_post
+    from bridge.pipelines.output_guard import GuardStats
+
+    logged_at_compile: list[int] = []  # how many records were logged when the first call ran
+    monkeypatch.setattr(motion_post, "uncached", lambda *_: True)
+    monkeypatch.setattr(
+        motion_post.MotionPost, "step", lambda *_: logged_at_compile.append(len(caplog.records))
+    )
+    with caplog.at_level("INFO", logger=motion_post.__name__):
+        motion_post.MotionPost(GuardStats(), 1 / 60)
+    assert logged_at_compile == [1]
+    assert caplog.records[0].getMessage().startswith("compiling the motion post-processing kernels")

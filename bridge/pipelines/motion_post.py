@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import logging
 import math
+import sys
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
 from bridge.choreography.moves import base_pose
-from bridge.compiled import jit
+from bridge.compiled import jit, uncached
 from bridge.pipelines.output_guard import (
     ANGLE_MARGIN_RAD,
     GROSS_ROOT_SPEED_M_S,
@@ -122,6 +123,11 @@ class MotionPost:
         self.planter = FootPlanter(dt) if foot_plant else None  # its state rows are the slots too
         self.capacity = 0
         self._alloc(0)
+        if uncached(sys.modules[__name__], sys.modules[FootPlanter.__module__]):
+            log.info(
+                "compiling the motion post-processing kernels (numba; this machine's first run only, "
+                "15-40 s on two cores, then cached)"
+            )
         none = np.zeros(0, np.int64)
         self.step(
             none, np.zeros((0, POSE_DIM), np.float32), np.zeros(0, np.float32)
