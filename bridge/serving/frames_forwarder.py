@@ -128,7 +128,7 @@ def _run(spec: ForwarderSpec, counters: ForwarderCounters, parent: ParentLine) -
     monitor = xpub.get_monitor_socket(sum(HANDSHAKE_FAILURES)) if t.curve_secret_key is not None else None
     port = _bind(xpub, t.host, t.frames_port)
     freeze_startup_heap()
-    connections = ConnectionSubscriptions(t.max_subscriptions)
+    connections = ConnectionSubscriptions(t.max_subscriptions, t.max_total_subscriptions)
     upstream: Counter[bytes] = Counter()  # admitted prefixes: the connections holding each
     poller = zmq.Poller()
     for sock in (xsub, xpub, *([monitor] if monitor is not None else [])):

@@ -44,6 +44,7 @@ from bridge.protocol.events import encode_closed_event, encode_opened_event, enc
 from bridge.protocol.replies import error_reply, item_failure, items_error_reply, reply
 from bridge.protocol.requests import (
     MAX_INPUT_ITEMS,
+    MAX_ITEM_FAILURES,
     AudioInput,
     Calibrate,
     CloseSession,
@@ -58,6 +59,7 @@ from bridge.protocol.requests import (
     Ping,
     Request,
     RequestError,
+    decode_item,
     decode_request,
 )
 from bridge.runtime.backend import BackendUnavailable, ModelRefused
@@ -585,7 +587,17 @@ class Bridge:
         """Each item as its own `input`: a bad one fails only itself, and the failed ones are answered
         together in one error reply; the good ones join the drain's batch."""
         failures = _ItemFailures(request.id, len(request.items))
-        for index, item in enumerate(request.items):
+        for index, raw in enumerate(request.items):
+            if len(failures.failed) == MAX_ITEM_FAILURES:  # the rest unexamined: one entry for them all
+                last = len(request.items) - 1
+                message = (
+                    f"items {index} to {last} not examined: over {MAX_ITEM_FAILURES} items of this "
+                    "message failed; they were dropped"
+                )
+                self._fail_item(failures, index, ErrorCode.BAD_VALUE, message, 0, None)
+                failures.failed[-1]["through"] = last
+                break
+            item = decode_item(raw)
             if isinstance(item, ItemError):
                 self._fail_item(failures, index, item.error.code, item.error.message, item.id, item.session)
                 continue

@@ -23,9 +23,12 @@ What libzmq does, and what we add (docs/architecture.md, "Frame delivery"):
   and reads at most `subscription_hwm` of them per connection at a time. The frames socket is an XPUB
   in manual mode: libzmq hands us every subscription and stores only those we apply, so
   `ConnectionSubscriptions` stores a prefix only if it can match a topic we publish, and at most
-  `max_subscriptions` per connection (the rest are refused, counted, and that connection simply gets
-  no frames for them). The I/O thread applies them (`pump_subscriptions`) so publishing threads
-  rarely meet them.
+  `max_subscriptions` per connection and `max_total_subscriptions` over all connections together
+  (the rest are refused, counted, and that connection simply gets no frames for them: libzmq's trie
+  costs ~2 KB per stored prefix, so 200 connections x 256 prefixes were +101 MB). The I/O thread
+  applies them (`pump_subscriptions`) so publishing threads rarely meet them, SUBSCRIPTION_SLICE
+  messages per hold of the publishing lock: a backlog of 51,200 subscriptions delays a frame by one
+  slice, not by all of them.
 - `Subscriptions` counts, per prefix, the connections holding it (the subscriptions and
   unsubscriptions that took effect, and the unsubscriptions libzmq writes for a connection that
   ended), so publishing can skip per-session frames nobody subscribes to (`matching`).
@@ -91,6 +94,7 @@ class TransportConfig:
     frames_sndbuf: int = 0  # kernel send buffer per subscriber, bytes; 0: autotuning (keep it > any message)
     subscription_hwm: int = 64  # subscription messages read per connection at a time
     max_subscriptions: int = 256  # prefixes one frames-port connection may hold; 0: no limit
+    max_total_subscriptions: int = 4096  # prefixes all frames-port connections may hold together; 0: none
     request_hwm: int = 1000  # replies queued per client before libzmq drops them
     # Requests buffered per client connection before libzmq stops reading it (TCP pushes back): with
     # the message size cap below, at most inbound_hwm x 2 x max_message_bytes bytes per connection.
@@ -109,6 +113,9 @@ MAX_TOPIC_BYTES = max(len(FRAME_TOPIC_PREFIX) + 16, MAX_BATCH_TOPIC_BYTES)
 # bytes): a prefix outside these can match nothing, so it is never stored.
 TOPIC_FAMILIES = (FRAME_TOPIC_PREFIX, EVENT_TOPIC_PREFIX, BATCH_TOPIC_PREFIX)
 MAX_STORED_PREFIX_BYTES = 32
+# Subscription messages read per hold of the publishing lock, and per I/O turn.
+SUBSCRIPTION_SLICE = 64
+SUBSCRIPTIONS_PER_TURN = 1024
 
 
 def can_match(prefix: bytes) -> bool:
@@ -127,9 +134,11 @@ class ConnectionSubscriptions:
     ended descriptor, but a monitor on the XPUB made a later XPUB in the same process miss
     subscriptions (seen with libzmq 4.3.5 through pyzmq), so the bridge does not use one there."""
 
-    def __init__(self, limit: int) -> None:
-        self.limit = limit  # 0: no limit
-        self.refused = 0  # subscriptions not stored: over the limit, or matching nothing we publish
+    def __init__(self, limit: int, total_limit: int = 0) -> None:
+        self.limit = limit  # per connection; 0: no limit
+        self.total_limit = total_limit  # over all connections; 0: no limit
+        self.refused = 0  # subscriptions not stored: over a limit, or matching nothing we publish
+        self.total = 0  # prefixes stored, over all connections
         self._held: dict[int, tuple[int, set[bytes]]] = {}  # descriptor: (inode, prefixes)
         self._ended = False  # a connection ended since the last `settle`
 
@@ -152,15 +161,20 @@ class ConnectionSubscriptions:
         if message[0]:
             if prefix in held:
                 return None
-            if not can_match(prefix) or (self.limit and len(held) >= self.limit):
+            full = (self.limit and len(held) >= self.limit) or (
+                self.total_limit and self.total >= self.total_limit
+            )
+            if full or not can_match(prefix):
                 self.refused += 1
                 return None
             held.add(prefix)
+            self.total += 1
             socket.setsockopt(zmq.SUBSCRIBE, prefix)
             return message
         if prefix not in held:
             return None
         held.discard(prefix)
+        self.total -= 1
         socket.setsockopt(zmq.UNSUBSCRIBE, prefix)
         return message
 
@@ -169,14 +183,17 @@ class ConnectionSubscriptions:
         belong to another connection."""
         if self._ended:
             self._ended = False
-            for fd, (inode, _) in list(self._held.items()):
+            for fd, (inode, prefixes) in list(self._held.items()):
                 if _inode(fd) != inode:
+                    self.total -= len(prefixes)
                     del self._held[fd]
 
     def _prefixes(self, fd: int) -> set[bytes]:
         inode = _inode(fd)
         record = self._held.get(fd)
         if record is None or record[0] != inode:
+            if record is not None:  # the descriptor's previous connection ended
+                self.total -= len(record[1])
             record = self._held[fd] = (inode, set())
         return record[1]
 
@@ -310,7 +327,7 @@ class BridgeSockets:
         self.pub.setsockopt(zmq.XPUB_NODROP, 1)
         self._pub_lock = threading.Lock()
         self.subscriptions = Subscriptions()
-        self.connections = ConnectionSubscriptions(config.max_subscriptions)
+        self.connections = ConnectionSubscriptions(config.max_subscriptions, config.max_total_subscriptions)
         curve = config.curve_secret_key is not None
         handshakes = sum(HANDSHAKE_FAILURES) if curve else 0
         self._router_monitor = self.router.get_monitor_socket(handshakes) if curve else None
@@ -352,23 +369,31 @@ class BridgeSockets:
         return self.publish(topic, payload)
 
     def pump_subscriptions(self) -> None:
-        """Apply the subscriptions that arrived (the I/O thread each turn, publishing before a call)."""
-        with self._pub_lock:
-            self._read_subscriptions()
+        """Apply the subscriptions that arrived (the I/O thread each turn, publishing before a call):
+        at most SUBSCRIPTIONS_PER_TURN, a slice per hold of the publishing lock."""
+        for _ in range(SUBSCRIPTIONS_PER_TURN // SUBSCRIPTION_SLICE):
+            with self._pub_lock:
+                if self._read_subscriptions() < SUBSCRIPTION_SLICE:
+                    return
 
     def matching(self, topics: Sequence[bytes]) -> list[bool]:
-        """For each topic, whether a subscriber would receive it now (subscriptions read first)."""
+        """For each topic, whether a subscriber would receive it now (subscriptions read first, one
+        slice: the I/O thread applies the rest)."""
         with self._pub_lock:
             self._read_subscriptions()
             return self.subscriptions.matching(topics)
 
-    def _read_subscriptions(self) -> None:
+    def _read_subscriptions(self) -> int:
+        """Apply at most SUBSCRIPTION_SLICE subscription messages (libzmq fair-queues them across
+        connections, so a new client's are among the first); how many were read."""
+        read = 0
         # A non-blocking recv processes libzmq's pending commands (new subscribers' pipes) first.
-        while True:
+        while read < SUBSCRIPTION_SLICE:
             try:
                 frame = self.pub.recv(zmq.NOBLOCK, copy=False)
             except zmq.Again:
                 break
+            read += 1
             effect = self.connections.admit(self.pub, frame)
             if effect is not None:
                 self.subscriptions.apply(effect)
@@ -376,6 +401,7 @@ class BridgeSockets:
         while self._pub_monitor is not None and self._pub_monitor.poll(0):
             event = recv_monitor_message(self._pub_monitor)
             self._pub_handshake_failures.append(HANDSHAKE_FAILURES.get(int(event["event"]), "other"))
+        return read
 
     def reply(self, envelope: tuple[bytes, ...], payload: bytes) -> str | None:
         """Send a reply (I/O thread); None once queued, else why it was dropped: `peer_full` (the
