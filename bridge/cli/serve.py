@@ -12,7 +12,7 @@ from typing import Any
 
 import zmq
 
-from bridge.cli.serve_config import ServeTable, TensorRTTable, TorchTable, load_serve_table
+from bridge.cli.serve_config import ServeTable, TensorRTTable, TorchTable, check_flags, load_serve_table
 from bridge.cli.sources import add_source_arguments, device_listing, source_specs, start_feeders
 from bridge.engine_builder.plan_manifest import PRECISIONS
 from bridge.outputs.cli import add_output_arguments, build_router
@@ -119,6 +119,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="sessions one client (connection or CURVE key) may hold open (64)",
     )
     parser.add_argument(
+        "--max-load",
+        type=float,
+        help="a model busy this fraction of the time refuses new sessions: AT_CAPACITY (0.85)",
+    )
+    parser.add_argument(
         "--max-queue-delay-us", type=int, help="longest wait for sessions due before a call (1000; 0: none)"
     )
     parser.add_argument(
@@ -185,6 +190,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def config_from_args(args: argparse.Namespace, table: ServeTable | None = None) -> ServeConfig:
     """The bridge's config from the flags, falling back to the config file's `[serve]` keys."""
+    check_flags(args)  # the file's ranges, for the flags that override it
     file_values = (table if table is not None else load_serve_table(args.config)).present()
 
     def pick(flag: str) -> Any:
@@ -221,6 +227,7 @@ def config_from_args(args: argparse.Namespace, table: ServeTable | None = None) 
         "idle_timeout_s": pick("idle_timeout"),
         "max_sessions": pick("max_sessions"),
         "max_sessions_per_client": pick("max_sessions_per_client"),
+        "max_load": pick("max_load"),
         "max_queue_delay_us": pick("max_queue_delay_us"),
         "prepare_workers": pick("prepare_workers"),
         "scheduler": pick("scheduler"),

@@ -76,11 +76,16 @@ def batch_topic(pipeline: str, group: str | bytes = "") -> bytes:
 MAX_BATCH_TOPIC_BYTES = len(batch_topic("motion", "g" * MAX_BATCH_GROUP_CHARS))
 
 
+NEW_BATCH_GROUP = "*"  # `batch_group: true`: the bridge makes an unguessable group (no name has a "*")
+
+
 def check_batch_group(value: object) -> str:
-    """A `batch_group` option's value, checked: 1-16 characters of [A-Za-z0-9_-] (BAD_TYPE for a
-    non-string, BAD_VALUE for anything else)."""
+    """A `batch_group` option's value, checked: 1-16 characters of [A-Za-z0-9_-], or `true` for a new
+    group the bridge names (NEW_BATCH_GROUP); BAD_TYPE for another type, BAD_VALUE for another string."""
+    if value is True:
+        return NEW_BATCH_GROUP
     if not isinstance(value, str):
-        raise ProtocolError(ErrorCode.BAD_TYPE, f"option '{BATCH_GROUP_OPTION}' must be a string")
+        raise ProtocolError(ErrorCode.BAD_TYPE, f"option '{BATCH_GROUP_OPTION}' must be a string or true")
     if not _GROUP.fullmatch(value):
         raise ProtocolError(
             ErrorCode.BAD_VALUE,

@@ -24,5 +24,7 @@ class ErrorCode(IntEnum):
     OVERLOADED = 205  # the session's input queue is full; this input was dropped
     NOT_OWNER = 206  # the session was opened by another client (connection or CURVE key)
     CLIENT_SESSION_LIMIT = 207  # this client holds its quota of open sessions
+    RATE_CHANGE_LIMIT = 208  # the session changed its audio sample rate too often; this input was dropped
+    AT_CAPACITY = 209  # the model's measured load leaves no room for another session
     # 5xx: the bridge failed.
     INTERNAL = 500

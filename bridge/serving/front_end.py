@@ -65,7 +65,13 @@ from bridge.serving.frames_forwarder import FramesForwarder
 from bridge.serving.server import ServeConfig, _user_id, write_ports_file
 from bridge.serving.workers import WorkerProcess, WorkerSpecFactory
 from bridge.transport.curve import start_authenticator
-from bridge.transport.zmq_sockets import HANDSHAKE_FAILURES, _bind, is_loopback, request_router
+from bridge.transport.zmq_sockets import (
+    HANDSHAKE_FAILURES,
+    _bind,
+    connection_of,
+    is_loopback,
+    request_router,
+)
 
 if TYPE_CHECKING:
     from bridge.serving.front_metrics import FrontEndMetrics
@@ -305,7 +311,12 @@ class FrontEnd:
 
     def _on_request(self, frames: list[zmq.Frame]) -> None:
         routing_id = frames[0].bytes
-        owner = b"key:" + _user_id(frames[-1], routing_id) if self._keyed else b"id:" + routing_id
+        # A client is its CURVE key or its connection (not the routing id alone: bridge.serving.server).
+        owner = (
+            b"key:" + _user_id(frames[-1], routing_id)
+            if self._keyed
+            else b"id:%s/%d" % (routing_id, connection_of(frames[-1]))
+        )
         client = self._client(owner, routing_id)
         body = frames[1:]
         if not client.dealers and self._linked >= self.max_client_links:

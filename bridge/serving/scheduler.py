@@ -101,6 +101,12 @@ RESTART_BACKOFF_S = 1.0  # a dead scheduler thread is restarted after this, doub
 STUCK_S = 5.0  # a round running longer than this makes the scheduler unhealthy
 BULK_SLICE_FRAMES = 4  # frames per bulk step while realtime sessions stream
 FAIR_WORK_MIN = 64  # the default fair share pool, in work units, when the largest batch is smaller
+# Pre-processing one round may spend before it leaves the rest for the next (at least one input runs):
+# a burst of heavy inputs (64 sessions' 1 s chunks at 192 kHz, ~0.5 s) is spread over rounds, and the
+# cheapest clients' inputs go first, so a light client's frame never waits behind a heavy client's.
+PREPARE_BUDGET_S = 0.004
+LOAD_WINDOW_S = 1.0  # the busy fraction (`load`) is measured over windows this long
+LOAD_SAMPLE_SESSIONS = 16  # the cost of a session is estimated from at least this many (batching)
 
 
 class Scheduler:
@@ -155,6 +161,15 @@ class Scheduler:
         self._dead_since: float | None = None  # dead and not restarted yet
         self._bulk_ids: set[str] = set()  # sessions whose latest step was bulk work
         self._bulk_waiting = False  # the last round left bulk work for a realtime gap
+        # Measured load: the fraction of the last window this thread spent in rounds, and the
+        # sessions it served then (admission: `projected_load`); the window in progress.
+        self.load = 0.0
+        self.streaming = 0
+        self._window_start = time.perf_counter()
+        self._busy_s = 0.0
+        self._served: set[str] = set()
+        # Pre-processing seconds per client, halved every window: the cheapest clients prepare first.
+        self._prepared_s: dict[bytes, float] = {}
         self._wake = threading.Condition()
         self._running = False
         self._workers = ThreadPoolExecutor(prepare_workers, "prepare") if prepare_workers > 1 else None
@@ -329,6 +344,7 @@ class Scheduler:
             self._arrived.clear()
             sessions = list(self._active.values())
         self.round_started = time.monotonic()
+        busy_since = time.perf_counter()
         self._round = sessions
         self._flush_outboxes()
         self._prepare(sessions)
@@ -364,6 +380,7 @@ class Scheduler:
                     self._active.pop(s.id, None)
                 elif s.id in self._active:
                     self._active.move_to_end(s.id)
+        self._account(time.perf_counter() - busy_since, sessions)
         return True
 
     def _run_bulk(self, group: list[Session]) -> None:
@@ -492,16 +509,47 @@ class Scheduler:
             self._wake.wait(remaining)
         return time.perf_counter() - now
 
+    def projected_load(self, more: int) -> float:
+        """The busy fraction with `more` sessions streaming besides those served now, each costing
+        the measured mean (over at least LOAD_SAMPLE_SESSIONS, as a lone session's calls cost more
+        per session than batched ones)."""
+        elapsed = time.perf_counter() - self._window_start
+        # An idle thread rolls no window: then the window in progress is the measure.
+        load, streaming = (
+            (self._busy_s / elapsed, len(self._served))
+            if elapsed >= LOAD_WINDOW_S
+            else (self.load, self.streaming)
+        )
+        return load + load / max(streaming, LOAD_SAMPLE_SESSIONS) * more
+
+    def _account(self, busy_s: float, sessions: list[Session]) -> None:
+        """Count a round's time and sessions in the load window; roll the window when it is full."""
+        self._busy_s += busy_s
+        self._served.update(s.id for s in sessions)
+        now = time.perf_counter()
+        if now - self._window_start >= LOAD_WINDOW_S:
+            self.load, self.streaming = self._busy_s / (now - self._window_start), len(self._served)
+            self._window_start, self._busy_s, self._served = now, 0.0, set()
+            self._prepared_s = {owner: t / 2 for owner, t in self._prepared_s.items() if t > 1e-4}
+
     def _prepare(self, sessions: list[Session]) -> None:
         waiting = [s for s in sessions if s.inbox and not s.closed]
         if self._workers is not None and len(waiting) > 1:
             list(self._workers.map(self._prepare_session, waiting))
-        else:
-            for s in waiting:
-                self._prepare_session(s)
+            return
+        # Sessions with no step for this round first, then the others' next inputs; within each, the
+        # clients that used the least pre-processing lately first. Past the budget the rest wait.
+        waiting.sort(key=lambda s: (bool(s.steps), self._prepared_s.get(s.owner, 0.0)))
+        deadline = time.perf_counter() + PREPARE_BUDGET_S
+        for s in waiting:
+            t0 = time.perf_counter()
+            if t0 > deadline:
+                break
+            self._prepare_session(s, deadline)
+            self._prepared_s[s.owner] = self._prepared_s.get(s.owner, 0.0) + time.perf_counter() - t0
 
-    def _prepare_session(self, s: Session) -> None:
-        while not s.closed:
+    def _prepare_session(self, s: Session, deadline: float = math.inf) -> None:
+        while not s.closed and time.perf_counter() <= deadline:
             with self._wake:  # the I/O thread clears a droppable inbox under this lock
                 if not s.inbox:
                     return

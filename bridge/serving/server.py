@@ -25,9 +25,11 @@ from __future__ import annotations
 
 import json
 import logging
+import secrets
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,6 +40,7 @@ from bridge import __version__
 from bridge.pipelines.base import Pipeline
 from bridge.pipelines.motion import FEATURE_COLS
 from bridge.pipelines.registry import PIPELINES, attach_bodies, attach_voices
+from bridge.protocol.batch_frames import NEW_BATCH_GROUP
 from bridge.protocol.codec import ProtocolError
 from bridge.protocol.errors import ErrorCode
 from bridge.protocol.events import encode_closed_event, encode_opened_event, encode_rig, event_topic
@@ -65,11 +68,12 @@ from bridge.protocol.requests import (
 from bridge.runtime.backend import BackendUnavailable, ModelRefused
 from bridge.runtime.engine import Engine
 from bridge.runtime.manifest import ManifestError, find_manifests
+from bridge.serving.calibrations import Calibrations
 from bridge.serving.publisher import GatedOutlet
 from bridge.serving.scheduler import Scheduler
 from bridge.serving.sessions import Session, SessionTable
 from bridge.serving.stats import BridgeStats
-from bridge.transport.zmq_sockets import BridgeSockets, Delivery, TransportConfig
+from bridge.transport.zmq_sockets import BridgeSockets, Delivery, TransportConfig, connection_of
 
 if TYPE_CHECKING:
     from bridge.serving.metrics import MetricsServer
@@ -88,6 +92,12 @@ DRAIN_COST = 4096
 COST_BYTES = 64 * 1024
 # Frames this large are read as views of libzmq's buffer: copying a 6 MB image costs ~1 ms of GIL.
 ZERO_COPY_BYTES = 64 * 1024
+# Sample-rate changes of one session's audio per second: each restarts its analysis (a new resampler
+# and stream), so a client alternating rates costs a restart per input.
+MAX_RATE_CHANGES_PER_S = 2
+# A session opened this recently without a frame yet is not in its model's measured load: admission
+# counts it as coming.
+FRESH_SESSION_S = 2.0
 # Error replies the scheduler threads may queue for the I/O thread; beyond it the oldest go (counted).
 MAX_PENDING_ERRORS = 1024
 
@@ -104,6 +114,9 @@ class ServeConfig:
     other_backend_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     models: dict[str, str] = field(default_factory=dict)  # pipeline -> default model name
     idle_timeout_s: float = 10.0
+    # A model's scheduler busy this fraction of the time (measured, projected with one more session)
+    # refuses new sessions: AT_CAPACITY (docs/operations.md, "Capacity").
+    max_load: float = 0.85
     max_sessions: int = 256
     max_sessions_per_client: int = 64  # sessions one client (connection, or CURVE key) may hold open
     max_pending: int = 64
@@ -208,6 +221,10 @@ class Bridge:
         self._backlog_messages = 0
         self._backlog_bytes = 0
         self._debt: dict[bytes, int] = {}
+        # Batch groups by owner: group -> (the client that opened it first, its open sessions); a group
+        # is another client's until its last session ends.
+        self._group_owners: dict[bytes, tuple[bytes, int]] = {}
+        self.calibrations = Calibrations()  # voice calibrations, off this thread
         self._stop = threading.Event()
 
     # ----------------------------------------------------------------- lifecycle
@@ -288,6 +305,7 @@ class Bridge:
             self.metrics.close()
         for session in self.sessions.all():
             self._end_session(session, "shutdown")
+        self.calibrations.close()
         for scheduler in self.schedulers.values():
             scheduler.stop()
         for models in self.pipelines.values():
@@ -313,6 +331,8 @@ class Bridge:
             self.stats.handshake_failures.update(self.sockets.handshake_failures())
             while self._pending_errors:
                 envelope, payload = self._pending_errors.popleft()
+                self._send(envelope, payload)
+            for envelope, payload in self.calibrations.finished():
                 self._send(envelope, payload)
             now = time.monotonic()
             if now >= next_reap:
@@ -363,7 +383,13 @@ class Bridge:
                 return
             parts = [f.bytes if len(f) < ZERO_COPY_BYTES else f.buffer for f in frames]
             identity = frames[0].bytes
-            owner = b"key:" + _user_id(frames[-1], identity) if self._keyed else b"id:" + identity
+            # A client is its CURVE key, or its connection: the routing id alone would let a new
+            # connection that reuses it (ZMQ_ROUTING_ID) inherit the sessions of one that ended.
+            owner = (
+                b"key:" + _user_id(frames[-1], identity)
+                if self._keyed
+                else b"id:%s/%d" % (identity, connection_of(frames[-1]))
+            )
             self._backlog.setdefault(owner, deque()).append(parts)
             self._backlog_messages += 1
             self._backlog_bytes += sum(len(p) for p in parts)
@@ -512,8 +538,8 @@ class Bridge:
             )
         elif isinstance(request, Calibrate):
             session = self._session(request.session, owner)
-            # Without audio: the neutral face (face tracking); with it: the voice's five vowels (speech,
-            # measured in this thread; bounded by MAX_CALIBRATION_S).
+            # Without audio: the neutral face (face tracking, a flag set here); with it: the voice's five
+            # vowels (speech, measured on the calibration thread; bounded by MAX_CALIBRATION_S).
             voice = request.samples is not None
             calibrate = getattr(session.pipeline, "calibrate_voice" if voice else "calibrate", None)
             if calibrate is None:
@@ -521,13 +547,45 @@ class Bridge:
                 raise ProtocolError(
                     ErrorCode.BAD_VALUE, f"model {session.pipeline.model_name} has no {kind} calibration"
                 )
-            args = (request.rate, request.samples) if voice else ()
-            measured = calibrate(session.state, *args) or {}
-            self._send(envelope, reply("calibrate", request.id, session=session.id, **measured))
+            session.last_seen = time.monotonic()  # a calibration is activity: it keeps the session
+            if voice:
+                self._calibrate_voice(envelope, owner, session, request, calibrate)
+                return
+            calibrate(session.state)
+            self._send(envelope, reply("calibrate", request.id, session=session.id))
         elif isinstance(request, Ping):
             if request.session is not None:
                 self._session(request.session, owner).last_seen = time.monotonic()
             self._send(envelope, reply("pong", request.id, t_ns=time.time_ns()))
+
+    def _calibrate_voice(
+        self,
+        envelope: tuple[bytes, ...],
+        owner: bytes,
+        session: Session,
+        request: Calibrate,
+        calibrate_voice: Callable[..., dict[str, Any] | None],
+    ) -> None:
+        """Measure the voice on the calibration thread; its reply goes out from this thread when done."""
+        rate, samples = request.rate, request.samples
+
+        def job() -> bytes:
+            try:
+                measured = calibrate_voice(session.state, rate, samples) or {}
+            except ProtocolError as exc:
+                self.stats.count_error(exc.code.name)
+                return error_reply(exc.code, exc.message, request.id, session.id)
+            except Exception as exc:
+                log.exception("voice calibration failed for session %s", session.id)
+                self.stats.count_error(ErrorCode.INTERNAL.name)
+                return error_reply(ErrorCode.INTERNAL, f"internal error: {exc}", request.id, session.id)
+            finally:
+                session.last_seen = time.monotonic()
+            return reply("calibrate", request.id, session=session.id, **measured)
+
+        refused = self.calibrations.submit(owner, envelope, job)
+        if refused is not None:
+            raise ProtocolError(ErrorCode.OVERLOADED, f"calibration refused: {refused}")
 
     def _on_open(self, envelope: tuple[bytes, ...], owner: bytes, request: OpenSession) -> None:
         models = self.pipelines.get(request.pipeline)
@@ -553,14 +611,18 @@ class Bridge:
             raise ProtocolError(
                 ErrorCode.CLIENT_SESSION_LIMIT, f"this client already has {quota} sessions open (its quota)"
             )
+        group = self._group_for(owner, request.batch_group)
         pipeline = pipeline.variant(request.options)  # e.g. face tracking with `speech: true`
+        self._admit(pipeline)
         state = pipeline.open_session(request.options)
         session = Session(self.sessions.new_id(), pipeline, state, envelope, owner)
         with self._end_lock:
             self.sessions.add(session)
             self._live.add(session.topic)
-            if request.batch_group:
-                self._groups[session.topic] = request.batch_group.encode()
+            if group:
+                self._groups[session.topic] = group
+                held = self._group_owners.get(group, (owner, 0))[1]
+                self._group_owners[group] = (owner, held + 1)
         self.stats.sessions_opened += 1
         description: dict[str, Any] = {
             "pipeline": pipeline.name,
@@ -570,6 +632,8 @@ class Bridge:
         }
         self.sockets.publish_event(event_topic(session.id), encode_opened_event(session.id, **description))
         extra: dict[str, Any] = {"feature_cols": FEATURE_COLS} if "features" in pipeline.accepts else {}
+        if group:
+            extra["batch_group"] = group.decode()
         self._send(
             envelope,
             reply(
@@ -582,6 +646,43 @@ class Bridge:
                 **extra,
             ),
         )
+
+    def _group_for(self, owner: bytes, asked: str) -> bytes:
+        """The batch group of a session `owner` opens: none, a new unguessable one (`batch_group: true`),
+        or the one named, if no other client holds it (NOT_OWNER)."""
+        if not asked:
+            return b""
+        if asked == NEW_BATCH_GROUP:
+            while (group := secrets.token_urlsafe(12).encode()) in self._group_owners:  # 96 bits
+                pass
+            return group
+        group = asked.encode()
+        holder = self._group_owners.get(group)
+        if holder is not None and holder[0] != owner:
+            raise ProtocolError(
+                ErrorCode.NOT_OWNER,
+                f"batch group '{asked}' belongs to another client; open with batch_group: true for a new one",
+            )
+        return group
+
+    def _admit(self, pipeline: Pipeline[Any, Any]) -> None:
+        """Refuse a new session (AT_CAPACITY) when its model's measured load leaves no room for it."""
+        scheduler = self.schedulers[pipeline]
+        # Those opened lately that made no frame yet are not in the measure: count them as coming.
+        since = time.monotonic() - FRESH_SESSION_S
+        coming = sum(
+            1
+            for s in self.sessions.all()
+            if s.pipeline is pipeline and s.frames_published == 0 and s.opened_at > since
+        )
+        projected = scheduler.projected_load(coming + 1)
+        if projected > self.config.max_load:
+            raise ProtocolError(
+                ErrorCode.AT_CAPACITY,
+                f"model {pipeline.model_name} is at capacity: its scheduler would be busy "
+                f"{projected:.0%} of the time with one more session (limit {self.config.max_load:.0%}); "
+                "the open sessions keep their frames: try later or another bridge",
+            )
 
     def _on_inputs(self, envelope: tuple[bytes, ...], owner: bytes, request: Inputs) -> None:
         """Each item as its own `input`: a bad one fails only itself, and the failed ones are answered
@@ -628,6 +729,15 @@ class Bridge:
                 f"{session.pipeline.name} sessions accept {', '.join(session.pipeline.accepts)}, not {kind}",
             )
         session.pipeline.validate(session.state, item)
+        if isinstance(item, AudioInput) and not session.note_rate(
+            item.rate, time.monotonic(), MAX_RATE_CHANGES_PER_S
+        ):
+            raise ProtocolError(
+                ErrorCode.RATE_CHANGE_LIMIT,
+                f"session {session.id} changed its audio sample rate more than {MAX_RATE_CHANGES_PER_S} "
+                f"times within a second (now {item.rate} Hz, was {session.audio_rate} Hz); input dropped: "
+                "keep one rate per stream",
+            )
         self._batch.setdefault(self.schedulers[session.pipeline], []).append((envelope, session, item, of))
         self._batched.add(envelope)
         if of is not None:
@@ -652,7 +762,13 @@ class Bridge:
             if self.sessions.remove(session.id) is None:
                 return
             self._live.discard(session.topic)
-            self._groups.pop(session.topic, None)
+            group = self._groups.pop(session.topic, None)
+            if group is not None:
+                holder, held = self._group_owners[group]
+                if held > 1:
+                    self._group_owners[group] = (holder, held - 1)
+                else:
+                    del self._group_owners[group]
             closed = encode_closed_event(session.id, reason=reason, frames_published=session.frames_published)
             self.sockets.publish_event(event_topic(session.id), closed)
 

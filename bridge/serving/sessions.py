@@ -30,6 +30,10 @@ class Session:
     frames_dropped: int = 0  # frames no subscriber got: add with `drop_frames`
     inputs_dropped: int = 0
     closed: bool = False
+    # The sample rate of its audio so far and when it last changed (I/O thread only): each change
+    # restarts the analysis, so changes are bounded per second (`note_rate`).
+    audio_rate: int = 0
+    rate_changes: deque[float] = field(default_factory=deque)
     # Decoded inputs waiting for pre-processing and engine steps waiting for the engine; both are
     # touched only by the session's scheduler thread, except `inbox`, which the I/O thread appends to.
     inbox: deque[tuple[float, Input]] = field(default_factory=deque)  # (perf_counter at submit, input)
@@ -43,6 +47,20 @@ class Session:
 
     def __post_init__(self) -> None:
         self.topic = frame_topic(self.id)
+
+    def note_rate(self, rate: int, now: float, per_second: int) -> bool:
+        """Take `rate` as the rate of its next audio; False (nothing changed) when that would be its
+        `per_second`+1-th change within the last second."""
+        if rate == self.audio_rate:
+            return True
+        while self.rate_changes and now - self.rate_changes[0] >= 1.0:
+            self.rate_changes.popleft()
+        if self.audio_rate and len(self.rate_changes) >= per_second:
+            return False
+        if self.audio_rate:  # the first rate is no change
+            self.rate_changes.append(now)
+        self.audio_rate = rate
+        return True
 
     def drop_frames(self, frames: int, *, were_published: bool = False) -> None:
         """Count frames this session lost (`were_published`: already counted as published)."""

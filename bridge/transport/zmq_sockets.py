@@ -206,6 +206,15 @@ def _inode(fd: int) -> int:
         return -1
 
 
+def connection_of(frame: zmq.Frame) -> int:
+    """The connection a received message came on, as its socket's inode (-1: unknown): a new
+    connection differs from an old one even where it reuses the routing id and the descriptor."""
+    try:
+        return _inode(frame.get(zmq.SRCFD))
+    except zmq.ZMQError:
+        return -1
+
+
 class Subscriptions:
     """Subscribed prefixes of the frames socket, with the connections holding each (fed the
     messages that took effect: `ConnectionSubscriptions.admit`)."""
