@@ -86,3 +86,15 @@ def test_serve_refuses_a_folder_without_models(tmp_path: Path) -> None:
         "serve", "--engines", str(tmp_path), "--no-face-tracking", "--request-port", "0", "--frames-port", "0"
     )
     assert done.returncode == 2 and "manifest" in done.stderr
+
+
+def test_the_demo_counts_answered_overload_as_a_note_not_a_failure() -> None:
+    from bridge.cli.demo import _worked
+    from bridge.harness.run import HarnessReport
+
+    def report(errors: list[str], lost: int = 0) -> HarnessReport:
+        return HarnessReport("motion", 1, 8.0, 60.0, 480, 474, 474, lost, 0, errors, 1, 2, 3, 0.5, 1, 59)
+
+    busy = "OVERLOADED: session 1 is over its pending bound; input dropped"
+    assert _worked(report([busy, busy])) and not _worked(report([busy], lost=1))
+    assert not _worked(report(["BAD_VALUE: audio: wrong rate"]))

@@ -213,7 +213,18 @@ def run(args: argparse.Namespace) -> int:
     print(f"\nwrote {', '.join(map(str, [*written, args.out / 'summary.json']))}")
     if not models["face"]["trained"]:
         print(f"note: the face ran on untrained weights (its output means nothing): {how_to_get()}")
-    return 0 if all(r.ok for r in reports.values()) else 1
+    busy = sum(e.startswith("OVERLOADED") for r in reports.values() for e in r.errors)
+    if busy:
+        print(f"note: the machine was too busy for real time: {busy} inputs refused as OVERLOADED (answered)")
+    return 0 if all(_worked(r) for r in reports.values()) else 1
+
+
+def _worked(report: HarnessReport) -> bool:
+    """Frames came back, none lost or invalid, and no error but OVERLOADED: on a busy machine the bridge
+    refuses inputs over a session's bound, and answers each, as the protocol says; the demo still shows
+    the pipelines work, so that is a note, not a failure."""
+    errors = [e for e in report.errors if not e.startswith("OVERLOADED")]
+    return report.frames_received > 0 and report.frames_lost == 0 and not report.invalid_frames and not errors
 
 
 def _model_used(bridge: Bridge, pipeline: str) -> dict[str, Any]:
