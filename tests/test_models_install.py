@@ -152,4 +152,3 @@ def test_cli_installs_a_file_and_names_where_it_went(
     assert cli.main(["models", "install", "face", "--file", str(real.path)]) == 0
     out = capsys.readouterr().out
     assert f"{cache / 'face_landmarker' / loc.BUNDLE_NAME} (user cache), sha256 {loc.BUNDLE_SHA256}" in out
-
