@@ -7,7 +7,7 @@ import logging
 from collections.abc import Sequence
 
 from bridge import __version__
-from bridge.cli import bench, dance, demo, harness, keys, models, serve, triton_repo
+from bridge.cli import bench, dance, demo, doctor, harness, keys, models, serve, triton_repo
 from bridge.engine_builder import cli as build_cli
 from bridge.outputs import cli as outputs_cli
 
@@ -41,6 +41,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=triton_repo.run)
     models.add_arguments(p := sub.add_parser("models", help="install model files the bridge never ships"))
     p.set_defaults(func=models.run)
+    doctor.add_arguments(
+        p := sub.add_parser(
+            "doctor", help="what each use needs here (models, ports, cameras, sound, GPU) and fixes"
+        )
+    )
+    p.set_defaults(func=doctor.run)
     outputs_cli.register_commands(sub)
     build_cli.register_commands(sub)
     return parser

@@ -79,7 +79,8 @@ def _doctor(ns: argparse.Namespace) -> int:
 
 
 def register_commands(subparsers: Any) -> None:
-    """Add build-engine, quantize and doctor to an argparse subparsers object."""
+    """Add build-engine and quantize to an argparse subparsers object (`avatar-bridge doctor` is
+    bridge.cli.doctor, which includes this module's GPU doctor)."""
     from bridge.engine_builder.arguments import add_build_arguments
 
     p = subparsers.add_parser(
@@ -111,6 +112,8 @@ def register_commands(subparsers: Any) -> None:
     q.add_argument("--seed", type=int, default=0)
     q.set_defaults(func=_quantize)
 
+
+def _register_gpu_doctor(subparsers: Any) -> None:
     d = subparsers.add_parser("doctor", help="TensorRT, CUDA and GPUs here; which backends and plans can run")
     d.add_argument("--engines", type=Path, default=Path("engines"), help="folder of plans to check")
     d.add_argument("--rebuild-on-mismatch", action="store_true", help="rebuild plans a rebuild can fix")
@@ -121,7 +124,9 @@ def register_commands(subparsers: Any) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="avatar-bridge")
     parser.add_argument("-v", "--verbose", action="store_true")
-    register_commands(parser.add_subparsers(dest="command", required=True))
+    subparsers = parser.add_subparsers(dest="command", required=True)
+    register_commands(subparsers)
+    _register_gpu_doctor(subparsers)  # `python -m bridge.engine_builder.cli doctor`: the GPU part alone
     ns = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if ns.verbose else logging.WARNING)
     return int(ns.func(ns))
