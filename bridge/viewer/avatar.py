@@ -29,7 +29,7 @@ from bridge.viewer.glb import ARRAY_BUFFER, ELEMENT_ARRAY_BUFFER, GlbBuilder
 
 log = logging.getLogger(__name__)
 
-GENERATOR_VERSION = 1  # bump when the figure changes: the cached file's name carries it
+GENERATOR_VERSION = 2  # bump when the figure changes: the cached file's name carries it
 F32 = npt.NDArray[np.float32]
 F64 = npt.NDArray[np.float64]
 
@@ -121,7 +121,7 @@ def _ellipsoid(
     for i in range(rings):
         for j in range(segments):
             a, b = i * (segments + 1) + j, (i + 1) * (segments + 1) + j
-            quads += [(a, b, a + 1), (a + 1, b, b + 1)]
+            quads += [(a, a + 1, b), (a + 1, b + 1, b)]  # counter-clockwise seen from outside
     indices = np.asarray(quads, np.uint32).reshape(-1)
     return local + np.asarray(center, np.float64), normals, indices
 

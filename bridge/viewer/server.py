@@ -5,8 +5,9 @@ One thread runs an asyncio loop with two parts:
   a small receive high-water mark: when this thread falls behind, ZeroMQ drops frames for it and the
   bridge never waits;
 - a `websockets` server that serves the page, the avatar files and `/ws`.
-Each browser connection holds at most one pending frame per session (latest wins: a newer frame
-replaces one not yet sent) and a bounded queue of opened/closed notices; its sender task writes them
+Each browser connection holds at most `FRAMES_PER_SESSION` unsent frames per session, enough to ride
+out a short stall of this loop without a gap; past that the oldest goes (latest wins), and a bounded
+queue of opened/closed notices; its sender task writes them
 while the socket has room (`write_limit`). A browser that stops reading holds only that: its notices
 overflow or a send times out, and it is disconnected. Connections are limited in number; requests
 and incoming messages in size.
@@ -49,6 +50,7 @@ from bridge.viewer.vrm_check import Avatar
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_CONNECTIONS = 16
+FRAMES_PER_SESSION = 8  # unsent frames a connection keeps per session (130 ms at 60 fps) before dropping
 SUB_RCVHWM = 256  # messages; a few frames per session before ZeroMQ drops for this reader
 WRITE_LIMIT = 256 * 1024  # bytes buffered per connection before its sender waits
 MAX_NOTICES = 1024  # opened/closed notices queued per connection; past it the browser is too slow
@@ -81,7 +83,7 @@ def static_dir() -> Path:
 class _Client:
     connection: ServerConnection
     notices: deque[str] = field(default_factory=deque)
-    latest: dict[str, str] = field(default_factory=dict)  # session -> its newest unsent frame
+    latest: dict[str, deque[str]] = field(default_factory=dict)  # session -> its newest unsent frames
     wake: asyncio.Event = field(default_factory=asyncio.Event)
     frames_sent: int = 0
     frames_replaced: int = 0
@@ -106,6 +108,7 @@ class ViewerServer:
         self.config = config
         self.port = config.port
         self.frames_received = 0
+        self.frames_replaced = 0  # frames a connection dropped unsent for newer ones (all connections)
         self.connections_refused = 0
         self._clients: set[_Client] = set()
         self._table = ObservedSessions()
@@ -234,9 +237,11 @@ class ViewerServer:
             self._announce(opened_message(self._table.info_for(frame)))
         text = to_text(frame_message(frame))
         for client in self._clients:
-            if session in client.latest:
+            pending = client.latest.setdefault(session, deque(maxlen=FRAMES_PER_SESSION))
+            if len(pending) == FRAMES_PER_SESSION:
                 client.frames_replaced += 1
-            client.latest[session] = text
+                self.frames_replaced += 1
+            pending.append(text)
             client.wake.set()
 
     def _notify(self, client: _Client, text: str) -> None:
@@ -328,7 +333,10 @@ class ViewerServer:
                         text = client.notices.popleft()
                     else:
                         session = next(iter(client.latest))
-                        text = client.latest.pop(session)
+                        pending = client.latest.pop(session)
+                        text = pending.popleft()
+                        if pending:  # its next frame waits behind the other sessions' (round robin)
+                            client.latest[session] = pending
                         client.frames_sent += 1
                     await asyncio.wait_for(connection.send(text), SEND_TIMEOUT_S)
         except asyncio.TimeoutError:

@@ -10,7 +10,8 @@ import { SPACING_M, wallNowMs, toVrmQuat, toVrmVec, arkitToExpression, restPose,
 const canvas = document.getElementById('scene');
 const hud = document.getElementById('hud');
 const errorBox = document.getElementById('error');
-const renderer = new THREE.WebGLRenderer({ canvas, antialias: true, preserveDrawingBuffer: true });
+// No MSAA: headless browsers render in software, where it costs most of the frame.
+const renderer = new THREE.WebGLRenderer({ canvas, antialias: false, preserveDrawingBuffer: true });
 renderer.setPixelRatio(1);
 renderer.outputColorSpace = THREE.SRGBColorSpace;
 const scene = new THREE.Scene();
@@ -32,10 +33,13 @@ const state = {
   renders: 0, renderFps: 0, latencies: [], sessions: {},
 };
 window.__viewer = state;
+// The live objects, for tests that look deeper than the summary (not enumerated: JSON copies skip it).
+Object.defineProperty(state, 'three', { value: { scene, camera, renderer, sessions: null }, enumerable: false });
 
 let avatarBytes = null; // the VRM file, fetched once; each session parses its own copy
 let defaultAvatarUrl = null;
 const sessions = new Map(); // id -> session record
+state.three.sessions = sessions;
 const loader = new GLTFLoader();
 loader.register((parser) => new VRMLoaderPlugin(parser));
 
@@ -57,7 +61,7 @@ async function fetchAvatar(url) {
 async function parseVrm(bytes) {
   const gltf = await loader.parseAsync(bytes.slice(0), '');
   const vrm = gltf.userData.vrm;
-  if (!vrm) throw new Error('the file is glTF but has no VRM extension (VRMC_vrm or VRM)');
+  if (!vrm) throw new Error('three-vrm found no usable VRM in it (a VRMC_vrm or VRM extension with a humanoid)');
   if (!vrm.humanoid || !vrm.humanoid.getNormalizedBoneNode('hips')) throw new Error('the VRM has no humanoid hips bone');
   VRMUtils.removeUnnecessaryVertices(gltf.scene);
   VRMUtils.combineSkeletons(gltf.scene);

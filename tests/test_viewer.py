@@ -1,0 +1,224 @@
+"""The viewer without a browser: the generated avatar, the avatar check, `--viewer` addresses, the
+WebSocket feed's messages and its bounds (a flood of connections while a bystander keeps every frame)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import struct
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import ExitStack
+from pathlib import Path
+
+import pytest
+from websockets.exceptions import InvalidStatus
+from websockets.sync.client import ClientConnection, connect
+
+from bridge.harness.client import BridgeClient
+from bridge.rig.arkit import ARKIT_NAMES, to_apple_name
+from bridge.serving.server import Bridge
+from bridge.viewer.avatar import BONES, PRESETS, build_default_avatar
+from bridge.viewer.cli import parse_address, start_viewer
+from bridge.viewer.server import ViewerConfig, ViewerServer
+from bridge.viewer.vrm_check import AvatarError, load_avatar
+
+from .conftest import start_bridge, stop_bridge
+from .viewer_support import features_feeder, viewer_on
+
+
+def _gltf(data: bytes) -> dict[str, object]:
+    (length,) = struct.unpack_from("<I", data, 12)
+    parsed: dict[str, object] = json.loads(data[20 : 20 + length])
+    return parsed
+
+
+@pytest.fixture(scope="module")
+def bridge() -> Iterator[Bridge]:
+    server, thread = start_bridge(idle_timeout_s=3.0)
+    yield server
+    stop_bridge(server, thread)
+
+
+@pytest.fixture(scope="module")
+def avatar_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("avatar") / "default.vrm"
+    path.write_bytes(build_default_avatar())
+    return path
+
+
+def test_default_avatar_is_a_vrm_1_humanoid_with_the_arkit_shapes(avatar_file: Path) -> None:
+    avatar = load_avatar(avatar_file)  # the same check a user's file gets
+    assert avatar.vrm_version == "1.0"
+    gltf = _gltf(avatar.data)
+    vrm = gltf["extensions"]["VRMC_vrm"]  # type: ignore[index]
+    assert vrm["specVersion"] == "1.0"
+    bones = vrm["humanoid"]["humanBones"]
+    required = {"hips", "spine", "head"} | {
+        f"{s}{b}"
+        for s in ("left", "right")
+        for b in ("UpperArm", "LowerArm", "Hand", "UpperLeg", "LowerLeg", "Foot")
+    }
+    assert required <= set(bones) == set(BONES)
+    nodes = gltf["nodes"]  # type: ignore[index]
+    assert all("rotation" not in nodes[b["node"]] for b in bones.values())  # VRM 1.0: no bone rotations
+    apple = [to_apple_name(n) for n in ARKIT_NAMES]
+    face = next(m for m in gltf["meshes"] if m["name"] == "Face")  # type: ignore[attr-defined]
+    assert face["extras"]["targetNames"] == apple
+    assert all(len(p["targets"]) == 52 for p in face["primitives"])
+    assert set(vrm["expressions"]["custom"]) == set(apple)
+    assert set(PRESETS) <= set(vrm["expressions"]["preset"])
+    # Every ARKit shape moves something, the feet stand on the floor.
+    accessors = gltf["accessors"]  # type: ignore[index]
+    for name, target in zip(apple, face["primitives"][0]["targets"], strict=True):
+        moved = [
+            max(abs(v) for v in accessors[t["POSITION"]]["min"] + accessors[t["POSITION"]]["max"])
+            for t in (p["targets"][apple.index(name)] for p in face["primitives"])
+        ]
+        assert max(moved) > 0.002, name
+        assert target["POSITION"] is not None
+    body = next(m for m in gltf["meshes"] if m["name"] == "Body")  # type: ignore[attr-defined]
+    lowest = min(accessors[p["attributes"]["POSITION"]]["min"][1] for p in body["primitives"])
+    assert 0.0 <= lowest < 0.005  # the soles on the floor
+
+
+def test_bad_avatars_are_refused_with_a_reason(tmp_path: Path, avatar_file: Path) -> None:
+    good = avatar_file.read_bytes()
+    cases = {
+        "text.vrm": (b"hello, not a model", "not a VRM file"),
+        "truncated.vrm": (good[:1000], "header says"),
+    }
+    gltf = _gltf(good)
+    del gltf["extensions"]
+    cases["plain-gltf.vrm"] = (_glb(gltf, good), "without a VRM extension")
+    remote = _gltf(good)
+    remote["images"] = [{"uri": "http://avatar.invalid/x.png"}]
+    cases["remote.vrm"] = (_glb(remote, good), "outside the file")
+    overrun = _gltf(good)
+    overrun["accessors"][0]["count"] = 10**9  # type: ignore[index]
+    cases["overrun.vrm"] = (_glb(overrun, good), "reads")
+    deep = b'{"a":' * 100000 + b"1" + b"}" * 100000
+    header = struct.pack("<4sII", b"glTF", 2, 20 + len(deep)) + struct.pack("<I4s", len(deep), b"JSON")
+    cases["deep.vrm"] = (header + deep, "does not parse")
+    for name, (data, reason) in cases.items():
+        path = tmp_path / name
+        path.write_bytes(data)
+        with pytest.raises(AvatarError, match=reason):
+            load_avatar(path)
+
+
+def _glb(gltf: dict[str, object], original: bytes) -> bytes:
+    """`gltf` as the JSON chunk with the original file's binary chunk."""
+    (json_length,) = struct.unpack_from("<I", original, 12)
+    binary = original[20 + json_length + (-json_length % 4) :]
+    text = json.dumps(gltf).encode()
+    text += b" " * (-len(text) % 4)
+    body = struct.pack("<I4s", len(text), b"JSON") + text + binary
+    return struct.pack("<4sII", b"glTF", 2, 12 + len(body)) + body
+
+
+def test_viewer_addresses() -> None:
+    assert parse_address("8080") == ("127.0.0.1", 8080)
+    assert parse_address("0.0.0.0:9000") == ("0.0.0.0", 9000)
+    assert parse_address("[::1]:0") == ("::1", 0)
+    for bad in ("x", "host:port", "70000"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            parse_address(bad)
+
+
+def test_a_remote_viewer_needs_insecure_remote(bridge: Bridge) -> None:
+    args = argparse.Namespace(viewer=("0.0.0.0", 0), avatar=None)
+    with pytest.raises(ValueError, match="insecure-remote"):
+        start_viewer(args, bridge.sockets.frames_endpoint, insecure_remote=False)
+
+
+def _messages(ws: ClientConnection, until: float) -> list[dict[str, object]]:
+    out = []
+    while time.monotonic() < until:
+        try:
+            out.append(json.loads(ws.recv(timeout=max(0.01, until - time.monotonic()))))
+        except TimeoutError:
+            break
+    return out
+
+
+def test_feed_says_hello_opened_frames_closed_and_serves_the_files(bridge: Bridge) -> None:
+    client = BridgeClient(request_port=bridge.sockets.request_port)
+    client.hello()
+    with viewer_on(bridge) as viewer:
+        with urllib.request.urlopen(f"{viewer.url}avatar/default.vrm", timeout=5) as response:
+            assert response.read(4) == b"glTF"
+        with pytest.raises(urllib.error.HTTPError) as missing:
+            urllib.request.urlopen(f"{viewer.url}avatar/../../etc/passwd", timeout=5)
+        assert missing.value.code == 404
+        ws_url = viewer.url.replace("http", "ws") + "ws"
+        with pytest.raises(InvalidStatus):  # another site's page may not read the frames
+            connect(ws_url, origin="http://elsewhere.invalid").close()  # type: ignore[arg-type]
+        with connect(ws_url) as ws:
+            hello = json.loads(ws.recv(timeout=5))
+            assert hello["type"] == "hello" and hello["avatar"]["url"] == "/avatar/default.vrm"
+            session = client.open("motion")["session"]
+            time.sleep(0.05)
+            feeder = features_feeder(client, session).start()
+            time.sleep(0.5)
+            feeder.stop()
+            client.close_session(session)
+            got = _messages(ws, time.monotonic() + 2.0)
+    client.close()
+    mine = [m for m in got if m.get("session") == session]
+    kinds = [m["type"] for m in mine]
+    assert kinds[0] == "opened" and kinds[-1] == "closed" and kinds.count("frame") >= 5, kinds
+    opened = mine[0]
+    assert opened["pipeline"] == "motion" and len(opened["joints"]) == 24  # type: ignore[arg-type]
+    assert opened["floor_y"] < opened["rest_pelvis_y"]  # type: ignore[operator]
+    frame = next(m for m in mine if m["type"] == "frame")
+    assert len(frame["joints"]) == 96 and len(frame["root"]) == 3  # type: ignore[arg-type]
+    assert abs(frame["t_publish_ms"] - time.time() * 1000) < 10_000  # type: ignore[operator]
+
+
+def test_connection_flood_is_bounded_and_a_bystander_keeps_every_frame(
+    bridge: Bridge, avatar_file: Path
+) -> None:
+    limit = 4
+    viewer = ViewerServer(
+        ViewerConfig(
+            "127.0.0.1", 0, bridge.sockets.frames_endpoint, load_avatar(avatar_file), max_connections=limit
+        )
+    )
+    viewer.start()
+    client = BridgeClient(request_port=bridge.sockets.request_port)
+    client.hello()
+    url = f"ws://127.0.0.1:{viewer.port}/ws"
+    try:
+        with ExitStack() as connections:
+            bystander = connections.enter_context(connect(url, close_timeout=0.2))
+            assert json.loads(bystander.recv(timeout=5))["type"] == "hello"
+            session = client.open("motion")["session"]
+            time.sleep(0.05)
+            feeder = features_feeder(client, session, rate_hz=20.0).start()
+            received: list[dict[str, object]] = []
+            reader = threading.Thread(
+                target=lambda: received.extend(_messages(bystander, time.monotonic() + 3.0))
+            )
+            reader.start()
+            flood, refused = 0, 0
+            for _ in range(60):  # 60 browsers that connect and never read: only limit - 1 get in
+                try:
+                    connections.enter_context(connect(url, open_timeout=5, close_timeout=0.2))
+                    flood += 1
+                except InvalidStatus as exc:
+                    assert exc.response.status_code == 503
+                    refused += 1
+            time.sleep(1.0)
+            feeder.stop()
+            reader.join()
+            assert (flood, refused) == (limit - 1, 60 - (limit - 1))
+            assert viewer.connections() == limit and viewer.connections_refused == refused
+        seqs = [m["seq"] for m in received if m["type"] == "frame" and m["session"] == session]
+        assert len(seqs) >= 20 and seqs == list(range(seqs[0], seqs[0] + len(seqs))), seqs  # no gap
+    finally:
+        client.close()
+        viewer.stop()
