@@ -41,7 +41,29 @@ if [[ $dev == 1 ]] && command -v apt-get >/dev/null; then
     # The Unity package's tarball (scripts/pack_unity.sh) needs npm. Only where it is missing: a Node.js
     # from elsewhere (NodeSource's nodejs carries its own npm) must not be swapped for Debian's.
     command -v npm >/dev/null || apt_install nodejs npm
+    # The live viewer's browser tests: Debian's headless Chromium (Playwright drives it; no browser download).
+    apt_install chromium chromium-driver
 fi
+
+# The live viewer's page (viewer/: three.js, @pixiv/three-vrm, esbuild from the lockfile) bundled into
+# bridge/viewer/static/, where node exists; rebuilt only when its sources are newer than the bundle.
+# Without node the viewer says how to build it (a wheel carries the built page: pip users need no node).
+build_viewer() {
+    local bundle=bridge/viewer/static/viewer.js
+    if [[ -f $bundle && -z $(find viewer/src viewer/index.html viewer/build.mjs viewer/package-lock.json -newer "$bundle" 2>/dev/null) ]]; then
+        return 0
+    fi
+    if ! command -v npm >/dev/null; then
+        echo "== viewer page not built: no npm here (serve --viewer needs it; see docs/viewer.md)"
+        return 0
+    fi
+    echo "== viewer page (npm ci, esbuild)"
+    if [[ ! -d viewer/node_modules || viewer/package-lock.json -nt viewer/node_modules ]]; then
+        (cd viewer && npm ci --no-audit --no-fund --loglevel=error) && touch viewer/node_modules
+    fi
+    (cd viewer && npm run --silent build)
+}
+build_viewer
 
 if [[ ! -x "$VENV/bin/python" ]]; then
     echo "== virtual environment: $VENV (from $BASE)"
