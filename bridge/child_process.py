@@ -15,6 +15,7 @@ A leaf module (standard library only): outputs and serving both use it.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import multiprocessing
 import signal
@@ -106,6 +107,10 @@ class ChildProcess:
         assert self._child_end is not None
         self._child_end.close()  # the child holds its own copy: ours would hide the child's exit
         self._child_end = None
+        # A parent that exits without stop() (an error) must still let the child go: multiprocessing's
+        # own exit handler joins its children after a SIGTERM this child ignores, so our end of the
+        # pipe closes first (atexit runs the later registration first), which the child reads as stop.
+        atexit.register(self._conn.close)
 
     def wait_ready(self, timeout_s: float) -> tuple[bool, Any]:
         """(True, what the child sent) once it is ready; (False, None) if it exits or is not ready in

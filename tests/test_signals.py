@@ -196,3 +196,19 @@ def test_workers_stop_on_a_group_signal(
         serve.kill_group()
         if streamer is not None:
             streamer.join(10)
+
+
+def test_a_parent_that_exits_without_stopping_its_outputs_still_exits() -> None:
+    """An error path that never calls stop(): multiprocessing's exit handler joins the outputs' child,
+    which ignores SIGTERM; the parent's end of the pipe closes first, so the child goes and so does the
+    parent (this hung before the atexit close)."""
+    script = (
+        "from bridge.outputs.process import OutputSpec, RouterProcess\n"
+        "RouterProcess([OutputSpec('vmc', '127.0.0.1', 9, None)], 'tcp://127.0.0.1:9').start()\n"
+        "raise SystemExit(3)\n"
+    )
+    started = time.monotonic()
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 3, result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
+    print(f"exited {time.monotonic() - started:.1f} s after its start")
