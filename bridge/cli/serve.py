@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import signal
+import threading
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -377,6 +378,14 @@ def _serve(
 ) -> int:
     """Start the outputs, then the live sources, and serve until SIGINT or SIGTERM; a started server
     is closed on every path, after what was started around it."""
+    stopping = threading.Event()  # a signal while outputs start: no sources, and serve stops at once
+
+    def stop(*_: object) -> None:
+        stopping.set()
+        server.stop()
+
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
     # The viewer and the outputs (VMC, Live Link Face) read the server's own frame stream, so they can
     # never slow it.
     try:
@@ -396,7 +405,7 @@ def _serve(
     if router is not None:
         router.start()
     try:
-        feeders = feeders_for()
+        feeders = [] if stopping.is_set() else feeders_for()
     except SourceError as exc:
         log.error("cannot open source: %s", exc)
         if router is not None:
@@ -405,8 +414,6 @@ def _serve(
             viewer.stop()
         server.close()
         return 2
-    signal.signal(signal.SIGINT, lambda *_: server.stop())
-    signal.signal(signal.SIGTERM, lambda *_: server.stop())
     print(ready, flush=True)
     if viewer is not None:
         print(f"viewer {viewer.url}", flush=True)
