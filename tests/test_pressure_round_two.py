@@ -95,7 +95,7 @@ class Attacker:
 
 @pytest.fixture(scope="module")
 def bridge() -> Iterator[BridgeProcess]:
-    with BridgeProcess("--idle-timeout", "2", "--no-face-tracking") as b:
+    with BridgeProcess("--idle-timeout", "2", "--no-face-tracking", start_timeout_s=180.0) as b:
         yield b
 
 
