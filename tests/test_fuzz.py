@@ -1,7 +1,9 @@
 """Property-based fuzzing (hypothesis) of the protocol decoder and of every request type, live.
 
 The decoder may only ever return a typed request or raise ProtocolError. The live bridge answers
-every fuzzed message with a reply or an error that is never INTERNAL, and stays up.
+every fuzzed message with a reply or an error that is never INTERNAL, and stays up. The corpus of
+deep structures (issue 40: ~1 KB nested 1000 levels once ended the process) puts one in every position
+of every request type, at depths around and far past what the decoder allows.
 """
 
 from __future__ import annotations
@@ -131,6 +133,56 @@ def decode_or_protocol_error(payload: bytes) -> Request | None:
         return None
 
 
+_PLACEHOLDER = b"\xc4\x08deep-key"  # a bin value no request carries: spliced out for the deep bytes
+DEPTHS = (600, 1000, 5000, 100_000)
+REQUESTS: dict[str, dict[str, Any]] = {
+    "hello": {"op": "hello", "id": 1, "client": "fuzz"},
+    "list": {"op": "list", "id": 1},
+    "open": {"op": "open", "id": 1, "pipeline": "motion", "options": {"smoothing": 0.5}},
+    "close": {"op": "close", "id": 1, "session": "0" * 16},
+    "ping": {"op": "ping", "id": 1, "session": "0" * 16},
+    "calibrate": {"op": "calibrate", "id": 1, "session": "0" * 16},
+    "input": {
+        "op": "input",
+        "id": 1,
+        "session": "0" * 16,
+        "kind": "features",
+        "seq": 0,
+        "t_capture_ns": 0,
+        "rows": 1,
+        "cols": 35,
+        "data": bytes(140),
+    },
+    "inputs": {"op": "inputs", "id": 1, "items": [{"session": "0" * 16, "kind": "features", "seq": 0}]},
+}
+
+
+def deep_corpus() -> Iterator[tuple[str, bytes]]:
+    """(name, payload): a deep array in place of each field, as an unknown key's value, as an
+    `open` option's value, as an `inputs` item and inside one, and as the whole message."""
+    marker = msgpack.unpackb(_PLACEHOLDER)
+    for depth in DEPTHS:
+        deep = b"\x91" * depth + b"\xc0"
+        yield f"whole message/{depth}", deep
+        for op, request in REQUESTS.items():
+            variants = {f"{op}.{key}": {**request, key: marker} for key in request}
+            variants[f"{op}.unknown key"] = {**request, "extra": marker}
+            if op == "open":
+                variants["open.options value"] = {**request, "options": {"smoothing": marker}}
+            if op == "inputs":
+                variants["inputs.item"] = {**request, "items": [request["items"][0], marker]}
+                variants["inputs.item field"] = {**request, "items": [{**request["items"][0], "seq": marker}]}
+            for name, message in variants.items():
+                yield f"{name}/{depth}", pack(message).replace(_PLACEHOLDER, deep)
+
+
+@pytest.mark.parametrize(
+    ("name", "payload"), list(deep_corpus()), ids=lambda x: x if isinstance(x, str) else ""
+)
+def test_decoder_refuses_deep_structures_in_every_position(name: str, payload: bytes) -> None:
+    decode_or_protocol_error(payload)
+
+
 @FUZZ
 @given(st.binary(max_size=512))
 def test_decoder_survives_arbitrary_bytes(payload: bytes) -> None:
@@ -165,16 +217,7 @@ _ids = itertools.count(1 << 40)
 
 def exchange(sock: zmq.Socket[bytes], message: Any) -> list[dict[str, Any]]:
     """Send one message, then a ping; the replies before the pong are the message's answers."""
-    sock.send(msgpack.packb(message, use_bin_type=True))
-    marker = next(_ids)
-    sock.send(pack({"op": "ping", "id": marker}))
-    replies: list[dict[str, Any]] = []
-    while True:
-        assert sock.poll(10000), "the bridge stopped answering"
-        reply = msgpack.unpackb(sock.recv())
-        if reply.get("op") == "pong" and reply.get("id") == marker:
-            return replies
-        replies.append(reply)
+    return exchange_raw(sock, msgpack.packb(message, use_bin_type=True))
 
 
 @FUZZ
@@ -190,6 +233,29 @@ def test_live_bridge_answers_every_fuzzed_request(
             assert reply["code"] in set(ErrorCode) and reply["code"] != ErrorCode.INTERNAL, reply
         elif reply["op"] == "open":  # keep the session count bounded
             assert not exchange(sock, {"op": "close", "id": 2, "session": reply["session"]})[0].get("code")
+
+
+def test_live_bridge_answers_every_deep_structure(live: tuple[Bridge, zmq.Socket[bytes], list[str]]) -> None:
+    _, sock, sessions = live
+    for name, payload in deep_corpus():
+        for reply in exchange_raw(sock, payload.replace(b"0" * 16, sessions[1].encode())):
+            assert reply["op"] in REPLY_OPS and reply.get("code") != ErrorCode.INTERNAL, (name, reply)
+            if reply["op"] == "open":  # an unknown key within the decoder's depth: served
+                exchange(sock, {"op": "close", "id": 2, "session": reply["session"]})
+
+
+def exchange_raw(sock: zmq.Socket[bytes], payload: bytes) -> list[dict[str, Any]]:
+    """Send one message (its bytes), then a ping; the replies before the pong are its answers."""
+    sock.send(payload)
+    marker = next(_ids)
+    sock.send(pack({"op": "ping", "id": marker}))
+    replies: list[dict[str, Any]] = []
+    while True:
+        assert sock.poll(10000), "the bridge stopped answering"
+        reply = msgpack.unpackb(sock.recv())
+        if reply.get("op") == "pong" and reply.get("id") == marker:
+            return replies
+        replies.append(reply)
 
 
 def test_live_bridge_still_serves_after_fuzzing(live: tuple[Bridge, zmq.Socket[bytes], list[str]]) -> None:
