@@ -104,6 +104,11 @@ class Pipeline(ABC, Generic[StateT, StepT]):
         """What `item` costs in the unit of the pending bound, output frames (I/O thread; an estimate)."""
         return 1
 
+    def slices(self, state: StateT, item: Input) -> Sequence[Input]:
+        """`item` as the pieces the scheduler queues, each pre-processed on its own (I/O thread): a
+        long realtime input is cut so that no piece holds up a round (bridge.serving.scheduler)."""
+        return (item,)
+
     def work(self, state: StateT, item: Input) -> int:
         """What `item` costs the scheduler, in the unit of the per-client fair share (I/O thread): its
         frames (`steps_for`); an image one unit per VGA-sized part of it, since detection and cropping

@@ -104,9 +104,14 @@ FAIR_WORK_MIN = 64  # the default fair share pool, in work units, when the large
 # Pre-processing one round may spend before it leaves the rest for the next (at least one input runs):
 # a burst of heavy inputs (64 sessions' 1 s chunks at 192 kHz, ~0.5 s) is spread over rounds, and the
 # cheapest clients' inputs go first, so a light client's frame never waits behind a heavy client's.
-PREPARE_BUDGET_S = 0.004
+PREPARE_BUDGET_S = 0.002
+# Realtime rows one round may run, as a fraction of the model's frame period at the learnt cost per row:
+# past it each client gets an equal share of the rows (one at least; a client with fewer takes all of
+# its own), and the rest run next round. A client with many sessions thus slows its own sessions, not
+# a client with one.
+ROUND_BUDGET_PERIODS = 0.3
 LOAD_WINDOW_S = 1.0  # the busy fraction (`load`) is measured over windows this long
-LOAD_SAMPLE_SESSIONS = 16  # the cost of a session is estimated from at least this many (batching)
+LOAD_SAMPLE_SESSIONS = 64  # a session costs the mean over at least this many (batching: a lone one costs more)
 
 
 class Scheduler:
@@ -168,6 +173,7 @@ class Scheduler:
         self._window_start = time.perf_counter()
         self._busy_s = 0.0
         self._served: set[str] = set()
+        self._row_s = 0.0  # learnt cost of one realtime row in a call (engine, post, publish)
         # Pre-processing seconds per client, halved every window: the cheapest clients prepare first.
         self._prepared_s: dict[bytes, float] = {}
         self._wake = threading.Condition()
@@ -246,8 +252,9 @@ class Scheduler:
                     session.inbox_frames = 0
                     session.inputs_dropped += dropped
                     self._stats.inputs_dropped += dropped
-                session.inbox.append((now, item))
-                session.inbox_frames += self.pipeline.steps_for(session.state, item)
+                for piece in self.pipeline.slices(session.state, item):
+                    session.inbox.append((now, piece))
+                    session.inbox_frames += self.pipeline.steps_for(session.state, piece)
                 self._active[session.id] = session
                 last = self._senders.get(session.id)
                 self._senders[session.id] = (now, now - last[0] if last else FORGET_S)
@@ -364,8 +371,13 @@ class Scheduler:
             groups.setdefault(key, []).append(s)
             (self._bulk_ids.add if is_bulk else self._bulk_ids.discard)(s.id)
         for group in realtime.values():
+            group = self._fair_rows(group)
             for start in range(0, len(group), self.max_batch):
-                self._run(group[start : start + self.max_batch])
+                t0 = time.perf_counter()
+                batch = group[start : start + self.max_batch]
+                self._run(batch)
+                per_row = (time.perf_counter() - t0) / len(batch)
+                self._row_s = per_row if not self._row_s else 0.8 * self._row_s + 0.2 * per_row
         self._bulk_waiting = False
         if bulk:
             self._run_bulk(next(iter(bulk.values()))[: self.max_batch])  # one bulk call per round
@@ -521,6 +533,26 @@ class Scheduler:
             else (self.load, self.streaming)
         )
         return load + load / max(streaming, LOAD_SAMPLE_SESSIONS) * more
+
+    def _fair_rows(self, group: list[Session]) -> list[Session]:
+        """The sessions of `group` this round runs: all that fit the round's budget, else an equal
+        share per client (water-filled: clients with fewer ready sessions than the share take all)."""
+        if not self._row_s:
+            return group
+        fit = max(1, int(ROUND_BUDGET_PERIODS / self.pipeline.fps / self._row_s))
+        if len(group) <= fit:
+            return group
+        by_client: dict[bytes, list[Session]] = {}
+        for s in group:
+            by_client.setdefault(s.owner, []).append(s)
+        if len(by_client) < 2:  # alone: no one to be fair to, and fuller calls cost less per row
+            return group
+        picked: list[Session] = []
+        clients = sorted(by_client.values(), key=len)
+        for i, ready in enumerate(clients):
+            share = max(1, (fit - len(picked)) // (len(clients) - i))
+            picked += ready[:share]
+        return picked
 
     def _account(self, busy_s: float, sessions: list[Session]) -> None:
         """Count a round's time and sessions in the load window; roll the window when it is full."""
