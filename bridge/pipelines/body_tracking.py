@@ -34,6 +34,7 @@ class BodyTrackState:
     """What a session's body tracker keeps between frames."""
 
     roi: Roi | None = None  # the body region to look in next; None: detect
+    aux: bgeo.AuxSmoother = field(default_factory=bgeo.AuxSmoother)
     hand_rois: list[Roi | None] = field(default_factory=lambda: [None, None])
     hand_landmarks: list[F64 | None] = field(default_factory=lambda: [None, None])
 
@@ -43,6 +44,7 @@ class BodyStep:
     image: U8  # the (mirrored, where asked) frame: the hands are cropped from it after the pose
     crop: U8 | None  # (256, 256, 3) body crop, or None when no body was found
     crop_to_image: F64
+    t: float  # capture time, seconds
 
 
 @dataclass(frozen=True)
@@ -79,13 +81,13 @@ class BodyTracker:
         self.recrop = Engine.load(folder / MANIFESTS["hand_recrop"], backend=backend)
         self.hand = Engine.load(folder / MANIFESTS["hand_landmarks"], backend=backend)
 
-    def prepare(self, state: BodyTrackState, image: U8) -> BodyStep:
-        """Detect when not tracking; crop the body region."""
+    def prepare(self, state: BodyTrackState, image: U8, t: float) -> BodyStep:
+        """Detect when not tracking; crop the body region. `t`: the frame's capture time, seconds."""
         roi = state.roi if state.roi is not None else self.detect(image)
         if roi is None:
-            return BodyStep(image, None, np.zeros((2, 3)))
+            return BodyStep(image, None, np.zeros((2, 3)), t)
         crop, m = geo.crop(image, roi, bgeo.POSE_SIZE, bgeo.BORDER)
-        return BodyStep(image, crop, m)
+        return BodyStep(image, crop, m, t)
 
     def detect(self, image: U8) -> Roi | None:
         tensor, back = bgeo.letterbox(image)
@@ -97,6 +99,8 @@ class BodyTracker:
         n = len(steps)
         rows = BodyRows.empty(n)
         for state in states:
+            if state.roi is None:  # detected this frame: the region's smoothing starts afresh
+                state.aux.reset()
             state.roi = None
         live = [i for i, s in enumerate(steps) if s.crop is not None]
         if not live:
@@ -116,7 +120,13 @@ class BodyTracker:
         lm, raw = lm[ok], raw[ok]
         angles = np.array([np.arctan2(m[1, 0], m[0, 0]) for m in to_image[ok]])
         world = bgeo.rotate_world(out["body.world_landmarks"].reshape(len(live), -1, 3)[ok], angles)
-        for i, roi in zip(present.tolist(), bgeo.pose_rois_from_landmarks(lm), strict=True):
+        aux = np.stack(
+            [
+                states[i].aux(lm[k, [bgeo.AUX_CENTRE, bgeo.AUX_SCALE]], steps[i].t)
+                for k, i in enumerate(present.tolist())
+            ]
+        ).reshape(-1, 2, 3)
+        for i, roi in zip(present.tolist(), bgeo.pose_rois_from_aux(aux), strict=True):
             states[i].roi = roi
         rows.found[present] = True
         rows.landmarks[present] = lm[:, : bgeo.NUM_POSE]

@@ -131,7 +131,7 @@ class FaceBodyPipeline(Pipeline[FaceBodyState, Any]):
         if state.mirror:
             item = replace(item, pixels=cv2.flip(item.pixels, 1))
         face = self.tracker.prepare(state.track, item)[0]
-        body = self.body.prepare(state.body, item.pixels)
+        body = self.body.prepare(state.body, item.pixels, item.t_capture_ns / 1e9)
         return [Step((face.payload, body), item.seq, item.t_capture_ns)]
 
     def run_batch(self, states: Sequence[FaceBodyState], steps: Sequence[Step[Any]]) -> BatchResult:
