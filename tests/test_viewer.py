@@ -66,20 +66,21 @@ def test_default_avatar_is_a_vrm_1_humanoid_with_the_arkit_shapes(avatar_file: P
     nodes = gltf["nodes"]  # type: ignore[index]
     assert all("rotation" not in nodes[b["node"]] for b in bones.values())  # VRM 1.0: no bone rotations
     apple = [to_apple_name(n) for n in ARKIT_NAMES]
-    face = next(m for m in gltf["meshes"] if m["name"] == "Face")  # type: ignore[attr-defined]
-    assert face["extras"]["targetNames"] == apple
-    assert all(len(p["targets"]) == 52 for p in face["primitives"])
-    assert set(vrm["expressions"]["custom"]) == set(apple)
-    assert set(PRESETS) <= set(vrm["expressions"]["preset"])
-    # Every ARKit shape moves something, the feet stand on the floor.
+    # The head's meshes carry the ARKit-named targets between them; each shape moves something.
+    meshes = gltf["meshes"]  # type: ignore[index]
     accessors = gltf["accessors"]  # type: ignore[index]
-    for name, target in zip(apple, face["primitives"][0]["targets"], strict=True):
-        moved = [
-            max(abs(v) for v in accessors[t["POSITION"]]["min"] + accessors[t["POSITION"]]["max"])
-            for t in (p["targets"][apple.index(name)] for p in face["primitives"])
-        ]
-        assert max(moved) > 0.002, name
-        assert target["POSITION"] is not None
+    moved: dict[str, float] = {}
+    for mesh in meshes:
+        names = mesh.get("extras", {}).get("targetNames", [])
+        (primitive,) = mesh["primitives"]
+        assert len(primitive.get("targets", [])) == len(names) == len(mesh.get("weights", []))
+        for name, target in zip(names, primitive.get("targets", []), strict=True):
+            a = accessors[target["POSITION"]]
+            moved[name] = max(moved.get(name, 0.0), *map(abs, a["min"] + a["max"]))
+    assert set(moved) == set(apple) and min(moved.values()) > 0.002, moved
+    assert set(vrm["expressions"]["custom"]) == set(apple)
+    assert all(vrm["expressions"]["custom"][n]["morphTargetBinds"] for n in apple)
+    assert set(PRESETS) <= set(vrm["expressions"]["preset"])
     body = next(m for m in gltf["meshes"] if m["name"] == "Body")  # type: ignore[attr-defined]
     lowest = min(accessors[p["attributes"]["POSITION"]]["min"][1] for p in body["primitives"])
     assert 0.0 <= lowest < 0.005  # the soles on the floor

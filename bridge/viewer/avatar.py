@@ -29,7 +29,7 @@ from bridge.viewer.glb import ARRAY_BUFFER, ELEMENT_ARRAY_BUFFER, GlbBuilder
 
 log = logging.getLogger(__name__)
 
-GENERATOR_VERSION = 2  # bump when the figure changes: the cached file's name carries it
+GENERATOR_VERSION = 4  # bump when the figure changes: the cached file's name carries it
 F32 = npt.NDArray[np.float32]
 F64 = npt.NDArray[np.float64]
 
@@ -62,7 +62,7 @@ BONES: dict[str, tuple[str | None, tuple[float, float, float]]] = {
 }
 BONE_INDEX = {name: i for i, name in enumerate(BONES)}
 
-MATERIALS: dict[str, tuple[float, float, float]] = {  # base colours, linear RGB
+MATERIALS: dict[str, tuple[float, float, float]] = {  # vertex colours of the parts, linear RGB
     "skin": (0.85, 0.58, 0.45),
     "shirt": (0.13, 0.32, 0.75),
     "pants": (0.12, 0.12, 0.16),
@@ -93,6 +93,7 @@ class Part:
     normals: F64
     indices: npt.NDArray[np.uint32]
     targets: dict[str, F64] = field(default_factory=dict)  # Apple ARKit name -> displacement rows
+    mesh: str = "Body"  # the glTF mesh it goes in
 
 
 def _ellipsoid(
@@ -191,7 +192,7 @@ def body_parts() -> list[Part]:
 def face_parts() -> list[Part]:
     """The head's parts; `add_face_targets` gives each its 52 ARKit displacements."""
     parts = [
-        _blob("skin", "head", tuple(HEAD_CENTER), tuple(HEAD_RADII), rings=28, segments=36),
+        _blob("skin", "head", tuple(HEAD_CENTER), tuple(HEAD_RADII), rings=22, segments=30),
         _blob("skin", "head", (0.0, 1.622, 0.1), (0.013, 0.022, 0.018), rings=8, segments=10),
         _blob("lips", "head", (0.0, MOUTH_Y + 0.0055, 0.0875), (LIP_HALF_WIDTH, 0.0048, 0.008)),
         _blob("lips", "head", (0.0, MOUTH_Y - 0.0060, 0.0870), (LIP_HALF_WIDTH * 0.92, 0.0058, 0.008)),
@@ -423,11 +424,28 @@ def _face_shapes() -> dict[str, Displace]:
     return shapes
 
 
+# The head's parts go in five meshes, each with only the targets that move it: a software renderer
+# runs every morph target of a mesh for each of its vertices (52 x the whole head was most of a frame).
+_FACE_MESHES = {
+    "head": "Head",
+    "nose": "Head",
+    "upper_lip": "Mouth",
+    "lower_lip": "Mouth",
+    "mouth": "Mouth",
+    "tongue": "Mouth",
+    "lid": "Lids",
+    "hair": "Brows",
+    "eye_white": "Eyes",
+    "iris": "Eyes",
+}
+
+
 def add_face_targets(parts: list[Part]) -> None:
     """Fill every face part's `targets` with all 52 ARKit names (zeros where a shape leaves it)."""
     shapes = _face_shapes()
     for index, part in enumerate(parts):
         kind = _kind(part, index)
+        part.mesh = _FACE_MESHES[kind]
         for name in ARKIT_APPLE_NAMES:
             move = shapes[name](part, kind)
             part.targets[name] = np.zeros_like(part.positions) if move is None else move
@@ -476,43 +494,43 @@ PRESETS: dict[str, dict[str, float]] = {
 
 
 # ------------------------------------------------------------------ the file
-def _add_mesh(glb: GlbBuilder, name: str, parts: list[Part], material_index: dict[str, int]) -> int:
-    """One skinned mesh, a primitive per material; morph targets if the parts have them."""
-    target_names = list(parts[0].targets) if parts[0].targets else []
-    primitives = []
-    for material in MATERIALS:
-        group = [p for p in parts if p.material == material]
-        if not group:
-            continue
-        offsets = np.cumsum([0] + [len(p.positions) for p in group])
-        positions = np.concatenate([p.positions for p in group]).astype(np.float32)
-        normals = np.concatenate([p.normals for p in group]).astype(np.float32)
-        joints = np.zeros((len(positions), 4), np.uint8)
-        joints[:, 0] = np.concatenate([np.full(len(p.positions), BONE_INDEX[p.bone]) for p in group])
-        weights = np.zeros((len(positions), 4), np.float32)
-        weights[:, 0] = 1.0
-        indices = np.concatenate([p.indices + offsets[i] for i, p in enumerate(group)]).astype(np.uint32)
-        primitive: dict[str, Any] = {
-            "attributes": {
-                "POSITION": glb.accessor(positions, target=ARRAY_BUFFER, min_max=True),
-                "NORMAL": glb.accessor(normals, target=ARRAY_BUFFER),
-                "JOINTS_0": glb.accessor(joints, target=ARRAY_BUFFER),
-                "WEIGHTS_0": glb.accessor(weights, target=ARRAY_BUFFER),
-            },
-            "indices": glb.accessor(indices, target=ELEMENT_ARRAY_BUFFER),
-            "material": material_index[material],
-        }
-        if target_names:
-            primitive["targets"] = [
-                {
-                    "POSITION": glb.accessor(
-                        np.concatenate([p.targets[t] for p in group]).astype(np.float32), min_max=True
-                    )
-                }
-                for t in target_names
-            ]
-        primitives.append(primitive)
-    mesh: dict[str, Any] = {"name": name, "primitives": primitives}
+def _add_mesh(glb: GlbBuilder, name: str, parts: list[Part], material: int, target_names: list[str]) -> int:
+    """One skinned mesh of one primitive, coloured per vertex (COLOR_0): a single draw call per mesh,
+    which is what a software renderer (headless Chromium without a GPU) pays most for; morph targets if
+    `target_names` asks for."""
+    offsets = np.cumsum([0] + [len(p.positions) for p in parts])
+    positions = np.concatenate([p.positions for p in parts]).astype(np.float32)
+    colors = np.concatenate([np.tile(MATERIALS[p.material], (len(p.positions), 1)) for p in parts]).astype(
+        np.float32
+    )
+    joints = np.zeros((len(positions), 4), np.uint8)
+    joints[:, 0] = np.concatenate([np.full(len(p.positions), BONE_INDEX[p.bone]) for p in parts])
+    weights = np.zeros((len(positions), 4), np.float32)
+    weights[:, 0] = 1.0
+    indices = np.concatenate([p.indices + offsets[i] for i, p in enumerate(parts)]).astype(np.uint32)
+    primitive: dict[str, Any] = {
+        "attributes": {
+            "POSITION": glb.accessor(positions, target=ARRAY_BUFFER, min_max=True),
+            "NORMAL": glb.accessor(
+                np.concatenate([p.normals for p in parts]).astype(np.float32), target=ARRAY_BUFFER
+            ),
+            "COLOR_0": glb.accessor(colors, target=ARRAY_BUFFER),
+            "JOINTS_0": glb.accessor(joints, target=ARRAY_BUFFER),
+            "WEIGHTS_0": glb.accessor(weights, target=ARRAY_BUFFER),
+        },
+        "indices": glb.accessor(indices, target=ELEMENT_ARRAY_BUFFER),
+        "material": material,
+    }
+    if target_names:
+        primitive["targets"] = [
+            {
+                "POSITION": glb.accessor(
+                    np.concatenate([p.targets[t] for p in parts]).astype(np.float32), min_max=True
+                )
+            }
+            for t in target_names
+        ]
+    mesh: dict[str, Any] = {"name": name, "primitives": [primitive]}
     if target_names:
         mesh["weights"] = [0.0] * len(target_names)
         mesh["extras"] = {"targetNames": target_names}
@@ -522,20 +540,10 @@ def _add_mesh(glb: GlbBuilder, name: str, parts: list[Part], material_index: dic
 def build_default_avatar() -> bytes:
     """The default avatar as VRM 1.0 bytes (a GLB with the VRMC_vrm extension)."""
     glb = GlbBuilder()
-    material_index = {
-        name: glb.add(
-            "materials",
-            {
-                "name": name,
-                "pbrMetallicRoughness": {
-                    "baseColorFactor": [*rgb, 1.0],
-                    "metallicFactor": 0.0,
-                    "roughnessFactor": 0.75,
-                },
-            },
-        )
-        for name, rgb in MATERIALS.items()
-    }
+    material = glb.add(
+        "materials",
+        {"name": "clay", "pbrMetallicRoughness": {"metallicFactor": 0.0, "roughnessFactor": 0.75}},
+    )
     children: dict[str, list[int]] = {name: [] for name in BONES}
     for i, (name, (parent, at)) in enumerate(BONES.items()):
         local = np.asarray(at) - (np.asarray(BONES[parent][1]) if parent else 0.0)
@@ -555,22 +563,33 @@ def build_default_avatar() -> bytes:
         {"joints": list(range(len(BONES))), "skeleton": 0, "inverseBindMatrices": glb.accessor(inverse_bind)},
     )
     body = glb.add(
-        "nodes", {"name": "Body", "mesh": _add_mesh(glb, "Body", body_parts(), material_index), "skin": skin}
+        "nodes", {"name": "Body", "mesh": _add_mesh(glb, "Body", body_parts(), material, []), "skin": skin}
     )
-    face_mesh = _add_mesh(glb, "Face", face_parts(), material_index)
-    face = glb.add("nodes", {"name": "Face", "mesh": face_mesh, "skin": skin})
-    glb.gltf["scenes"] = [{"name": "avatar", "nodes": [0, body, face]}]
+    face = face_parts()
+    binds: dict[str, list[tuple[int, int]]] = {name: [] for name in ARKIT_APPLE_NAMES}  # -> (node, target)
+    nodes = [0, body]
+    for mesh_name in dict.fromkeys(p.mesh for p in face):
+        group = [p for p in face if p.mesh == mesh_name]
+        names = [n for n in ARKIT_APPLE_NAMES if any(np.abs(p.targets[n]).max() > 1e-7 for p in group)]
+        mesh = _add_mesh(glb, mesh_name, group, material, names)
+        node = glb.add("nodes", {"name": mesh_name, "mesh": mesh, "skin": skin})
+        nodes.append(node)
+        for index, name in enumerate(names):
+            binds[name].append((node, index))
+    glb.gltf["scenes"] = [{"name": "avatar", "nodes": nodes}]
     glb.gltf["scene"] = 0
     glb.gltf["extensionsUsed"] = ["VRMC_vrm"]
-    glb.gltf["extensions"] = {"VRMC_vrm": _vrm_extension(face)}
+    glb.gltf["extensions"] = {"VRMC_vrm": _vrm_extension(binds)}
     return glb.to_bytes()
 
 
-def _vrm_extension(face_node: int) -> dict[str, Any]:
-    index = {name: i for i, name in enumerate(ARKIT_APPLE_NAMES)}
+def _vrm_extension(targets: dict[str, list[tuple[int, int]]]) -> dict[str, Any]:
+    """`targets`: each ARKit name's morph targets, as (node, target index) pairs."""
 
     def expression(weights: dict[str, float]) -> dict[str, Any]:
-        binds = [{"node": face_node, "index": index[n], "weight": w} for n, w in weights.items()]
+        binds = [
+            {"node": n, "index": i, "weight": w} for name, w in weights.items() for n, i in targets[name]
+        ]
         return {"morphTargetBinds": binds, "isBinary": False}
 
     return {

@@ -21,7 +21,8 @@ scene.add(new THREE.HemisphereLight(0xffffff, 0x445566, 1.6));
 const sun = new THREE.DirectionalLight(0xffffff, 2.2);
 sun.position.set(1.5, 3, 2.5);
 scene.add(sun);
-const floor = new THREE.Mesh(new THREE.CircleGeometry(6, 48), new THREE.MeshStandardMaterial({ color: 0x59606e }));
+// Unlit: the floor covers much of the picture, and per-pixel lighting is what software rendering pays for.
+const floor = new THREE.Mesh(new THREE.CircleGeometry(6, 48), new THREE.MeshBasicMaterial({ color: 0x4a505c }));
 floor.rotation.x = -Math.PI / 2;
 scene.add(floor);
 const grid = new THREE.GridHelper(12, 24, 0x8890a0, 0x6a7080);
@@ -151,7 +152,7 @@ function layout() {
     camera.position.set(0, 1.6, distance);
     camera.lookAt(0, 1.55, 0);
   } else {
-    const distance = Math.max(5.0, width * 2.2);
+    const distance = Math.max(4.5, width * 1.7);
     camera.position.set(0, 1.3, distance);
     camera.lookAt(0, 0.85, 0);
   }
