@@ -1,0 +1,153 @@
+"""Face + body + hands from one camera on the CPU default: the bridge's `face` session with `body: true`
+against MediaPipe Holistic (the mediapipe 0.10.21 wheel's own graph) in the same run.
+
+The clip: scikit-image's astronaut photo (a real person with arms) on a 640x480 canvas, turning, zooming
+and sliding over time (frames made once, the same for both). Per frame:
+- bridge: the FaceBodyPipeline's work for one frame of one session (prepare: face and body crops,
+  detection only when not tracking; run_batch: face mesh + blendshapes, pose landmarks, hand re-crop and
+  hand landmarks through ONNX Runtime with the bridge's default of one intra-op thread; finish_batch:
+  filters, the humanoid solve, frame encoding);
+- MediaPipe: Holistic.process in video mode (model_complexity 1, its defaults: smoothing on), its own
+  threading, in a subprocess (its wheel needs numpy < 2: .venv/mediapipe-0.10.21-oracle, installed by
+  scripts/install.sh --dev), timed inside that process around each process() call.
+The two alternate in blocks (bridge, MediaPipe, bridge, MediaPipe) so both see the same machine load.
+Holistic runs the older 468-point face mesh without blendshapes; the bridge the FaceLandmarker's mesh
+and its 52 blendshapes: the bridge does more face work per frame.
+
+    python bench/body.py [--frames 150] [--out bench/results/body-cpu.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import cv2
+import numpy as np
+
+from bridge.harness.run import percentile, write_bench_json
+from bridge.models.mediapipe.body_convert import ensure_converted as convert_body
+from bridge.models.mediapipe.body_locate import VERSION
+from bridge.models.mediapipe.body_locate import locate as locate_body
+from bridge.models.mediapipe.convert import SERVED_NAME, ensure_converted
+from bridge.models.mediapipe.locate import locate
+from bridge.pipelines.body_tracking import BodyTracker
+from bridge.pipelines.face_body import FaceBodyPipeline
+from bridge.pipelines.face_tracking import FaceTrackingPipeline
+from bridge.protocol.requests import ImageInput
+from bridge.runtime.engine import Engine
+
+ROOT = Path(__file__).resolve().parents[1]
+ORACLE_DIR = Path(sys.prefix) / f"mediapipe-{VERSION}-oracle"
+ORACLE = ROOT / "tests" / "oracles" / "holistic.py"
+
+
+def clip(frames: int) -> np.ndarray:
+    from skimage import data
+
+    person = cv2.resize(data.astronaut(), (480, 480), interpolation=cv2.INTER_AREA)  # type: ignore[no-untyped-call]
+    canvas = np.full((480, 640, 3), 90, np.uint8)
+    canvas[:, 80:560] = person
+    out = np.empty((frames, 480, 640, 3), np.uint8)
+    for i in range(frames):
+        k = i / 30.0
+        m = cv2.getRotationMatrix2D((320, 240), 6.0 * np.sin(k), 1.0 + 0.08 * np.sin(0.7 * k))
+        m[0, 2] += 25 * np.sin(0.5 * k)
+        out[i] = cv2.warpAffine(canvas, m, (640, 480), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT)
+    return out
+
+
+def bridge_block(
+    pipeline: FaceBodyPipeline, state: Any, frames: np.ndarray, start: int
+) -> tuple[list[float], list[bool]]:
+    import time
+
+    times: list[float] = []
+    found: list[bool] = []
+    for i, frame in enumerate(frames):
+        t_ns = int((start + i) / 30.0 * 1e9)
+        t0 = time.perf_counter()
+        steps = pipeline.prepare(state, ImageInput(0, "s", start + i, t_ns, False, frame))
+        result = pipeline.run_batch([state], steps)
+        pipeline.finish_batch([state], ["s"], [start + i], steps, result)
+        times.append((time.perf_counter() - t0) * 1e3)
+        found.append(bool(result.rows.body.found[0]))
+    return times, found
+
+
+def mediapipe_block(frames: np.ndarray, tmp: Path) -> tuple[list[float], list[bool]]:
+    np.save(tmp / "frames.npy", frames)
+    env = dict(os.environ, PYTHONPATH=str(ORACLE_DIR))
+    subprocess.run(
+        [sys.executable, str(ORACLE), str(tmp / "frames.npy"), str(tmp / "out.npz"), "timed"],
+        env=env,
+        check=True,
+    )
+    out = np.load(tmp / "out.npz")
+    return out["ms"].tolist(), (~np.isnan(out["pose"][:, 0, 0])).tolist()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--frames", type=int, default=150, help="per tool, in two blocks each")
+    parser.add_argument("--warmup", type=int, default=10, help="frames each tool runs before timing")
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "body-cpu.json")
+    args = parser.parse_args()
+    if not (ORACLE_DIR / "mediapipe").is_dir():
+        print(f"MediaPipe {VERSION} not installed at {ORACLE_DIR}: run scripts/install.sh --dev")
+        return 1
+    tracker = FaceTrackingPipeline(Engine.load(ensure_converted(locate()) / f"{SERVED_NAME}.onnx"))
+    pipeline = FaceBodyPipeline(tracker, BodyTracker(convert_body(locate_body())))
+    state = pipeline.open_session({"body": True})
+    frames = clip(args.frames + args.warmup)
+    half = args.warmup + args.frames // 2
+    ours: list[float] = []
+    theirs: list[float] = []
+    ours_found = theirs_found = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for lo, hi in ((0, half), (half, len(frames))):
+            times, found = bridge_block(pipeline, state, frames[lo:hi], lo)
+            skip = args.warmup if lo == 0 else 0
+            ours += times[skip:]
+            ours_found += sum(found[skip:])
+            # MediaPipe restarts per block: its warm-up frames come first each time, not timed.
+            times, found = mediapipe_block(np.concatenate([frames[: args.warmup], frames[lo:hi]]), Path(tmp))
+            theirs += times[args.warmup + skip :]
+            theirs_found += sum(found[args.warmup + skip :])
+
+    def stats(ms: list[float]) -> dict[str, float]:
+        return {"p50_ms": percentile(ms, 50), "p99_ms": percentile(ms, 99), "mean_ms": float(np.mean(ms))}
+
+    result = {
+        "frames": len(ours),
+        "stream": "640x480, 30 FPS clip warped from skimage.data.astronaut()",
+        "bridge": {
+            **stats(ours),
+            "body_found": ours_found,
+            "backend": "onnxruntime CPU, 1 intra-op thread",
+            "work": "face mesh + 52 blendshapes, pose, hand re-crop + landmarks, humanoid solve, filters",
+        },
+        "mediapipe": {
+            **stats(theirs),
+            "body_found": theirs_found,
+            "mode": f"Holistic {VERSION} video mode, model_complexity 1, defaults",
+        },
+        "ratio_p50": percentile(ours, 50) / percentile(theirs, 50),
+        "ratio_mean": float(np.mean(ours) / np.mean(theirs)),
+        "command": "python bench/body.py",
+    }
+    write_bench_json(args.out, result)
+    print(
+        f"bridge p50 {percentile(ours, 50):.1f} ms, MediaPipe Holistic p50 {percentile(theirs, 50):.1f} ms: "
+        f"{result['ratio_p50']:.2f}x"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
