@@ -1,6 +1,7 @@
 #include "avatar_bridge/Decoder.hpp"
 
 #include <string>
+#include <utility>
 
 #include "MapReader.hpp"
 #include "MsgPackReader.hpp"
@@ -21,8 +22,8 @@ struct Message {
         } else if (tree.node(MsgPackReader::kRoot).type != MsgType::Map) {
             status.fail(ErrorCode::Malformed, "message must be a msgpack map");
         }
-        // A failed parse leaves no tree to read: an empty reader (kNone) then answers every read with a default.
-        return MapReader(tree, status.failed() ? UINT32_MAX : MsgPackReader::kRoot, what, status);
+        // A failed parse leaves no tree to read: an empty reader then answers every read with a default.
+        return MapReader(tree, status.failed() ? MapReader::kNone : MsgPackReader::kRoot, what, status);
     }
 
     template <class T>
