@@ -10,7 +10,8 @@
 #   2. The core as one translation unit, as Unreal compiles it: clang + libc++, -std=c++20 -fno-rtti
 #      -fno-exceptions (Unreal's module defaults; AvatarBridge.Build.cs keeps exceptions off) -Werror -Wshadow,
 #      compile only, after checking that Unreal's list (AvatarBridge/Private/AvatarBridgeCore.cpp) names every
-#      source; then the optional libzmq (CURVE) client alone, with exceptions, as that build compiles it.
+#      source and that no core file includes a third-party header; then the optional libzmq (CURVE) client
+#      alone, with exceptions, as that build compiles it.
 #   3. clang with ASan + UBSan: sanitizer_tests (ZMTP, BridgeClient, decoder, batch, feed, mailbox tests) and a subset
 #      of the live test; then the libFuzzer target for the frame/reply/event decoder and the ZMTP framing,
 #      seeded, for FUZZ_SECONDS.
@@ -52,6 +53,12 @@ stamp
 echo "== 2. one translation unit, clang + libc++, C++20, no RTTI, no exceptions"
 # The same list as Unreal's AvatarBridge/Private/AvatarBridgeCore.cpp (PosixNetwork.cpp is Unreal's FSocket there).
 UNREAL_TU="$ROOT/unreal_plugin/AvatarBridge/Source/AvatarBridge/Private/AvatarBridgeCore.cpp"
+# The plugin must build from its own folder: no third-party header outside the optional libzmq client (the
+# compile below would find this machine's copies, so look for them by name).
+if grep -rnE '#include *<(msgpack|zmq|boost)' "$CORE/src" "$CORE/include" | grep -v '/BridgeClientLibzmq.cpp:'; then
+    echo "the core includes a third-party header: the plugin would need it fetched by hand" >&2
+    exit 1
+fi
 ONE_TU="$BUILD_DIR/OneTu.cpp"
 mkdir -p "$BUILD_DIR"
 : > "$ONE_TU"
