@@ -32,6 +32,7 @@ from bridge.pipelines.base import Step
 from bridge.pipelines.motion import DEFAULT_SMOOTHING, DEFAULT_STYLE, MotionPipeline
 from bridge.pipelines.music_features import MusicFeatureStream
 from bridge.protocol.codec import ProtocolError
+from bridge.protocol.requests import MAX_AUDIO_RATE, MIN_AUDIO_RATE
 from bridge.runtime.engine import Engine
 from bridge.sources.audio import AudioFileSource
 from bridge.sources.base import SourceError
@@ -54,6 +55,11 @@ class Danced:
 def read_song(path: Path) -> tuple[F32, int]:
     """Mono float32 PCM and its rate, decoded as `serve --audio` decodes a file."""
     source = AudioFileSource(path)
+    if not MIN_AUDIO_RATE <= source.rate <= MAX_AUDIO_RATE:  # 7 Hz would resample to gigabytes
+        raise SourceError(
+            f"audio {path}: sample rate {source.rate:g} Hz; the bridge dances to "
+            f"{MIN_AUDIO_RATE}-{MAX_AUDIO_RATE} Hz audio"
+        )
     chunks = []
     while (chunk := source.read()) is not None:
         chunks.append(chunk)

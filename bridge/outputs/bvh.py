@@ -7,17 +7,23 @@ are the pelvis position, root translation + the root's rest position, as in forw
 Every other joint has ``Zrotation Xrotation Yrotation``: local rotation R = Rz @ Rx @ Ry, degrees.
 Leaf joints end in an ``End Site`` with OFFSET 0. Frames lost on the wire (seq gaps) are filled by
 repeating the previous pose, so Frame Time stays true; Frame Time is 1 / the session's fps.
+
+The log is not trusted: a joint name keeps only the characters BVH readers take in a name (others
+become `_`), so a name cannot add structure; every frame must have the rig's joints; and seq gaps may
+add at most MAX_FILLED_FRAMES frames in all, so a small damaged log cannot ask for gigabytes.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
+import re
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 
-from bridge.outputs.recorder import Recording
+from bridge.outputs.recorder import LogError, Recording
 from bridge.outputs.session import DEFAULT_FPS, BodyRig
 from bridge.protocol import MotionFrame
 from bridge.rig.rotations import quat_to_euler
@@ -27,6 +33,8 @@ log = logging.getLogger(__name__)
 CM_PER_M = 100.0
 ROTATION_CHANNELS = "Zrotation Xrotation Yrotation"
 EULER_ORDER = "zxy"  # the rotation channels' order, as quat_to_euler reads it
+MAX_FILLED_FRAMES = 3600  # frames seq gaps may add to an export (a minute at 60 fps)
+_NOT_IN_A_NAME = re.compile(r"[^A-Za-z0-9_.:-]")
 
 
 def write_bvh(recording: Recording, path: str | Path, *, scale: float = CM_PER_M) -> int:
@@ -47,6 +55,13 @@ def write_bvh(recording: Recording, path: str | Path, *, scale: float = CM_PER_M
             DEFAULT_FPS,
         )
         fps = DEFAULT_FPS
+    shape = (len(rig.joints), 4)
+    wrong = next((f for f in frames if f.joints.shape != shape), None)
+    if wrong is not None:
+        raise LogError(
+            f"session {recording.info.session}: frame seq {wrong.header.seq} has {len(wrong.joints)} joints, "
+            f"its rig {len(rig.joints)}"
+        )
     joints, root = fill_gaps(frames)
     Path(path).write_text(bvh_text(rig, joints, root, 1.0 / fps, scale))
     return len(joints)
@@ -55,16 +70,26 @@ def write_bvh(recording: Recording, path: str | Path, *, scale: float = CM_PER_M
 def fill_gaps(frames: list[MotionFrame]) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     """Joint rotations (N, J, 4) and root translations (N, 3), one row per seq from the first frame
     to the last (a lost frame repeats the one before it, so row i stays at time i / fps)."""
-    index: list[int] = []  # frame per BVH frame: a seq gap repeats the frame before it
-    for k, frame in enumerate(frames):
-        if k:
-            index += [k - 1] * max(frame.header.seq - frames[k - 1].header.seq - 1, 0)
+    gaps = [max(b.header.seq - a.header.seq - 1, 0) for a, b in itertools.pairwise(frames)]
+    if sum(gaps) > MAX_FILLED_FRAMES:
+        raise LogError(
+            f"session {frames[0].header.session}: seq gaps would add {sum(gaps)} frames (at most "
+            f"{MAX_FILLED_FRAMES}); the log is damaged or lost too much to export"
+        )
+    index: list[int] = [0]  # frame per BVH frame: a seq gap repeats the frame before it
+    for k, gap in enumerate(gaps, 1):
+        index += [k - 1] * gap
         index.append(k)
     if len(index) > len(frames):
         log.warning("%d lost frames filled with the previous pose", len(index) - len(frames))
     joints = np.stack([f.joints for f in frames]).astype(np.float64)[index]
     root = np.stack([f.root for f in frames]).astype(np.float64)[index]
     return joints, root
+
+
+def bvh_name(name: str, j: int) -> str:
+    """A joint name as one BVH token: characters other than [A-Za-z0-9_.:-] become `_`."""
+    return _NOT_IN_A_NAME.sub("_", name)[:64] or f"joint{j}"
 
 
 def bvh_text(
@@ -87,10 +112,10 @@ def bvh_text(
         order.append(j)
         if rig.parents[j] < 0:
             offset, channels = (0.0, 0.0, 0.0), f"6 Xposition Yposition Zposition {ROTATION_CHANNELS}"
-            lines.append(f"{pad}ROOT {rig.joints[j]}")
+            lines.append(f"{pad}ROOT {bvh_name(rig.joints[j], j)}")
         else:
             offset, channels = tuple(rig.rest_offsets[j] * scale), f"3 {ROTATION_CHANNELS}"
-            lines.append(f"{pad}JOINT {rig.joints[j]}")
+            lines.append(f"{pad}JOINT {bvh_name(rig.joints[j], j)}")
         lines.append(f"{pad}{{")
         # Rest offsets arrive as float32: 4 decimals (1 µm) hide their rounding (38.600001 -> 38.6000).
         lines.append(f"{pad}  OFFSET " + " ".join(f"{v:.4f}" for v in offset))

@@ -23,7 +23,7 @@ from bridge.outputs import livelink_face, vmc
 from bridge.outputs.bvh import write_bvh
 from bridge.outputs.csv_export import write_csv
 from bridge.outputs.process import OutputSpec, RouterProcess
-from bridge.outputs.recorder import Recorder, load_recordings, select_recording
+from bridge.outputs.recorder import LogError, Recorder, load_recordings, select_recording
 from bridge.outputs.replay import replay
 from bridge.outputs.router import Output, OutputRouter
 from bridge.outputs.udp import parse_host_port
@@ -254,6 +254,9 @@ def run_replay(args: argparse.Namespace) -> int:
             sent = replay(args.log, router=router, pub=pub, speed=args.speed)
         except KeyboardInterrupt:
             sent = -1
+    except LogError as exc:  # a damaged or hostile log: refused before anything is sent
+        print(f"replay: {exc}", file=sys.stderr)
+        return 2
     except (OSError, ValueError, zmq.ZMQError) as exc:
         print(f"replay: {exc}", file=sys.stderr)
         return 1
@@ -278,6 +281,9 @@ def run_export(args: argparse.Namespace) -> int:
         if args.csv:
             rows = write_csv(select_recording(recordings, args.session, None), args.csv)
             print(f"wrote {rows} rows to {args.csv}")
+    except LogError as exc:  # a damaged or hostile log
+        print(f"export: {exc}", file=sys.stderr)
+        return 2
     except (OSError, ValueError) as exc:
         print(f"export: {exc}", file=sys.stderr)
         return 1

@@ -4,7 +4,8 @@ Columns: seq, input_seq, t_capture_ns, t_publish_ns, t_recv_ns, engine_us, batch
 - face: face_found (0/1), the FLAME expression components and eyelids by their rig names,
   head_qx..head_qw and jaw_qx..jaw_qw (wire quaternions), then the ARKit blendshapes by name;
 - motion: root_x, root_y, root_z (metres), then <joint>_qx, _qy, _qz, _qw per joint (wire axes).
-Lost frames are not filled in: a gap in `seq` shows them.
+Lost frames are not filled in: a gap in `seq` shows them. Names come from the log: one that starts
+with = + - @ or a control character (a spreadsheet would run it as a formula) is written after a `'`.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from bridge.protocol import FaceFrame, Frame, MotionFrame
 
 HEADER_COLUMNS = ("seq", "input_seq", "t_capture_ns", "t_publish_ns", "t_recv_ns", "engine_us", "batch")
 _Q = ("qx", "qy", "qz", "qw")
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\n")
 
 
 def columns(recording: Recording) -> list[str]:
@@ -33,7 +35,12 @@ def columns(recording: Recording) -> list[str]:
     elif isinstance(rig, BodyRig):
         out += ["root_x", "root_y", "root_z"]
         out += [f"{joint}_{q}" for joint in rig.joints for q in _Q]
-    return out
+    return [text_cell(name) for name in out]
+
+
+def text_cell(text: str) -> str:
+    """A text cell no spreadsheet runs as a formula (OWASP's CSV injection advice)."""
+    return "'" + text if text[:1] in _FORMULA_STARTS else text
 
 
 def row(frame: Frame, t_recv_ns: int) -> list[str | int | float]:

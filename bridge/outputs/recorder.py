@@ -6,6 +6,10 @@ one is ``{"t": int, "topic": str, "payload": bin}`` - the router's wall clock wh
 arrived (int64 ns since the Unix epoch), the PUB topic and the untouched payload. Keeping payloads
 byte-for-byte lets replay republish them unchanged and lets any msgpack reader decode them with
 docs/protocol.md alone.
+
+Reading a log trusts nothing in it: every length is bounded by the file's real size and by what the
+bridge ever writes (a record of at most MAX_RECORD_BYTES, no arrays, a few keys), `t` must be an int64,
+and anything else is a LogError naming the record, so a damaged or hostile 2 KB file costs kilobytes.
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ from bridge.protocol.versions import EVENT_TOPIC_PREFIX, FRAME_TOPIC_PREFIX
 
 log = logging.getLogger(__name__)
 
+MAX_RECORD_BYTES = 64 * 1024 * 1024  # far above any PUB message the bridge sends
+INT64_MAX = 2**63 - 1
 LOG_FORMAT = "avatar-bridge-log"
 LOG_VERSION = 1
 FLUSH_EVERY_S = 1.0  # bound what a crash can lose without a write call per frame
@@ -72,6 +78,10 @@ class Recorder(Output):
             self._last_flush = time.monotonic()
 
 
+class LogError(ValueError):
+    """A frame log that cannot be read as one: the message names the file and the record."""
+
+
 @dataclass(frozen=True)
 class LogRecord:
     t_recv_ns: int
@@ -80,23 +90,44 @@ class LogRecord:
 
 
 def read_log(path: str | Path) -> Iterator[LogRecord]:
-    """The records of a frame log in file order; a truncated last record (a crash) is skipped."""
+    """The records of a frame log in file order; a truncated last record (a crash) is skipped.
+    LogError (a ValueError) for a file that is not one, or a malformed record."""
     with Path(path).open("rb") as f:
-        unpacker = msgpack.Unpacker(f, raw=False, strict_map_key=True)
-        header = next(unpacker, None)
-        if not isinstance(header, dict) or header.get("format") != LOG_FORMAT:
-            raise ValueError(f"{path}: not an avatar-bridge frame log")
-        if header.get("version") != LOG_VERSION:
-            raise ValueError(f"{path}: frame log version {header.get('version')} not supported")
-        for record in unpacker:
-            yield _record(record, path)
+        size = max(1, min(MAX_RECORD_BYTES, Path(path).stat().st_size))
+        unpacker = msgpack.Unpacker(
+            f,
+            raw=False,
+            strict_map_key=True,
+            max_buffer_size=size,  # no declared length can reach past the file's real size
+            max_str_len=size,
+            max_bin_len=size,
+            max_array_len=16,  # the bridge writes maps of scalars
+            max_map_len=16,
+            max_ext_len=0,
+        )
+        number = 0
+        try:
+            header = next(unpacker, None)
+            if not isinstance(header, dict) or header.get("format") != LOG_FORMAT:
+                raise LogError(f"{path}: not an avatar-bridge frame log")
+            if header.get("version") != LOG_VERSION:
+                raise LogError(f"{path}: frame log version {header.get('version')!r:.20} not supported")
+            for number, record in enumerate(unpacker, 1):
+                yield _record(record, path, number)
+        except (msgpack.UnpackException, ValueError, RecursionError) as exc:
+            if isinstance(exc, LogError):
+                raise
+            raise LogError(
+                f"{path}: record {number + 1} is not readable ({type(exc).__name__}: {exc!s:.80})"
+            ) from None
 
 
-def _record(record: Any, path: str | Path) -> LogRecord:
-    try:
-        return LogRecord(int(record["t"]), str(record["topic"]).encode(), bytes(record["payload"]))
-    except (TypeError, KeyError, ValueError):
-        raise ValueError(f"{path}: malformed record {record!r:.80}") from None
+def _record(record: Any, path: str | Path, number: int) -> LogRecord:
+    if isinstance(record, dict):
+        t, topic, payload = record.get("t"), record.get("topic"), record.get("payload")
+        if type(t) is int and 0 <= t <= INT64_MAX and isinstance(topic, str) and isinstance(payload, bytes):
+            return LogRecord(t, topic.encode(), payload)
+    raise LogError(f"{path}: record {number} is malformed ({record!r:.80})")
 
 
 @dataclass
