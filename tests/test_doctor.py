@@ -82,6 +82,7 @@ def test_missing_optional_pieces_print_their_fixes_and_exit_0(
     code, out = doctor(capsys, "--config", str(config[0]), "--face-landmarker", str(tmp_path / "none.task"))
     assert code == 0, out
     assert "MISSING  ffmpeg: not on PATH" in out
+    assert "MISSING  on PATH: " in out and "activate" in out  # the quickstart's venv, not activated
     assert FFMPEG.debian in out and FFMPEG.macos in out and FFMPEG.windows in out
     assert "MISSING  PortAudio: does not load" in out
     assert PORTAUDIO.debian in out and PORTAUDIO.windows in out

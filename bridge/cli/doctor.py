@@ -18,6 +18,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import sysconfig
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -126,6 +127,20 @@ def _ports(config: Path | None) -> list[Check]:
         (table.get("metrics_port"), "metrics port"),
     ]
     return [check_port(host, port, role) for port, role in wanted if port]  # None or 0: none or any
+
+
+def _command_on_path() -> Check:
+    """The quickstart installs into a virtual environment whose bin folder a new shell lacks."""
+    use = "the avatar-bridge command"
+    found = shutil.which("avatar-bridge")
+    if found is not None:
+        return Check(use, "on PATH", True, found)
+    scripts = Path(sysconfig.get_path("scripts"))
+    if sys.prefix == sys.base_prefix:  # not a virtual environment: pip's scripts folder
+        return Check(use, "on PATH", False, f"{scripts} is not on PATH", f"add {scripts} to PATH")
+    activate = f"{scripts / 'activate'}" if sys.platform != "win32" else f"{scripts / 'activate.bat'}"
+    fix = f"`source {activate}`" if sys.platform != "win32" else f"`{activate}`"
+    return Check(use, "on PATH", False, f"its virtual environment {sys.prefix} is not active", fix)
 
 
 def _motion_kernels() -> Check:
@@ -271,6 +286,7 @@ def collect(args: argparse.Namespace) -> tuple[list[Check], Any]:
         lambda: _models(engines),
         lambda: _ports(args.config),
         _motion_kernels,
+        _command_on_path,
         lambda: _face_model(args.face_landmarker),
         _video_decoding,
         _cameras,
