@@ -1,9 +1,12 @@
 """The Unity package's UPM tarball (scripts/pack_unity.sh, `npm pack`): what Package Manager's "Add package
-from tarball..." installs must be the package as git holds it, every asset with its `.meta`, nothing else."""
+from tarball..." installs must be the package as git holds it, every asset with its `.meta`, nothing else.
+An install from disk or from a git URL reads the same tracked folder, so the `.meta` and manifest checks hold
+for those too (a git install is immutable: Unity cannot add a missing `.meta` there)."""
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import tarfile
 from pathlib import Path, PurePosixPath
@@ -68,6 +71,10 @@ def test_carries_the_manifest_its_samples_and_every_assembly(tarball: dict[str, 
     manifest = json.loads(tarball["package.json"])
     assert manifest == json.loads((PACKAGE / "package.json").read_bytes())
     assert manifest["name"] == "com.avatarbridge.unity"
+    # What Package Manager requires of a manifest: a lower-case name, a semver, a Unity version.
+    assert re.fullmatch(r"[a-z0-9][a-z0-9._-]*", manifest["name"])
+    assert re.fullmatch(r"\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?", manifest["version"])
+    assert re.fullmatch(r"\d{4}\.\d+", manifest["unity"])
     for sample in manifest["samples"]:
         assert any(p.startswith(sample["path"] + "/") for p in tarball), sample["path"]
     asmdefs = sorted(str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.asmdef"))
