@@ -188,6 +188,13 @@ class BridgeClient:
         h, w = rgb.shape[:2]
         return _item(session, seq, t_capture_ns, kind="image", width=w, height=h, data=rgb.tobytes())
 
+    def jpeg_item(
+        self, session: str, seq: int, jpeg: bytes, t_capture_ns: int | None = None
+    ) -> dict[str, Any]:
+        """An image input of JPEG bytes (protocol 1.3; `bridge.vision.jpeg.encode` makes them from RGB):
+        the bridge reads width and height from the JPEG's header."""
+        return _item(session, seq, t_capture_ns, kind="image", format="jpeg", data=jpeg)
+
     def audio_item(
         self, session: str, seq: int, pcm: np.ndarray, rate: int, t_capture_ns: int | None = None
     ) -> dict[str, Any]:
@@ -210,6 +217,9 @@ class BridgeClient:
 
     def send_image(self, session: str, seq: int, rgb: np.ndarray, t_capture_ns: int | None = None) -> None:
         self.send_item(self.image_item(session, seq, rgb, t_capture_ns))
+
+    def send_jpeg(self, session: str, seq: int, jpeg: bytes, t_capture_ns: int | None = None) -> None:
+        self.send_item(self.jpeg_item(session, seq, jpeg, t_capture_ns))
 
     def send_audio(
         self, session: str, seq: int, pcm: np.ndarray, rate: int, t_capture_ns: int | None = None

@@ -14,7 +14,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from bridge.pipelines.output_guard import GuardStats
 from bridge.protocol.events import Rig
-from bridge.protocol.requests import ImageInput, Input
+from bridge.protocol.requests import ImageInput, Input, JpegInput
 from bridge.runtime.engine import Engine
 
 StateT = TypeVar("StateT")
@@ -113,9 +113,8 @@ class Pipeline(ABC, Generic[StateT, StepT]):
         """What `item` costs the scheduler, in the unit of the per-client fair share (I/O thread): its
         frames (`steps_for`); an image one unit per VGA-sized part of it, since detection and cropping
         grow with pixels."""
-        if isinstance(item, ImageInput):
-            pixels = int(item.pixels.shape[0]) * int(item.pixels.shape[1])
-            return max(1, -(-pixels // WORK_PIXELS))
+        if isinstance(item, ImageInput | JpegInput):  # a JPEG by its header: decoding grows with pixels
+            return max(1, -(-item.width * item.height // WORK_PIXELS))
         return self.steps_for(state, item)
 
     def step_frames(self, step: Step[StepT]) -> int:

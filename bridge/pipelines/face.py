@@ -26,7 +26,7 @@ from bridge.protocol.codec import ProtocolError
 from bridge.protocol.errors import ErrorCode
 from bridge.protocol.events import FACE_EXPRESSION_NAMES, FACE_EYELID_NAMES, FaceRig
 from bridge.protocol.frames import encode_face_frame
-from bridge.protocol.requests import ImageInput, Input
+from bridge.protocol.requests import ImageInput, Input, JpegInput
 from bridge.rig import flame
 from bridge.rig.arkit import ARKIT_NAMES
 from bridge.rig.flame_to_arkit import FlameToArkit
@@ -89,10 +89,10 @@ class FacePipeline(Pipeline[FaceState, np.ndarray | None]):
     def validate(self, state: FaceState, item: Input) -> None:
         if (
             state.tracker is None
-            and isinstance(item, ImageInput)
-            and item.pixels.shape[:2] != (CROP_SIZE, CROP_SIZE)
+            and isinstance(item, ImageInput | JpegInput)
+            and (item.height, item.width) != (CROP_SIZE, CROP_SIZE)
         ):
-            h, w = item.pixels.shape[:2]
+            h, w = item.height, item.width
             raise ProtocolError(
                 ErrorCode.BAD_VALUE,
                 f"face: a session opened with cropped takes {CROP_SIZE}x{CROP_SIZE} images (the aligned "

@@ -15,6 +15,7 @@ class ErrorCode(IntEnum):
     BAD_TYPE = 105  # a field has the wrong msgpack type
     BAD_VALUE = 106  # right type, value not allowed (unknown format, non-positive size, unknown style)
     BAD_SIZE = 107  # a `data` blob does not match its declared shape
+    BAD_IMAGE = 108  # an encoded image (JPEG) that is not one, or corrupt, truncated or of a kind not decoded
     # 2xx: the message is well formed but does not fit the bridge's state.
     UNKNOWN_SESSION = 200  # never opened, closed or reaped
     UNKNOWN_PIPELINE = 201

@@ -32,9 +32,15 @@ from bridge.protocol.batch_frames import BATCH_GROUP_OPTION, check_batch_group
 from bridge.protocol.codec import F32LE, ProtocolError
 from bridge.protocol.errors import ErrorCode
 from bridge.protocol.versions import PROTOCOL_VERSION, SESSION_ID_LENGTH
+from bridge.vision.jpeg import JpegError, JpegHeader, read_header
+from bridge.vision.jpeg import decode as decode_jpeg
 
 MAX_IMAGE_SIDE = 4096
 MAX_IMAGE_PIXELS = 2048 * 1024  # 1920x1080 fits; pre-processing cost grows with pixels
+# A JPEG image input's bytes (minor revision 1.3): a 1920x1080 frame at quality 95 is ~0.6 MB; 4 MiB
+# leaves room for noise at quality 100 without letting a JPEG cost more wire than its rgb8 would.
+MAX_JPEG_BYTES = 4 * 1024 * 1024
+IMAGE_FORMATS = ("rgb8", "jpeg")  # announced in the hello reply
 MIN_AUDIO_RATE = 8000
 MAX_AUDIO_RATE = 192000
 MAX_AUDIO_INPUT_S = 1.0  # seconds of audio in one input, at any rate
@@ -109,6 +115,43 @@ class ImageInput:
     ack: bool
     pixels: np.ndarray  # (height, width, 3) uint8, read-only view of the message
 
+    @property
+    def width(self) -> int:
+        return int(self.pixels.shape[1])
+
+    @property
+    def height(self) -> int:
+        return int(self.pixels.shape[0])
+
+
+@dataclass(frozen=True)
+class JpegInput:
+    """An image input sent as JPEG (minor revision 1.3), its header read and bounded, its pixels not
+    yet decoded: `decoded` runs libjpeg-turbo, on a prepare thread (bridge.serving.scheduler), only
+    for an image that a newer one did not supersede first. Pipelines see the ImageInput it gives."""
+
+    kind: ClassVar[str] = "image"
+    id: int
+    session: str
+    seq: int
+    t_capture_ns: int
+    ack: bool
+    header: JpegHeader
+    data: memoryview  # the JPEG bytes, a view of the message
+
+    @property
+    def width(self) -> int:
+        return self.header.width
+
+    @property
+    def height(self) -> int:
+        return self.header.height
+
+    def decoded(self) -> ImageInput:
+        """The same input as RGB pixels (JpegError when the data is corrupt or truncated)."""
+        pixels = decode_jpeg(self.data, self.header)
+        return ImageInput(self.id, self.session, self.seq, self.t_capture_ns, self.ack, pixels)
+
 
 @dataclass(frozen=True)
 class AudioInput:
@@ -133,7 +176,7 @@ class FeaturesInput:
     rows: np.ndarray  # (rows, cols) float32, read-only view
 
 
-Input = ImageInput | AudioInput | FeaturesInput
+Input = ImageInput | JpegInput | AudioInput | FeaturesInput
 
 
 @dataclass(frozen=True)
@@ -447,15 +490,15 @@ def _input(m: _InputItem) -> Input:
     ack = bool(m.ack)
     data = m.data
     if m.kind == "image":
+        if m.format == "jpeg":
+            return _jpeg_input(m, ack)
         width = _require(m.width, "width", "image")
         height = _require(m.height, "height", "image")
-        if width * height > MAX_IMAGE_PIXELS:
-            raise ProtocolError(
-                ErrorCode.BAD_VALUE,
-                f"image input: {width}x{height} is over {MAX_IMAGE_PIXELS} pixels",
-            )
+        _check_pixels(width, height)
         if (m.format or "rgb8") != "rgb8":
-            raise ProtocolError(ErrorCode.BAD_VALUE, "image input: format not supported (use 'rgb8')")
+            raise ProtocolError(
+                ErrorCode.BAD_VALUE, f"image input: format not supported (one of {', '.join(IMAGE_FORMATS)})"
+            )
         if len(data) != width * height * 3:
             raise ProtocolError(
                 ErrorCode.BAD_SIZE,
@@ -480,6 +523,40 @@ def _input(m: _InputItem) -> Input:
     if not math.isfinite(values.sum()) and not np.isfinite(values).all():
         raise ProtocolError(ErrorCode.BAD_VALUE, "features input: values must be finite")
     return FeaturesInput(m.id, m.session, m.seq, m.t_capture_ns, ack, values)
+
+
+def _check_pixels(width: int, height: int) -> None:
+    if width * height > MAX_IMAGE_PIXELS:
+        raise ProtocolError(
+            ErrorCode.BAD_VALUE, f"image input: {width}x{height} is over {MAX_IMAGE_PIXELS} pixels"
+        )
+
+
+def _jpeg_input(m: _InputItem, ack: bool) -> JpegInput:
+    """A JPEG image input, checked as far as its header goes (the I/O thread: microseconds, nothing
+    allocated): its size, its dimensions against the image bounds (a bomb, huge dimensions in a small
+    file, is refused here) and against `width` and `height` when sent. Its pixels are decoded later."""
+    data = m.data
+    if len(data) > MAX_JPEG_BYTES:
+        raise ProtocolError(
+            ErrorCode.BAD_VALUE, f"image input: {len(data)} bytes of JPEG is over {MAX_JPEG_BYTES}"
+        )
+    try:
+        header = read_header(data)
+    except JpegError as exc:
+        raise ProtocolError(ErrorCode.BAD_IMAGE, f"image input: {exc}") from None
+    width, height = header.width, header.height
+    if width > MAX_IMAGE_SIDE or height > MAX_IMAGE_SIDE:
+        raise ProtocolError(
+            ErrorCode.BAD_VALUE, f"image input: JPEG of {width}x{height}, a side over {MAX_IMAGE_SIDE}"
+        )
+    _check_pixels(width, height)
+    if (m.width is not None and m.width != width) or (m.height is not None and m.height != height):
+        raise ProtocolError(
+            ErrorCode.BAD_SIZE,
+            f"image input: the JPEG is {width}x{height}, the input says {m.width}x{m.height}",
+        )
+    return JpegInput(m.id, m.session, m.seq, m.t_capture_ns, ack, header, data)
 
 
 def _audio(rate: int, fmt: str | None, data: memoryview, kind: str, max_s: float) -> np.ndarray:

@@ -27,7 +27,9 @@ has one, so N sessions cost one call per tick instead of N (docs/scheduling.md).
 - Queues are bounded: a face session keeps only its newest image (latest wins), a motion session
   refuses inputs beyond `max_pending` (the caller answers OVERLOADED).
 - Pre-processing may run on `prepare_workers` threads (one session's inputs stay on one task, in
-  order): face detection and cropping release the GIL in OpenCV.
+  order): face detection and cropping release the GIL in OpenCV. A JPEG image is decoded there too,
+  just before its pipeline prepares it (libjpeg-turbo releases the GIL), so a superseded image is
+  never decoded and a corrupt one fails only itself (BAD_IMAGE to its session; stage "decode").
 - Realtime first: a step that makes more than one frame (an offline chunk) is bulk work; its payload
   holds one entry per frame (`step_frames`), so it can be cut. Bulk calls run after the realtime
   ones of a round, one per round. While realtime sessions stream, a bulk call is cut to fit the gap
@@ -72,7 +74,7 @@ from typing import Any
 from bridge.pipelines.base import FailedRow, Pipeline
 from bridge.protocol.batch_frames import batch_topic
 from bridge.protocol.errors import ErrorCode
-from bridge.protocol.requests import Input
+from bridge.protocol.requests import ImageInput, Input, JpegInput
 from bridge.serving.publisher import (
     INLINE_FRAMES,
     Call,
@@ -87,6 +89,7 @@ from bridge.serving.publisher import (
 from bridge.serving.sessions import Session
 from bridge.serving.stats import BridgeStats
 from bridge.transport.zmq_sockets import Delivery
+from bridge.vision.jpeg import JpegError
 
 __all__ = ["Publish", "Scheduler"]
 
@@ -588,6 +591,11 @@ class Scheduler:
                 t_queued, item = s.inbox.popleft()
                 s.inbox_frames -= self.pipeline.steps_for(s.state, item)
             t0 = time.perf_counter()
+            if isinstance(item, JpegInput):
+                decoded = self._decode(s, item)
+                if decoded is None:
+                    continue
+                item, t0 = decoded, time.perf_counter()
             try:
                 steps = self.pipeline.prepare(s.state, item)
                 for step in steps:
@@ -599,6 +607,18 @@ class Scheduler:
             except Exception as exc:
                 log.exception("pre-processing failed for session %s", s.id)
                 self._report_error(s, ErrorCode.INTERNAL, f"pre-processing failed: {exc}")
+
+    def _decode(self, s: Session, item: JpegInput) -> ImageInput | None:
+        """A JPEG input's pixels, decoded here (a prepare thread; libjpeg-turbo releases the GIL, so
+        the I/O thread goes on), or None after telling its session why not (BAD_IMAGE)."""
+        t0 = time.perf_counter()
+        try:
+            image = item.decoded()
+        except JpegError as exc:
+            self._report_error(s, ErrorCode.BAD_IMAGE, f"image input {item.seq}: {exc}")
+            return None
+        self._stats.observe("decode", time.perf_counter() - t0)
+        return image
 
     def _run(self, batch: list[Session], bulk: bool = False) -> None:
         steps = [s.steps.popleft() for s in batch]

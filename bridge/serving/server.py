@@ -46,6 +46,7 @@ from bridge.protocol.errors import ErrorCode
 from bridge.protocol.events import encode_closed_event, encode_opened_event, encode_rig, event_topic
 from bridge.protocol.replies import error_reply, item_failure, items_error_reply, reply
 from bridge.protocol.requests import (
+    IMAGE_FORMATS,
     MAX_INPUT_ITEMS,
     MAX_ITEM_FAILURES,
     AudioInput,
@@ -523,6 +524,7 @@ class Bridge:
                     idle_timeout_s=self.config.idle_timeout_s,
                     max_sessions_per_client=self.config.max_sessions_per_client,
                     max_input_items=MAX_INPUT_ITEMS,  # `inputs` is served (protocol 1.1)
+                    image_formats=list(IMAGE_FORMATS),  # JPEG images are decoded (protocol 1.3)
                 ),
             )
         elif isinstance(request, ListModels):

@@ -1,0 +1,1 @@
+"""Image codecs for the bridge's inputs (JPEG), independent of sockets and pipelines."""
