@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "MsgPackReader.hpp"
@@ -12,9 +13,9 @@
 
 namespace avatar_bridge {
 
-// The first contract violation found while decoding one message. Readers that share it stop at nothing: once
-// it has failed, every read returns an empty default and the first error is what the decoder reports, the
-// same one an exception would have carried (the core is built without exceptions).
+// The first contract violation found while decoding one message. The core is built without exceptions, so a
+// failed read does not unwind: it is recorded here, later reads return empty defaults, and the decoder reports
+// this first error, the same one a throw at that point would have carried.
 class DecodeStatus {
 public:
     void fail(ErrorCode code, std::string message) {
