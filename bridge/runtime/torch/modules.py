@@ -38,7 +38,10 @@ def reference_module(name: str, seed: int = 0) -> nn.Module:
 
 
 # Manifest tasks whose ONNX file is run as is (our own conversions, a small op set).
-ONNX_TASKS = ("face_landmarks", "face_detector", "face_blendshapes")
+ONNX_TASKS = (
+    "face_landmarks", "face_detector", "face_blendshapes",
+    "pose_detector", "pose_landmarks", "hand_recrop", "hand_landmarks",
+)  # fmt: skip
 
 
 def module_for(manifest: ModelManifest, seed: int = 0) -> nn.Module:

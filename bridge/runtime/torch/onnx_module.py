@@ -72,6 +72,25 @@ def _concat(m: OnnxModule, *xs: Value, axis: int) -> Value:
     return torch.cat(xs, axis)
 
 
+def _resize(m: OnnxModule, x: torch.Tensor, *, scales: list[float], **a: Any) -> Value:
+    """Linear Resize with half-pixel centres (the converter's only kind), by constant scales."""
+    if a.get("mode") != b"linear" or a.get("coordinate_transformation_mode") != b"half_pixel":
+        raise ValueError(f"Resize {a} is not supported by the torch backend")
+    return F.interpolate(x, scale_factor=tuple(scales[2:]), mode="bilinear", align_corners=False)
+
+
+def _depth_to_space(m: OnnxModule, x: torch.Tensor, blocksize: int, mode: bytes = b"DCR") -> Value:
+    n, c, h, w = x.shape
+    r = blocksize
+    if mode != b"DCR":
+        return F.pixel_shuffle(x, r)  # CRD
+    return (
+        x.reshape(n, r, r, c // (r * r), h, w)
+        .permute(0, 3, 4, 1, 5, 2)
+        .reshape(n, c // (r * r), h * r, w * r)
+    )
+
+
 def _reduce(op: Callable[..., torch.Tensor]) -> Callable[..., Value]:
     return lambda m, x, axes, keepdims=1: op(x, dim=tuple(axes), keepdim=bool(keepdims))
 
@@ -101,6 +120,9 @@ _OPS: dict[str, Callable[..., Value]] = {
     "ReduceSum": _reduce(torch.sum),
     "Shape": lambda m, x: list(x.shape),
     "Expand": lambda m, x, shape: x.expand(shape),
+    "Resize": _resize,
+    "Clip": lambda m, x, lo, hi: torch.clamp(x, lo, hi),
+    "DepthToSpace": _depth_to_space,
 }
 
 
@@ -137,7 +159,12 @@ class OnnxModule(nn.Module):
                 )
             attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
             attrs = {k: list(v) if isinstance(v, (list, tuple)) else v for k, v in attrs.items()}
-            self._nodes.append((op, list(node.input), node.output[0], attrs))
+            inputs = list(node.input)
+            if node.op_type == "Resize":  # constant scales as Python floats: no device read per call
+                scales = next(i for i in graph.initializer if i.name == inputs[2])
+                attrs["scales"] = [float(v) for v in numpy_helper.to_array(scales)]
+                inputs = inputs[:1]
+            self._nodes.append((op, inputs, node.output[0], attrs))
 
     def _value(self, name: str, env: dict[str, Value]) -> Value:
         if name in env:
