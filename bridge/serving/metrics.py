@@ -443,7 +443,18 @@ class BridgeCollector(Collector):
             open_.add_metric([name, model], n)
         for model, n in sorted(depths.items()):
             depth.add_metric([model], n)
-        yield from (open_, depth)
+        load = GaugeMetricFamily(
+            f"{PREFIX}_scheduler_load",
+            "Fraction of the last second each scheduler thread was busy (admission: serve --max-load)",
+            labels=["model"],
+        )
+        busiest: dict[str, float] = {}  # a model with a voice variant has two schedulers
+        for scheduler in b.schedulers.values():
+            model = scheduler.pipeline.model_name
+            busiest[model] = max(busiest.get(model, 0.0), scheduler.projected_load(0))
+        for model, fraction in sorted(busiest.items()):
+            load.add_metric([model], fraction)
+        yield from (open_, depth, load)
         yield CounterMetricFamily(
             f"{PREFIX}_sessions_opened", "Sessions opened", value=b.stats.sessions_opened
         )

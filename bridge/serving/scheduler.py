@@ -114,7 +114,7 @@ PREPARE_BUDGET_S = 0.002
 # a client with one.
 ROUND_BUDGET_PERIODS = 0.3
 LOAD_WINDOW_S = 1.0  # the busy fraction (`load`) is measured over windows this long
-LOAD_SAMPLE_SESSIONS = 64  # a session costs the mean over at least this many (batching: a lone one costs more)
+LOAD_SAMPLE_SESSIONS = 64  # a session costs the mean over at least this many (a lone one costs more)
 
 
 class Scheduler:
@@ -169,8 +169,9 @@ class Scheduler:
         self._dead_since: float | None = None  # dead and not restarted yet
         self._bulk_ids: set[str] = set()  # sessions whose latest step was bulk work
         self._bulk_waiting = False  # the last round left bulk work for a realtime gap
-        # Measured load: the fraction of the last window this thread spent in rounds, and the
-        # sessions it served then (admission: `projected_load`); the window in progress.
+        # Measured load: the CPU time this thread spent in rounds over the last window, as a fraction
+        # of it (1.0: a core's worth, all one thread can do), and the sessions it served then
+        # (admission: `projected_load`); the window in progress.
         self.load = 0.0
         self.streaming = 0
         self._window_start = time.perf_counter()
@@ -354,7 +355,7 @@ class Scheduler:
             self._arrived.clear()
             sessions = list(self._active.values())
         self.round_started = time.monotonic()
-        busy_since = time.perf_counter()
+        busy_since = time.thread_time()  # CPU: other processes' load is not this thread's cost
         self._round = sessions
         self._flush_outboxes()
         self._prepare(sessions)
@@ -395,7 +396,7 @@ class Scheduler:
                     self._active.pop(s.id, None)
                 elif s.id in self._active:
                     self._active.move_to_end(s.id)
-        self._account(time.perf_counter() - busy_since, sessions)
+        self._account(time.thread_time() - busy_since, sessions)
         return True
 
     def _run_bulk(self, group: list[Session]) -> None:
