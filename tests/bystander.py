@@ -13,7 +13,7 @@ gaps, error replies, latency (input captured -> frame received) p50/p99.
     assert report.clean, report
 
 API (kept stable; bench/pressure.py imports it): `Bystander(request_port, *, host, rate_hz, server_key,
-client_keys, drain_s)`, `start()`, `stop() -> BystanderReport`, `report() -> BystanderReport` (a
+client_keys, drain_s, settle_s)`, `start()`, `stop() -> BystanderReport`, `report() -> BystanderReport` (a
 snapshot while running), `session` (its id once started).
 """
 
@@ -65,6 +65,7 @@ class Bystander:
         server_key: bytes | None = None,
         client_keys: tuple[bytes, bytes] | None = None,
         drain_s: float = 5.0,
+        settle_s: float = 0.05,
     ) -> None:
         self.request_port = request_port
         self.host = host
@@ -72,6 +73,9 @@ class Bystander:
         self.server_key = server_key
         self.client_keys = client_keys
         self.drain_s = drain_s
+        # Between subscribing and the first input. With `serve --workers` a subscription travels the
+        # forwarder and a worker's I/O loop: on a loaded 2-core box that took up to 0.4 s.
+        self.settle_s = settle_s
         self.session: str | None = None
         self._lock = threading.Lock()
         self._sent = 0
@@ -143,7 +147,7 @@ class Bystander:
             client.hello("bystander")
             self.session = client.open("motion")["session"]
             client.subscribe(f"frame/{self.session}".encode())  # its own frames only
-            time.sleep(0.05)  # the subscription reaches the bridge before the first frame
+            time.sleep(self.settle_s)  # the subscription reaches the bridge before the first frame
             self._ready.set()
             self._stream(client, self.session)
             self._drain(client)

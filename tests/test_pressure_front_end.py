@@ -13,6 +13,8 @@ from __future__ import annotations
 import time
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
 
 import msgpack
 import pytest
@@ -21,7 +23,7 @@ import zmq
 from bridge.harness.process import BridgeProcess
 from bridge.protocol import ErrorCode, pack
 from bridge.protocol.versions import DEFAULT_MAX_MESSAGE_BYTES
-from bridge.serving.front_end import CONTEXT_SOCKETS, RESERVED_SOCKETS
+from bridge.serving.front_end import CONTEXT_SOCKETS, RESERVED_SOCKETS, FrontEnd
 
 from .bystander import Bystander
 from .test_pressure_round_two import RSS_GROWTH_MIB, Attacker, deep_messages, tree_rss_mib
@@ -39,7 +41,7 @@ def bridge() -> Iterator[BridgeProcess]:
 @pytest.fixture
 def bystander(bridge: BridgeProcess) -> Iterator[Bystander]:
     """Streams for the test; on exit it must have kept every frame, and the front end must serve on."""
-    b = Bystander(bridge.request_port, drain_s=5.0)
+    b = Bystander(bridge.request_port, drain_s=5.0, settle_s=1.0)
     b.start()
     t0 = time.monotonic()
     yield b
@@ -154,3 +156,29 @@ def test_more_connections_than_links_get_a_clear_refusal(bridge: BridgeProcess, 
     (reply,) = check.replies(1)
     assert reply["op"] in ("hello", "error")
     check.close()
+
+
+def test_a_link_holds_a_bounded_number_of_bytes(tmp_path: Path) -> None:
+    """A link to a worker that does not read holds at most 2 x max_message_bytes of large messages
+    (the rest OVERLOADED), and takes more once libzmq has handed them on."""
+    endpoint = f"ipc://{tmp_path}/worker"
+    context = zmq.Context.instance()
+    dealer: zmq.Socket[bytes] = context.socket(zmq.DEALER)
+    dealer.setsockopt(zmq.LINGER, 0)
+    dealer.connect(endpoint)  # nobody there yet: libzmq queues
+    link = SimpleNamespace(_queued={}, _queued_bytes={}, link_bytes=16 << 20)
+    big = [zmq.Frame(bytes(5 << 20))]
+    assert [FrontEnd._forward(link, dealer, big) for _ in range(5)] == [True, True, True, False, False]  # type: ignore[arg-type]
+    assert FrontEnd._forward(link, dealer, [b"small"])  # type: ignore[arg-type]  # small ones count by number
+    worker: zmq.Socket[bytes] = context.socket(zmq.ROUTER)
+    worker.setsockopt(zmq.LINGER, 0)
+    worker.bind(endpoint)
+    for _ in range(4):
+        assert worker.poll(5000)
+        worker.recv_multipart(copy=False)
+    deadline = time.monotonic() + 5.0
+    while not FrontEnd._forward(link, dealer, big):  # type: ignore[arg-type]
+        assert time.monotonic() < deadline, "the link never took a large message again"
+        time.sleep(0.05)
+    dealer.close()
+    worker.close()

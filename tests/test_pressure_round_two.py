@@ -102,7 +102,7 @@ def bridge() -> Iterator[BridgeProcess]:
 @pytest.fixture
 def bystander(bridge: BridgeProcess) -> Iterator[Bystander]:
     """Streams for the test; on exit it must have kept every frame, and the bridge must serve on."""
-    b = Bystander(bridge.request_port, drain_s=5.0)
+    b = Bystander(bridge.request_port, drain_s=5.0, settle_s=1.0)
     b.start()
     t0 = time.monotonic()
     yield b
@@ -205,7 +205,7 @@ def test_subscriptions_from_many_connections_are_bounded_and_counted() -> None:
     )
     subs: list[zmq.Socket[bytes]] = []
     try:
-        b = Bystander(server.sockets.request_port, drain_s=5.0)
+        b = Bystander(server.sockets.request_port, drain_s=5.0, settle_s=1.0)
         b.start()
         before = rss_mib()
         for c in range(connections):

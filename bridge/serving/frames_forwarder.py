@@ -6,7 +6,9 @@ every message on, `frame/`, `event/` and batch topics alike, from the public XPU
 single bridge's bounds per subscriber (frames_hwm, frames_sndbuf, the subscription size limit and
 `max_subscriptions` per connection: the XPUB is in manual mode and each subscription goes through
 `ConnectionSubscriptions.admit`, bridge.transport.zmq_sockets). Upstream, a worker hears each prefix's
-first subscription and its last unsubscription, as from libzmq's own proxy. Stalls are not counted.
+first subscription and its last unsubscription, as from libzmq's own proxy. A message some subscriber
+had no room for is counted as a stall, as the single bridge counts them (XPUB_NODROP refuses it, and
+it is sent again lossy for the others): nothing is lost uncounted here.
 
 Why a process: libzmq's C proxy cannot bound subscriptions per connection, and the same loop as a
 Python thread in the front end shared its GIL with request routing (on the H200 at 2048 sessions:
@@ -56,6 +58,7 @@ class ForwarderCounters:
     """Shared memory the forwarder alone writes (no lock a killed process could keep)."""
 
     refused: Any  # ctypes int64: subscriptions not stored (over the limit, or matching no topic)
+    stalls: Any  # ctypes int64: messages a subscriber with a full queue missed (once per stall)
     handshakes: Any  # ctypes int64 array: failed CURVE handshakes on the frames port, per REASONS
 
 
@@ -66,7 +69,9 @@ class FramesForwarder:
     def __init__(self, transport: TransportConfig, forward_endpoint: str) -> None:
         mp = multiprocessing.get_context("spawn")
         self._spec = ForwarderSpec(transport, forward_endpoint)
-        self._counters = ForwarderCounters(mp.RawValue("q", 0), mp.RawArray("q", len(REASONS)))
+        self._counters = ForwarderCounters(
+            mp.RawValue("q", 0), mp.RawValue("q", 0), mp.RawArray("q", len(REASONS))
+        )
         self._child: ChildProcess | None = None
         self._ready = False
         self.port = 0
@@ -88,6 +93,10 @@ class FramesForwarder:
     @property
     def refused(self) -> int:
         return int(self._counters.refused.value)
+
+    @property
+    def stalls(self) -> int:
+        return int(self._counters.stalls.value)
 
     def handshake_failures(self) -> Counter[str]:
         return Counter({r: int(n) for r, n in zip(REASONS, self._counters.handshakes[:], strict=True) if n})
@@ -125,6 +134,7 @@ def _run(spec: ForwarderSpec, counters: ForwarderCounters, parent: ParentLine) -
     xsub.setsockopt(zmq.RCVHWM, 0)  # the workers' link is unbounded; the XPUB has the bounds
     xsub.bind(spec.forward_endpoint)
     xpub = frames_xpub(context, t)
+    xpub.setsockopt(zmq.XPUB_NODROP, 1)  # a full subscriber refuses a message: counted (`_frames`)
     monitor = xpub.get_monitor_socket(sum(HANDSHAKE_FAILURES)) if t.curve_secret_key is not None else None
     port = _bind(xpub, t.host, t.frames_port)
     freeze_startup_heap()
@@ -142,7 +152,7 @@ def _run(spec: ForwarderSpec, counters: ForwarderCounters, parent: ParentLine) -
             _subscriptions(xpub, xsub, connections, upstream)
             counters.refused.value = connections.refused
         if xsub in ready:
-            _frames(xsub, xpub)
+            counters.stalls.value += _frames(xsub, xpub)
         if monitor is not None and monitor in ready:
             event = recv_monitor_message(monitor)
             reason = HANDSHAKE_FAILURES.get(int(event["event"]), "other")
@@ -183,10 +193,21 @@ def _subscriptions(
     connections.settle()
 
 
-def _frames(xsub: zmq.Socket[bytes], xpub: zmq.Socket[bytes]) -> None:
+def _frames(xsub: zmq.Socket[bytes], xpub: zmq.Socket[bytes]) -> int:
+    """Pass messages on; how many a subscriber with a full queue missed."""
+    stalls = 0
     for _ in range(DRAIN):
         try:
             parts = xsub.recv_multipart(zmq.NOBLOCK, copy=False)
         except zmq.Again:
-            return
-        xpub.send_multipart(parts, copy=False)  # never blocks: a full subscriber misses this one
+            break
+        try:
+            xpub.send_multipart(parts, zmq.NOBLOCK, copy=False)
+        except zmq.Again:  # a matching subscriber is full: the others get it, that one misses it
+            stalls += 1
+            xpub.setsockopt(zmq.XPUB_NODROP, 0)
+            try:
+                xpub.send_multipart(parts, zmq.NOBLOCK, copy=False)
+            finally:
+                xpub.setsockopt(zmq.XPUB_NODROP, 1)
+    return stalls

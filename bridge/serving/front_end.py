@@ -24,10 +24,10 @@ sessions.
   else, a message nested too deep included, is routed as malformed: a worker answers it). At most
   `max_client_links` clients hold links at once (each link is a DEALER per worker, and a ZeroMQ
   context holds at most 1023 sockets): a new client past it gets OVERLOADED, saying so, until an idle
-  client's links are closed. A link queues at most `inbound_hwm` messages (docs/protocol.md section
-  4: 8), each at most `max_message_bytes` (a larger one is answered TOO_LARGE here), then OVERLOADED.
-  A message whose routing fails in an unforeseen way is logged, counted (an INTERNAL error) and
-  dropped; the loop goes on.
+  client's links are closed. A message over `max_message_bytes` is answered TOO_LARGE here, and a
+  link holds at most LINK_MESSAGES messages and 2 x `max_message_bytes` of large ones (then
+  OVERLOADED). A message whose routing fails in an unforeseen way is logged, counted (an INTERNAL
+  error) and dropped; the loop goes on.
 - **Faults.** A worker that exits is restarted (1 s apart at most, doubling to 30 s while it keeps
   failing); each of its sessions gets a `closed` event with reason `worker_lost` (frames_published 0:
   the count died with it), an `open` in flight there an INTERNAL error, and the other workers'
@@ -46,7 +46,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -86,6 +86,13 @@ DRAIN = 1000  # messages read from one socket per turn, so no socket starves the
 # (one DEALER per client and worker) may use.
 CONTEXT_SOCKETS = 1023
 RESERVED_SOCKETS = 64
+# A link (one client's DEALER to one worker) holds at most LINK_MESSAGES messages and, of those of
+# TRACKED_BYTES or more (tracked until libzmq lets go of them), 2 x max_message_bytes: so at most
+# ~4 MiB of small messages and 16 MiB of large ones per link, where 10,000 messages of up to 16 MiB
+# once grew the front end to 3 GB. A message count alone is no bound: 8 was too few for a 60 Hz
+# client while a worker's loop stalled for a moment on a loaded box.
+LINK_MESSAGES = 1000
+TRACKED_BYTES = 4096
 OPEN_TIMEOUT_S = 30.0  # an open whose reply never came stops counting against the limits
 RESTART_BACKOFF_S = (1.0, 30.0)  # first and longest wait between restarts of a failing worker
 CLOSED_REASON = "worker_lost"
@@ -221,6 +228,10 @@ class FrontEnd:
         self._clients: dict[bytes, _Client] = {}  # owner key -> client
         self._link_ids = itertools.count()
         self._linked = 0  # clients holding links
+        # Per link, its messages of TRACKED_BYTES or more that libzmq may still hold, and their bytes.
+        self._queued: dict[zmq.Socket[bytes], deque[tuple[zmq.MessageTracker, int]]] = {}
+        self._queued_bytes: dict[zmq.Socket[bytes], int] = {}
+        self.link_bytes = 2 * config.transport.max_message_bytes
         self.max_client_links = (CONTEXT_SOCKETS - RESERVED_SOCKETS) // workers
         self._stop = threading.Event()
 
@@ -367,9 +378,7 @@ class FrontEnd:
                 client, ErrorCode.OVERLOADED, "the bridge has no room for another link", route, session
             )
             return
-        try:
-            dealer.send_multipart(body, zmq.NOBLOCK, copy=False)
-        except zmq.Again:
+        if not self._forward(dealer, body):
             busy = "the bridge worker is busy; message dropped"
             self._error(client, ErrorCode.OVERLOADED, busy, route, session)
             return
@@ -445,12 +454,35 @@ class FrontEnd:
         if dealer is None:
             self._error(client, ErrorCode.OVERLOADED, "the bridge has no room for another link", route)
             return
-        try:
-            dealer.send_multipart(frames, zmq.NOBLOCK, copy=False)
-        except zmq.Again:
+        if not self._forward(dealer, frames):
             self._error(client, ErrorCode.OVERLOADED, "the bridge worker is busy; message dropped", route)
             return
         self._item_maps[dealer] = indices
+
+    def _forward(self, dealer: zmq.Socket[bytes], frames: list[zmq.Frame] | list[bytes]) -> bool:
+        """Queue a message on a link, within its bounds (LINK_MESSAGES, LINK_BYTES); False: full."""
+        size = sum(len(f) for f in frames)
+        if size < TRACKED_BYTES:
+            try:
+                dealer.send_multipart(frames, zmq.NOBLOCK, copy=False)
+            except zmq.Again:
+                return False
+            return True
+        queued = self._queued.setdefault(dealer, deque())
+        while queued and queued[0][0].done:  # libzmq has handed these to the worker
+            self._queued_bytes[dealer] -= queued.popleft()[1]
+        held = self._queued_bytes.get(dealer, 0)
+        if held and held + size > self.link_bytes:
+            return False
+        tracked = [zmq.Frame(f.buffer if isinstance(f, zmq.Frame) else f, track=True) for f in frames]
+        try:
+            tracker = dealer.send_multipart(tracked, zmq.NOBLOCK, copy=False, track=True)
+        except zmq.Again:
+            return False
+        if tracker is not None:  # always, with track=True
+            queued.append((tracker, size))
+            self._queued_bytes[dealer] = held + size
+        return True
 
     def _place_open(self, client: _Client, route: _Route | None) -> int | None:
         """The least-loaded ready worker for a new session, or None (after an error reply)."""
@@ -498,9 +530,7 @@ class FrontEnd:
             return None
         dealer.setsockopt(zmq.LINGER, 0)
         dealer.setsockopt(zmq.ROUTING_ID, client.link_id)
-        # docs/protocol.md section 4: a connection's requests wait `inbound_hwm` deep, here as at a
-        # single bridge's ROUTER (bytes: that many messages of at most max_message_bytes).
-        dealer.setsockopt(zmq.SNDHWM, self.config.transport.inbound_hwm)
+        dealer.setsockopt(zmq.SNDHWM, LINK_MESSAGES)
         dealer.setsockopt(zmq.RCVHWM, 0)
         dealer.connect(spec.request_endpoint)
         if not client.dealers:
@@ -679,6 +709,8 @@ class FrontEnd:
     def _unlink(self, dealer: zmq.Socket[bytes]) -> None:
         client, worker = self._links.pop(dealer)
         self._item_maps.pop(dealer, None)
+        self._queued.pop(dealer, None)
+        self._queued_bytes.pop(dealer, None)
         del client.dealers[worker]
         if not client.dealers:
             self._linked -= 1

@@ -189,8 +189,15 @@ class FrontEndCollector(Collector):
         yield handshakes
         yield CounterMetricFamily(
             f"{PREFIX}_front_end_subscriptions_refused",
-            "Frames-port subscriptions not stored: over the per-connection limit, or matching no topic",
+            "Frames-port subscriptions not stored: over the per-connection or total limit, or matching "
+            "no topic",
             value=front.frames.refused,
+        )
+        yield CounterMetricFamily(
+            f"{PREFIX}_front_end_subscriber_stalls",
+            "Frames-port messages a subscriber with a full queue missed (once per stall, as the single "
+            "bridge's subscriber_stalls)",
+            value=front.frames.stalls,
         )
         yield CounterMetricFamily(
             f"{PREFIX}_frames_forwarder_restarts",
