@@ -262,3 +262,16 @@ def test_a_reused_routing_id_inherits_no_session(bridge: BridgeProcess, bystande
         reply = ask(thief, message)
         assert reply["op"] == "error" and reply["code"] == ErrorCode.NOT_OWNER, reply
     thief.close(0)
+
+
+def test_a_looped_chunk_does_not_fail_the_shared_feature_call() -> None:
+    """The same 1/60 s chunk again and again (as bench/capacity.py streams) makes every envelope window
+    flat; the beat tracker's comb then had no row and raised, failing the engine call of every session
+    batched with it (INTERNAL to the bystander too)."""
+    from bridge.pipelines.music_features import MusicFeatureBatch
+
+    batch = MusicFeatureBatch(60.0)
+    stream = batch.open(48_000)
+    for _ in range(60 * 8):
+        stream.feed(NOISE[:800])
+        batch.run()

@@ -388,6 +388,8 @@ class _BeatRows:
             return beat, accent
         e = self._centred(env[can], count[can])
         live = np.flatnonzero((e != 0.0).any(axis=1))
+        if not live.size:  # every candidate's window is flat: no comb (an empty one has no period)
+            return beat, accent
         can, e = can[live], e[live]
         period = self.period[rows[can]]
         last = self.last_beat[rows[can]]
