@@ -58,6 +58,7 @@ from bridge.protocol.requests import (
     Input,
     Inputs,
     ItemError,
+    JpegInput,
     ListModels,
     OpenSession,
     Ping,
@@ -503,7 +504,7 @@ class Bridge:
         return len(request.items) if isinstance(request, Inputs) else 1
 
     def _handle(self, envelope: tuple[bytes, ...], owner: bytes, request: Request) -> None:
-        if isinstance(request, (ImageInput, AudioInput, FeaturesInput)):
+        if isinstance(request, (ImageInput, JpegInput, AudioInput, FeaturesInput)):
             self._on_input(envelope, owner, request)
             return
         if isinstance(request, Inputs):
