@@ -36,7 +36,6 @@ GPU's SMs instead of time-slicing (docs/deployment.md); the JSON records whether
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import platform
@@ -48,7 +47,7 @@ import time
 import urllib.request
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -56,10 +55,25 @@ import numpy as np
 import torch
 
 from bridge.cli.bench import add_arguments
+from bridge.harness.host_cpu import (
+    CpuSampler,
+    available_cpus,
+    bridge_roles,
+    cpu_layout,
+    cpu_use,
+    pin,
+    thread_times,
+)
 from bridge.harness.process import BridgeProcess
 from bridge.harness.run import cpu_model, percentile, write_bench_json
+from bridge.media.face_video import FaceVideo
 from bridge.models.export import export_emoca_size
+from bridge.models.mediapipe.convert import SERVED_NAME, ensure_converted
+from bridge.models.mediapipe.locate import locate
+from bridge.pipelines.face_tracking import FaceTrackingPipeline
 from bridge.pipelines.motion import FEATURE_COLS
+from bridge.protocol.requests import ImageInput
+from bridge.runtime.engine import Engine
 from bridge.runtime.manifest import ModelManifest, Profile, load_manifest
 from bridge.runtime.torch.modules import reference_module
 
@@ -69,8 +83,9 @@ FPS = 60.0
 FRAME_MS = 1000.0 / FPS
 MOTION_SESSIONS = (256, 1024, 2048)
 FACE_SESSIONS = (16, 64)
+TRACKING_FPS = 30.0
 QUEUE_DELAY_US = 2000
-PIPELINES = {"dance_lstm": "motion", "emoca_size": "face"}
+PIPELINES = {"dance_lstm": "motion", "emoca_size": "face", SERVED_NAME: "face"}
 
 
 # ------------------------------------------------------------------------------------------ models
@@ -152,6 +167,41 @@ def baseline_face_ms(manifest: ModelManifest, calls: int, device: torch.device) 
     return _sync_time(tick, 3, device) / calls
 
 
+def baseline_tracking(
+    device: torch.device, frame_size: str, sessions: int = 16, ticks: int = 40
+) -> dict[str, float]:
+    """MediaPipe-style, one session at a time on the same device: each session's frame detected (when
+    not tracked) and cropped, then the mesh and blendshape networks at batch 1, then its frame made,
+    before the next session's. The same clip and phases as the load generators, decoded frames (no
+    JPEG decode). ms per session-frame, after 10 warm-up ticks. A CPU smoke run (--device cpu) runs
+    ONNX Runtime: the torch backend's converted graphs take seconds a frame on a CPU."""
+    onnx = ensure_converted(locate()) / f"{SERVED_NAME}.onnx"
+    engine = Engine.load(onnx, backend="torch") if device.type == "cuda" else Engine.load(onnx)
+    pipeline = FaceTrackingPipeline(engine)
+    states = [pipeline.open_session({}) for _ in range(sessions)]
+    width, height = (int(x) for x in frame_size.split("x"))
+    video = FaceVideo(width, height, TRACKING_FPS)
+    clip = [video.frame(i) for i in range(60)]
+    ids = [f"{k:016d}" for k in range(sessions)]
+    times: list[float] = []
+    for tick in range(10 + ticks):
+        t_ns = int(tick * 1e9 / TRACKING_FPS)
+        for k in range(sessions):
+            t0 = time.perf_counter()
+            item = ImageInput(tick, ids[k], tick, t_ns, False, clip[(tick + 7 * k) % len(clip)])
+            steps = pipeline.prepare(states[k], item)
+            result = pipeline.run_batch([states[k]], steps)
+            pipeline.finish_batch([states[k]], [ids[k]], [tick], steps, result)
+            if tick >= 10:
+                times.append((time.perf_counter() - t0) * 1e3)
+    return {
+        "mean_ms": round(float(np.mean(times)), 3),
+        "p50_ms": round(percentile(times, 50), 3),
+        "p99_ms": round(percentile(times, 99), 3),
+        "session_frames": len(times),
+    }
+
+
 # ------------------------------------------------------------------------------------------ metrics
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
@@ -197,7 +247,7 @@ def per_worker(before: Samples, after: Samples, seconds: float, model: str) -> l
     frames = delta("avatar_bridge_frames_published_total", model=model)
     stages = {
         stage: (histogram(stage, "sum"), histogram(stage, "count"))
-        for stage in ("queue", "engine", "post", "publish", "end_to_end")
+        for stage in ("decode", "pre", "queue", "engine", "post", "publish", "end_to_end")
     }
     # Calls slower than a frame and than three, per stage, from the histogram buckets (LATENCY_BUCKETS_S
     # has 0.016 and 0.05): where a tick's tail comes from inside a worker, if it does.
@@ -226,120 +276,93 @@ def per_worker(before: Samples, after: Samples, seconds: float, model: str) -> l
     return rows
 
 
-# ------------------------------------------------------------------------------------------ CPU
-ThreadTimes = dict[int, dict[int, tuple[str, float]]]  # pid -> tid -> (thread name, CPU seconds)
-
-
-def _tree(root: int) -> list[int]:
-    """`root` and every process under it (from /proc's parent ids)."""
-    parents: dict[int, list[int]] = defaultdict(list)
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        with contextlib.suppress(OSError, ValueError, IndexError):
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-            parents[int(fields[1])].append(int(stat.parent.name))
-    out, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        out.append(pid)
-        todo += parents.get(pid, [])
-    return out
-
-
-def thread_times(pids: Sequence[int]) -> ThreadTimes:
-    """CPU seconds (user + system) of every thread of `pids`, from /proc (Linux only; else empty)."""
-    tick = os.sysconf("SC_CLK_TCK")
-    out: ThreadTimes = {}
-    for pid in pids:
-        threads: dict[int, tuple[str, float]] = {}
-        for stat in Path(f"/proc/{pid}/task").glob("*/stat"):
-            with contextlib.suppress(OSError, ValueError, IndexError):
-                text = stat.read_text()
-                name, rest = text[text.index("(") + 1 : text.rindex(")")], text.rsplit(")", 1)[1].split()
-                threads[int(stat.parent.name)] = (name, (int(rest[11]) + int(rest[12])) / tick)
-        out[pid] = threads
-    return out
-
-
-def cpu_use(
-    before: ThreadTimes, after: ThreadTimes, seconds: float, roles: dict[int, str]
-) -> list[dict[str, Any]]:
-    """Per process: its role, CPU % (100 = one core) and its busiest threads' CPU %, over the window."""
-    out = []
-    for pid, threads in after.items():
-        start = before.get(pid, {})
-        use = {
-            tid: (name, 100 * (t - start.get(tid, (name, 0.0))[1]) / seconds)
-            for tid, (name, t) in threads.items()
-        }
-        busiest = sorted(use.values(), key=lambda x: -x[1])[:4]
-        out.append({
-            "role": roles.get(pid, "worker"),
-            "pid": pid,
-            "cpu_percent": round(sum(u for _, u in use.values()), 1),
-            "busiest_threads": [[name, round(u, 1)] for name, u in busiest],
-        })  # fmt: skip
-    return out
-
-
 # ------------------------------------------------------------------------------------------ scenarios
+@dataclass(frozen=True)
+class Load:
+    """What the load generators send: per tick (`fps` a second) one input per session."""
+
+    pipeline: str  # motion or face
+    fps: float = FPS
+    cropped: bool = False  # face: aligned 224x224 crops (option cropped)
+    frame_size: str = "320x240"  # face: camera frames WIDTHxHEIGHT
+    image_format: str = "rgb8"  # face: rgb8 or jpeg
+
+    def flags(self) -> list[str]:
+        return [
+            "--fps", str(self.fps), "--frame-size", self.frame_size, "--image-format", self.image_format,
+            *(["--cropped"] if self.cropped else []),
+        ]  # fmt: skip
+
+
+@dataclass
+class Window:
+    """What was read on the host over one scenario's measured window."""
+
+    cpu: list[dict[str, Any]]  # per process over the whole window (cpu_use)
+    cpu_by_second: dict[str, Any]  # CpuSampler's readings
+    scrapes_at: list[float]  # when each /metrics scrape began, seconds from the window's start
+
+
 def run_scenario(
     bridge: BridgeProcess,
     model: str,
     sessions: int,
-    generators: int,
-    warmup_s: float,
-    seconds: float,
-    scrape_lead_s: float = 0.0,
-    scrape_every_s: float = 0.0,
-    cropped: bool = False,
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]], list[float]]:
-    """Drive `sessions` sessions from `generators` processes; (their reports, per-worker figures, CPU
-    use per process of the bridge and the generators, when each scrape began in seconds from the
-    window's start). The first /metrics scrape (and CPU reading) is `scrape_lead_s` before the
-    window, so that one scrape's cost can be told from the window's; with `scrape_every_s`, more
-    scrapes run inside the window."""
-    count = min(generators, sessions)
+    load: Load,
+    args: argparse.Namespace,
+    layout: dict[str, list[int]],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], Window]:
+    """Drive `sessions` sessions from `args.generators` processes; (their reports, per-worker figures,
+    what the host's CPU did). The first /metrics scrape (and CPU reading) is `args.scrape_lead` seconds
+    before the window, so that one scrape's cost can be told from the window's; with
+    `args.scrape_every`, more scrapes run inside the window. With a `layout` (cpu_layout), the
+    generators run on their own cores and each of the bridge's processes on its own."""
+    warmup_s, seconds = args.warmup, args.seconds
+    count = min(args.generators, sessions)
     shares = [sessions // count + (1 if i < sessions % count else 0) for i in range(count)]
+    generator_cores = layout.get("load generators")
     procs = [
         subprocess.Popen(
             [
-                sys.executable,
-                str(GENERATOR),
-                str(bridge.request_port),
-                PIPELINES[model],
-                str(n),
-                str(warmup_s),
-                str(seconds),
-                *(["--cropped"] if cropped else []),
+                sys.executable, str(GENERATOR), str(bridge.request_port), load.pipeline, str(n),
+                str(warmup_s), str(seconds), *load.flags(),
             ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
+            # Born on the generators' cores, before any thread of theirs starts.
+            preexec_fn=(lambda: os.sched_setaffinity(0, generator_cores)) if generator_cores else None,
         )
         for n in shares
-    ]
+    ]  # fmt: skip
     for p in procs:
         assert p.stdout is not None
         line = p.stdout.readline()
         if line.strip() != "ready":
             raise RuntimeError(f"load generator failed to start: {line!r}")
+    roles = bridge_roles(bridge.proc.pid) | {p.pid: f"load generator {k}" for k, p in enumerate(procs)}
+    for pid, role in roles.items():
+        if role in layout:
+            pin(pid, layout[role])
     t_start = time.time() + 0.5
     for p in procs:
         assert p.stdin is not None
         p.stdin.write(f"{t_start}\n")
         p.stdin.flush()
     port = bridge.ports["metrics_port"]
-    pids = _tree(bridge.proc.pid) + [p.pid for p in procs]
-    roles = {bridge.proc.pid: "front end"} | {p.pid: "load generator" for p in procs}
+    pids = list(roles)
     window = t_start + warmup_s
-    time.sleep(max(0.0, window - scrape_lead_s - time.time()))
+    time.sleep(max(0.0, window - args.scrape_lead - time.time()))
     scrapes_at = [time.time() - window]
     before, cpu_before, t0 = scrape(port), thread_times(pids), time.time()
-    while scrape_every_s > 0 and scrapes_at[-1] + scrape_every_s < seconds - 0.5:
-        time.sleep(max(0.0, window + scrapes_at[-1] + scrape_every_s - time.time()))
+    time.sleep(max(0.0, window - time.time()))
+    sampler = CpuSampler(roles)
+    sampler.start()
+    while args.scrape_every > 0 and scrapes_at[-1] + args.scrape_every < seconds - 0.5:
+        time.sleep(max(0.0, window + scrapes_at[-1] + args.scrape_every - time.time()))
         scrapes_at.append(time.time() - window)
         scrape(port)
     time.sleep(max(0.0, window + seconds - time.time()))
+    by_second = sampler.stop()
     after, cpu_after, t1 = scrape(port), thread_times(pids), time.time()
     cpu = cpu_use(cpu_before, cpu_after, t1 - t0, roles)
     reports = []
@@ -348,7 +371,8 @@ def run_scenario(
         if p.returncode:
             raise RuntimeError(f"load generator exited with {p.returncode}")
         reports.append(json.loads(out.strip().splitlines()[-1]))
-    return reports, per_worker(samples(before), samples(after), t1 - t0, model), cpu, scrapes_at
+    per_w = per_worker(samples(before), samples(after), t1 - t0, model)
+    return reports, per_w, Window(cpu, by_second, scrapes_at)
 
 
 def record(
@@ -358,6 +382,7 @@ def record(
     reports: list[dict[str, Any]],
     per_w: list[dict[str, Any]],
     baseline_ms: float,
+    fps_target: float = FPS,
 ) -> dict[str, Any]:
     steps = np.asarray([x for r in reports for x in r["latencies_ms"]])
     p50, p99 = percentile(steps, 50), percentile(steps, 99)
@@ -370,15 +395,20 @@ def record(
         for name, n in r["errors"].items():
             errors[name] += n
     per_session_step = mean / sessions
-    # p99 of each second of the window (a generator's complete ticks are in order, 60 a second; an
-    # incomplete one shifts the rest by a tick): a transient shows apart from the steady state.
+    # p99 of each second of the window (by each complete tick's own index): a transient shows apart
+    # from the steady state.
+    second_of = [np.asarray(r["latency_ticks"]) // int(fps_target) for r in reports]
     by_second = [
         percentile(
-            np.asarray([x for r in reports for x in r["latencies_ms"][k * int(FPS) : (k + 1) * int(FPS)]]), 99
+            np.concatenate(
+                [np.asarray(r["latencies_ms"])[s == k] for r, s in zip(reports, second_of, strict=True)]
+            ),
+            99,
         )
         for k in range(int(seconds))
     ]
     fps = sum(r["frames_received_measured"] for r in reports) / sessions / seconds
+    frame_ms = 1e3 / fps_target
     frame_p50, frame_p99 = frame_latency_percentiles(reports, (50, 99))
     return {
         "model": model,
@@ -397,10 +427,17 @@ def record(
         "frame_p50_ms": frame_p50,
         "frame_p99_ms": frame_p99,
         "fps_per_session": round(fps, 2),
-        "within_frame": p99 <= FRAME_MS and fps > 57,
+        "fps_target": fps_target,
+        "within_frame": p99 <= frame_ms and fps > 0.95 * fps_target,
+        "seconds_within_frame": sum(x <= frame_ms for x in by_second),
         "ticks": int(steps.size),
         "ticks_incomplete": sum(r["ticks_incomplete"] for r in reports),
         "generator_send_lag_p99_ms": max(r["send_lag_p99_ms"] for r in reports),
+        "generator_send_lag_max_ms_by_second": [
+            max(r["send_lag_max_ms_by_second"][k] for r in reports if k < len(r["send_lag_max_ms_by_second"]))
+            for k in range(max(len(r["send_lag_max_ms_by_second"]) for r in reports))
+        ],
+        "generators_cpu_percent": [r["cpu_percent"] for r in reports],
         "frames_published": published,
         "frames_received": received,
         "frames_lost": max(0, published - received),
@@ -428,60 +465,107 @@ def frame_latency_percentiles(reports: list[dict[str, Any]], qs: Sequence[float]
     return [round((float(b) + 0.5) * width, 2) for b in at]
 
 
+def _load(model: str, args: argparse.Namespace) -> Load:
+    if model == "motion":
+        return Load("motion")
+    if model == "face":
+        return Load("face", cropped=args.face_input == "crop")
+    return Load("face", TRACKING_FPS, frame_size=args.frame_size, image_format=args.image_format)
+
+
 def bench_model(
     model: str, counts: Sequence[int], workers: int, args: argparse.Namespace, device: torch.device, tmp: Path
 ) -> list[dict[str, Any]]:
+    """`model` (motion, face or tracking) at each of `counts` sessions through one `serve --workers`."""
     per_worker_max = 1 << (-(-max(counts) // workers) - 1).bit_length()
-    folder, manifest = engines(tmp, model, max(per_worker_max, 8))
+    folder, manifest = engines(tmp, "face" if model == "face" else "motion", max(per_worker_max, 8))
+    name = SERVED_NAME if model == "tracking" else manifest.name
+    tracking_baseline: dict[str, float] = {}
     if model == "motion":
         baseline = baseline_motion_ms(min(max(counts), 256), device)
-    else:
+    elif model == "face":
         baseline = baseline_face_ms(manifest, min(max(counts), 32), device)
+    else:
+        tracking_baseline = baseline_tracking(device, args.frame_size, *((2, 3) if args.quick else ()))
+        baseline = tracking_baseline["mean_ms"]
     if device.type == "cuda":
         torch.cuda.empty_cache()
+    # Face tracking on a CPU smoke run: ONNX Runtime (see baseline_tracking).
+    backend = "onnxruntime" if model == "tracking" and device.type != "cuda" else "torch"
     serve_args = [
-        "--engines", str(folder), "--backend", "torch", "--workers", str(workers),
-        "--no-face-tracking", "--metrics-port", "0", "--idle-timeout", "120",
+        "--engines", str(folder), "--backend", backend, "--workers", str(workers),
+        *([] if model == "tracking" else ["--no-face-tracking"]),
+        "--metrics-port", "0", "--idle-timeout", "120",
         "--max-sessions", str(2 * max(counts)), "--max-sessions-per-client", str(2 * max(counts)),
         "--max-queue-delay-us", str(QUEUE_DELAY_US),
-        "--prepare-workers", str(args.prepare_workers if model == "face" else 1),
+        "--prepare-workers", str(args.prepare_workers if model != "motion" else 1),
         *(["--frames-hwm", str(args.frames_hwm)] if args.frames_hwm else []),
         *args.serve_args.split(),
     ]  # fmt: skip
+    load = _load(model, args)
+    layout = cpu_layout(available_cpus(), workers, args.pin) if args.pin else {}
+    if args.pin and not layout:
+        print(f"    --pin {args.pin}: too few cores ({len(available_cpus())}) to pin; not pinned", flush=True)
+    if layout:
+        pin(os.getpid(), layout["load generators"])  # this process's own readings stay off the bridge's cores
     out = []
     log = args.out.with_suffix(f".{model}-{workers}.log")
     log.unlink(missing_ok=True)
     with BridgeProcess(*serve_args, start_timeout_s=600, log_path=log) as bridge:
         for n in counts:
-            reports, per_w, cpu, scrapes_at = run_scenario(
-                bridge,
-                manifest.name,
-                n,
-                args.generators,
-                args.warmup,
-                args.seconds,
-                args.scrape_lead,
-                args.scrape_every,
-                cropped=args.face_input == "crop",
-            )
-            rec = record(manifest.name, n, workers, reports, per_w, baseline)
-            out.append(rec | {"cpu": cpu, "scrapes_at_s": [round(t, 2) for t in scrapes_at]})
-            print(_row(out[-1]), flush=True)
-            print(f"    {_slow_calls(per_w)}", flush=True)
-            frame_ms = f"p50 {rec['frame_p50_ms']} / p99 {rec['frame_p99_ms']} ms"
-            print(f"    each frame's own latency: {frame_ms}", flush=True)
-            print(
-                f"    p99 ms by second: {' '.join(f'{x:.0f}' for x in out[-1]['p99_ms_by_second'])}"
-                f" (scrapes at s: {' '.join(f'{t:.1f}' for t in scrapes_at)})",
-                flush=True,
-            )
-            for c in sorted(cpu, key=lambda c: -c["cpu_percent"]):
-                threads = ", ".join(f"{name} {u:.0f}" for name, u in c["busiest_threads"])
-                print(
-                    f"    cpu {c['role']:<15} {c['cpu_percent']:>6.0f} %  busiest threads: {threads}",
-                    flush=True,
-                )
+            reports, per_w, host = run_scenario(bridge, name, n, load, args, layout)
+            rec = record(name, n, workers, reports, per_w, baseline, load.fps)
+            rec |= {
+                "load": {"fps": load.fps, "frame_size": load.frame_size, "image_format": load.image_format}
+                if model == "tracking"
+                else {"fps": load.fps},
+                "cpu_layout": layout,
+                "cpu": host.cpu,
+                "cpu_by_second": host.cpu_by_second,
+                "scrapes_at_s": [round(t, 2) for t in host.scrapes_at],
+            }
+            if tracking_baseline:
+                rec["baseline"] = tracking_baseline
+                # Sessions one GPU serves at 30 FPS one call at a time, against the bridge's.
+                rec["baseline_sessions_at_fps"] = int(1e3 / TRACKING_FPS // tracking_baseline["mean_ms"])
+            out.append(rec)
+            _print_record(rec, per_w, host)
     return out
+
+
+def _print_record(rec: dict[str, Any], per_w: list[dict[str, Any]], host: Window) -> None:
+    print(_row(rec), flush=True)
+    print(f"    {_slow_calls(per_w)}", flush=True)
+    stages = ("decode", "pre", "queue", "engine", "post", "publish", "end_to_end")
+    means = " ".join(f"{st} {np.mean([w[f'{st}_ms_mean'] for w in per_w]):.2f}" for st in stages if per_w)
+    print(f"    stage means over workers, ms: {means}", flush=True)
+    print(
+        f"    each frame's own latency: p50 {rec['frame_p50_ms']} / p99 {rec['frame_p99_ms']} ms; "
+        f"seconds within a frame: {rec['seconds_within_frame']}/{len(rec['p99_ms_by_second'])}; "
+        f"generators' CPU %: {' '.join(f'{c:.0f}' for c in rec['generators_cpu_percent'])}",
+        flush=True,
+    )
+    if host.scrapes_at:
+        print(f"    scrapes at s: {' '.join(f'{t:.1f}' for t in host.scrapes_at)}", flush=True)
+    by = host.cpu_by_second
+    print("    second  p99 ms  send lag ms  busy cores  runnable  front %  fwd %  workers max/sum %  gens %")
+    forwarder = by["per_process_percent"].get("frames forwarder", [])
+    front = by["per_process_percent"].get("front end", [])
+    lag = rec["generator_send_lag_max_ms_by_second"]
+    for k, p99 in enumerate(rec["p99_ms_by_second"]):
+        if k >= len(by["host_busy_cores"]):
+            break
+        print(
+            f"    {k:>6} {p99:>7.1f} {lag[k] if k < len(lag) else float('nan'):>12.1f} "
+            f"{by['host_busy_cores'][k]:>11.1f} {by['host_runnable_threads'][k]:>9} "
+            f"{front[k] if k < len(front) else 0:>8.0f} {forwarder[k] if k < len(forwarder) else 0:>6.0f} "
+            f"{by['workers_max_percent'][k]:>8.0f}/{by['workers_sum_percent'][k]:<8.0f} "
+            f"{by['load_generators_sum_percent'][k]:>7.0f}",
+            flush=True,
+        )
+    for c in sorted(host.cpu, key=lambda c: -c["cpu_percent"]):
+        threads = ", ".join(f"{name} {u:.0f}" for name, u in c["busiest_threads"])
+        print(f"    cpu {c['role']:<18} {c['cpu_percent']:>6.0f} %  busiest threads: {threads}", flush=True)
 
 
 # ------------------------------------------------------------------------------------------ MPS
@@ -618,10 +702,12 @@ def run(args: argparse.Namespace) -> int:
         [int(n) for n in str(args.sessions).split(",")] if args.sessions else MOTION_SESSIONS
     )
     face_counts: Sequence[int] = FACE_SESSIONS
+    tracking_counts: Sequence[int] = [int(n) for n in str(args.tracking_sessions).split(",")]
     if args.quick:  # few sessions, 1 s each; --sessions still picks the motion counts
         motion_counts = motion_counts if args.sessions else (8, 64)
-        face_counts = (2,)
+        face_counts = tracking_counts = (2,)
         args.seconds, args.warmup = 1.0, 1.0
+    counts = {"motion": motion_counts, "face": face_counts, "tracking": tracking_counts}
     counts_of_workers = [int(w) for w in str(args.workers).split(",")]
     args.out.parent.mkdir(parents=True, exist_ok=True)  # the bridge's log goes beside the JSON
     tmp = Path(tempfile.mkdtemp(prefix="avatar-bridge-bench-"))
@@ -634,14 +720,15 @@ def run(args: argparse.Namespace) -> int:
     try:
         for workers in counts_of_workers:  # the last is the main run; earlier ones compare
             main = workers == counts_of_workers[-1]
-            for model in ("motion", "face"):
-                # Face compares worker counts only when it runs alone (--only face): it is slow.
-                if args.only not in (None, model) or (model == "face" and not main and args.only != "face"):
+            for model in ("motion", "face", "tracking"):
+                # Face and tracking compare worker counts only when they run alone (--only): they are slow.
+                if args.only not in (None, model) or (model != "motion" and not main and args.only != model):
+                    continue
+                if model == "tracking" and args.only is None and not _tracker_installed():
+                    print("face tracking: model not installed (avatar-bridge models install face); skipped")
                     continue
                 try:
-                    records += bench_model(
-                        model, motion_counts if model == "motion" else face_counts, workers, args, device, tmp
-                    )
+                    records += bench_model(model, counts[model], workers, args, device, tmp)
                 except Exception as exc:  # one run that fails must not cost the others' figures
                     failures.append(f"{model}, {workers} workers: {type(exc).__name__}: {exc}")
                     print(f"FAILED {failures[-1]}", flush=True)
@@ -658,6 +745,16 @@ def run(args: argparse.Namespace) -> int:
     )
     print(f"wrote {args.out} and {args.out.with_suffix('.png')}")
     return 1 if failures else 0
+
+
+def _tracker_installed() -> bool:
+    from bridge.models.mediapipe.locate import FaceModelError
+
+    try:
+        locate()
+    except FaceModelError:
+        return False
+    return True
 
 
 def save(
@@ -689,6 +786,8 @@ def save(
         "seconds_per_scenario": args.seconds,
         "first_scrape_before_window_s": args.scrape_lead,
         "scrape_every_s": args.scrape_every,
+        "pin_generator_cores": args.pin,
+        "tracking_frames": f"{args.frame_size} {args.image_format}, {TRACKING_FPS:.0f} FPS",
         "face_input": "aligned 224x224 crops (option cropped)"
         if args.face_input == "crop"
         else "320x240 frames",

@@ -23,7 +23,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seconds", type=float, default=5.0, help="measured seconds per scenario")
     parser.add_argument("--warmup", type=float, default=1.0, help="unmeasured seconds before each scenario")
     parser.add_argument("--quick", action="store_true", help="smoke run: a few session counts, 1 s each")
-    parser.add_argument("--only", choices=("motion", "face"), help="run one model's scenarios")
+    parser.add_argument(
+        "--only",
+        choices=("motion", "face", "tracking"),
+        help="run one model's scenarios (tracking: the face tracker, sessions at 30 FPS)",
+    )
     parser.add_argument(
         "--workers",
         default="4",
@@ -33,6 +37,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--generators", type=int, default=4, help="load-generator processes (clients)")
     parser.add_argument(
         "--sessions", help="motion session counts instead of 256,1024,2048 (a list such as 2048)"
+    )
+    parser.add_argument(
+        "--tracking-sessions", default="64,128,256", help="face-tracking session counts (a list)"
+    )
+    parser.add_argument(
+        "--frame-size", default="320x240", help="face tracking: the camera frames' WIDTHxHEIGHT"
+    )
+    parser.add_argument(
+        "--image-format",
+        choices=("rgb8", "jpeg"),
+        default="rgb8",
+        help="face tracking: frames sent raw or as JPEG (quality 90, encoded before the run)",
+    )
+    parser.add_argument(
+        "--pin",
+        type=int,
+        default=0,
+        metavar="CORES",
+        help="pin the load generators (and the benchmark) to the last CORES cores, the front end and the "
+        "frames forwarder to one core each below them, each worker to its own share of the rest (0: off)",
     )
     parser.add_argument(
         "--prepare-workers",
