@@ -260,3 +260,50 @@ def test_vmc_sends_every_humanoid_bone_fingers_included_within_the_datagram_limi
     assert set(hs.NAMES) <= bones
     datagrams = pack_datagrams(messages, bundle=True)
     assert len(datagrams) > 1 and max(len(d) for d in datagrams) <= 1500
+
+
+def _t_pose_hand(curl_index_deg: float) -> np.ndarray:
+    """A left hand at T-pose in wire axes (fingers along +X, thumb forward +Z, palm down), the index's
+    middle and last segments curled towards the palm by `curl_index_deg` at the middle knuckle; returned
+    in MediaPipe's world axes (x, -y, -z of the wire's)."""
+    fingers = {
+        5: (0.025, (0.09, 0.13, 0.155, 0.175)),
+        9: (0.003, (0.095, 0.14, 0.168, 0.19)),
+        13: (-0.017, (0.09, 0.132, 0.158, 0.178)),
+        17: (-0.035, (0.08, 0.112, 0.132, 0.15)),
+    }
+    hand = np.zeros((21, 3))
+    hand[1:5] = [(0.02, 0, 0.02), (0.04, 0, 0.04), (0.065, 0, 0.065), (0.085, 0, 0.085)]
+    for base, (z, xs) in fingers.items():
+        hand[base : base + 4] = [(x, 0.0, z) for x in xs]
+    a = np.radians(curl_index_deg)
+    pip = hand[6].copy()
+    for k in (7, 8):  # turn about the knuckle line (+Z) so the tip goes down (-Y), to the palm side
+        d = hand[k] - pip
+        hand[k] = pip + np.array([d[0] * np.cos(a), -d[0] * np.sin(a), d[2]])
+    return hand * (1.0, -1.0, -1.0)
+
+
+def test_finger_joints_follow_a_curl_and_rest_flat() -> None:
+    """Fingers solved from a hand's landmarks: a flat T-pose hand leaves the index at rest, a 60 degree
+    curl at its middle knuckle turns IndexIntermediate by 60 degrees about the knuckle line."""
+    wire = np.zeros((33, 3))  # arms straight out, shoulders 0.45 m above the hips
+    for left, right, x, y in (
+        (11, 12, 0.18, 0.45),
+        (13, 14, 0.44, 0.45),
+        (15, 16, 0.70, 0.45),
+        (23, 24, 0.1, 0),
+    ):
+        wire[left], wire[right] = (x, y, 0.0), (-x, y, 0.0)
+    world = wire * (1.0, -1.0, -1.0)
+    for curl in (0.0, 60.0):
+        hands = np.stack([_t_pose_hand(curl), _t_pose_hand(0.0) * (-1.0, 1.0, 1.0)])
+        q = hs.solve(hs.BodyObservation(world, np.ones(33), (True, True), hands))
+        intermediate = q[hs.INDEX["LeftIndexIntermediate"]]
+        angle = np.degrees(2 * np.arccos(min(1.0, abs(intermediate[3]))))
+        assert angle == pytest.approx(curl, abs=1.0)
+        if curl:
+            axis = intermediate[:3] / np.linalg.norm(intermediate[:3])
+            assert abs(axis[2]) > 0.97  # about the knuckle line
+        assert np.degrees(2 * np.arccos(min(1.0, abs(q[hs.INDEX["LeftIndexProximal"], 3])))) < 3.0
+        assert np.degrees(2 * np.arccos(min(1.0, abs(q[hs.INDEX["LeftHand"], 3])))) < 3.0
