@@ -38,6 +38,7 @@ from bridge.protocol.frames import MotionFrame
 from bridge.rig.forward_kinematics import forward_kinematics_quat
 from bridge.serving.server import Bridge, ServeConfig
 from bridge.transport.zmq_sockets import TransportConfig
+from bridge.viewer.demo import add_demo_viewer_arguments, start_demo_viewer
 
 # matplotlib (the picture) and tqdm (the progress bar) are the `demo` extra, not core dependencies.
 DEMO_EXTRA = "pip install 'avatar-bridge[demo]' adds it"
@@ -79,6 +80,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also write the dance as an MP4 with its music (needs matplotlib and ffmpeg)",
     )
     parser.add_argument("--bpm", type=float, default=120.0, help="tempo of the generated music")
+    add_demo_viewer_arguments(parser)
 
 
 def _write_music(path: Path, seconds: float, bpm: float) -> npt.NDArray[np.float64]:
@@ -121,6 +123,8 @@ def run(args: argparse.Namespace) -> int:
     bridge.start()
     server = threading.Thread(target=bridge.serve_forever, name="bridge", daemon=True)
     server.start()
+    # The live viewer (--viewer) and, where headless Chromium is, viewer.png of the real avatars.
+    viewer = start_demo_viewer(args.viewer, bridge.sockets.frames_endpoint, args.out, args.seconds)
     print(
         f"bridge up on 127.0.0.1:{bridge.sockets.request_port}; models: {', '.join(bridge.defaults.values())}"
     )
@@ -163,6 +167,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if progress is not None:
             progress.close()
+        shots = viewer.finish() if viewer is not None else []
         bridge.stop()
         server.join(timeout=5)
         bridge.close()
@@ -175,7 +180,7 @@ def run(args: argparse.Namespace) -> int:
     info = SessionInfo(motion.session, "motion", rig, fps=motion.opened["fps"], model=motion.opened["model"])
     bvh = args.out / "dance.bvh"
     write_bvh(Recording(info, [r.frame for r in motion.frames]), bvh)
-    written = [bvh, music]
+    written = [bvh, music, *shots]
     if args.video is not None:
         frames = [r.frame for r in motion.frames if isinstance(r.frame, MotionFrame)]
         try:

@@ -48,6 +48,9 @@ from bridge.viewer.messages import (
 from bridge.viewer.vrm_check import Avatar
 
 log = logging.getLogger(__name__)
+# The library's own lines (each connection, each close) only when something goes wrong.
+_WEBSOCKETS_LOG = logging.getLogger("bridge.viewer.websockets")
+_WEBSOCKETS_LOG.setLevel(logging.WARNING)
 
 DEFAULT_MAX_CONNECTIONS = 16
 FRAMES_PER_SESSION = 8  # unsent frames a connection keeps per session (130 ms at 60 fps) before dropping
@@ -180,6 +183,7 @@ class ViewerServer:
                 ping_timeout=20,
                 close_timeout=2,
                 server_header=None,
+                logger=_WEBSOCKETS_LOG,
             )
         except OSError:
             sub.close(0)

@@ -99,6 +99,7 @@ async function attachAvatar(record) {
     if (record.closed) { disposeVrm(vrm); return; }
     record.vrm = vrm;
     record.rest = restPose(vrm);
+    if (record.info.pipeline !== 'motion') relaxArms(vrm); // only a dance moves the body
     record.holder.add(vrm.scene);
     if (vrm.lookAt) vrm.lookAt.autoUpdate = false;
     record.expressions = expressionTable(vrm);
@@ -106,6 +107,16 @@ async function attachAvatar(record) {
     showError(`avatar cannot be built: ${err.message || err}`);
   } finally {
     record.loading = false;
+  }
+}
+
+// Arms down instead of the T-pose, for sessions that move only the face.
+function relaxArms(vrm) {
+  const flip = vrm.meta.metaVersion === '0';
+  for (const [bone, angle] of [['leftUpperArm', -1.2], ['rightUpperArm', 1.2]]) {
+    const node = vrm.humanoid.getNormalizedBoneNode(bone);
+    const q = new THREE.Quaternion().setFromAxisAngle(new THREE.Vector3(0, 0, 1), angle);
+    if (node) node.quaternion.copy(toVrmQuat([q.x, q.y, q.z, q.w], flip));
   }
 }
 
