@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import struct
+import subprocess
+import sys
 import threading
 import time
 import urllib.error
@@ -223,3 +226,39 @@ def test_connection_flood_is_bounded_and_a_bystander_keeps_every_frame(
     finally:
         client.close()
         viewer.stop()
+
+
+def test_serve_viewer_serves_the_page_and_stops_on_sigterm() -> None:
+    ports = ["--request-port", "0", "--frames-port", "0"]
+    serve = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "bridge.cli.main",
+            "serve",
+            "--no-face-tracking",
+            *ports,
+            "--viewer",
+            "127.0.0.1:0",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert serve.stdout is not None
+        lines = []
+        for line in serve.stdout:  # the ready line, then the viewer's address
+            lines.append(line)
+            if line.startswith("viewer http"):
+                break
+        url = lines[-1].split()[-1]
+        assert url.startswith("http://127.0.0.1:"), lines
+        with urllib.request.urlopen(url + "avatar/default.vrm", timeout=10) as response:
+            assert response.read(4) == b"glTF"
+        serve.send_signal(signal.SIGTERM)
+        assert serve.wait(timeout=30) == 0
+    finally:
+        if serve.poll() is None:
+            serve.kill()
+            serve.wait()
