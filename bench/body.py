@@ -15,6 +15,13 @@ Holistic runs the older 468-point face mesh without blendshapes; the bridge the 
 and its 52 blendshapes: the bridge does more face work per frame.
 
     python bench/body.py [--frames 150] [--out bench/results/body-cpu.json]
+
+`--quality` instead: jitter on that clip, the session with its One-Euro filters against the same
+session with `smoothing: false` (the rotations straight from the landmarks): per joint group, the
+mean angle between consecutive frames' second difference (how much the motion shakes), degrees.
+Accuracy against MediaPipe's own graph is tests/test_body_tracking.py's (figures in docs/body-tracking.md).
+
+    python bench/body.py --quality [--out bench/results/body-jitter.json]
 """
 
 from __future__ import annotations
@@ -92,12 +99,65 @@ def mediapipe_block(frames: np.ndarray, tmp: Path) -> tuple[list[float], list[bo
     return out["ms"].tolist(), (~np.isnan(out["pose"][:, 0, 0])).tolist()
 
 
+def _rotations(pipeline: FaceBodyPipeline, frames: np.ndarray, smoothing: bool) -> np.ndarray:
+    """Each frame's 50 local rotations (n, 50, 4) from one session."""
+    from bridge.protocol import FaceFrame, decode_frame
+
+    state = pipeline.open_session({"body": True, "smoothing": smoothing})
+    out = []
+    for i, frame in enumerate(frames):
+        steps = pipeline.prepare(state, ImageInput(0, "s", i, int(i / 30.0 * 1e9), False, frame))
+        result = pipeline.run_batch([state], steps)
+        frame_out = decode_frame(bytes(pipeline.finish_batch([state], ["s"], [i], steps, result)[0][0]))
+        assert isinstance(frame_out, FaceFrame)
+        out.append(frame_out.body)
+    return np.stack(out).astype(np.float64)
+
+
+def _shake(q: np.ndarray) -> float:
+    """Mean angle (degrees) of the second difference of rotations (n, J, 4): a rotation's change from one
+    frame to the next, compared with the previous change."""
+    from bridge.rig.rotations import quat_conjugate, quat_multiply, quat_to_axis_angle
+
+    step = quat_to_axis_angle(quat_multiply(quat_conjugate(q[:-1]), q[1:]))  # (n-1, J, 3)
+    return float(np.degrees(np.linalg.norm(step[1:] - step[:-1], axis=-1)).mean())
+
+
+def jitter(args: argparse.Namespace) -> int:
+    from bridge.rig import humanoid_solve as hs
+
+    out = args.out if args.out != ROOT / "bench" / "results" / "body-cpu.json" else None
+    out = out or ROOT / "bench" / "results" / "body-jitter.json"
+    tracker = FaceTrackingPipeline(Engine.load(ensure_converted(locate()) / f"{SERVED_NAME}.onnx"))
+    pipeline = FaceBodyPipeline(tracker, BodyTracker(convert_body(locate_body())))
+    frames = clip(args.frames)
+    raw, filtered = _rotations(pipeline, frames, False), _rotations(pipeline, frames, True)
+    groups = {g: list(j) for g, j in hs.GROUPS.items() if g != "legs"}  # legs rest: out of view
+    unfiltered = {g: _shake(raw[:, j]) for g, j in groups.items()}
+    smoothed = {g: _shake(filtered[:, j]) for g, j in groups.items()}
+    result = {
+        "frames": len(frames),
+        "stream": "640x480, 30 FPS clip warped from skimage.data.astronaut()",
+        "measure": "mean |second difference| of each joint's local rotation between frames, degrees",
+        "unfiltered": unfiltered,
+        "filtered": smoothed,
+        "command": "python bench/body.py --quality",
+    }
+    write_bench_json(out, result)
+    for g in groups:
+        print(f"{g}: unfiltered {unfiltered[g]:.3f} deg, filtered {smoothed[g]:.3f} deg")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--frames", type=int, default=150, help="per tool, in two blocks each")
     parser.add_argument("--warmup", type=int, default=10, help="frames each tool runs before timing")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "body-cpu.json")
+    parser.add_argument("--quality", action="store_true", help="jitter, filtered against unfiltered")
     args = parser.parse_args()
+    if args.quality:
+        return jitter(args)
     if not (ORACLE_DIR / "mediapipe").is_dir():
         print(f"MediaPipe {VERSION} not installed at {ORACLE_DIR}: run scripts/install.sh --dev")
         return 1
