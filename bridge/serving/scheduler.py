@@ -29,7 +29,7 @@ has one, so N sessions cost one call per tick instead of N (docs/scheduling.md).
 - Pre-processing may run on `prepare_workers` threads (one session's inputs stay on one task, in
   order): face detection and cropping release the GIL in OpenCV. A JPEG image is decoded there too,
   just before its pipeline prepares it (libjpeg-turbo releases the GIL), so a superseded image is
-  never decoded and a corrupt one fails only itself (BAD_IMAGE to its session; stage "decode").
+  never decoded and a corrupt one fails only itself (BAD_IMAGE to its session; stage "jpeg").
 - Realtime first: a step that makes more than one frame (an offline chunk) is bulk work; its payload
   holds one entry per frame (`step_frames`), so it can be cut. Bulk calls run after the realtime
   ones of a round, one per round. While realtime sessions stream, a bulk call is cut to fit the gap
@@ -613,12 +613,12 @@ class Scheduler:
         """A JPEG input's pixels, decoded here (a prepare thread; libjpeg-turbo releases the GIL, so
         the I/O thread goes on), or None after telling its session why not (BAD_IMAGE)."""
         t0 = time.perf_counter()
+        image: ImageInput | None = None
         try:
             image = item.decoded()
         except JpegError as exc:
             self._report_error(s, ErrorCode.BAD_IMAGE, f"image input {item.seq}: {exc}")
-            return None
-        self._stats.observe("decode", time.perf_counter() - t0)
+        self._stats.observe("jpeg", time.perf_counter() - t0)  # a failed decode costs its time too
         return image
 
     def _run(self, batch: list[Session], bulk: bool = False) -> None:
