@@ -26,6 +26,11 @@ MIN_DETECTION_SCORE = 0.5  # face_detector_graph.cc min_detection_confidence def
 MIN_SUPPRESSION_IOU = 0.3  # min_suppression_threshold default
 MIN_PRESENCE = 0.5  # face landmarker min_face_presence_confidence default
 ROI_SCALE = 1.5
+# Outside the frame, MediaPipe's detector input is black (face_detector_graph.cc sets BORDER_ZERO) but
+# the mesh crop repeats the edge pixels (the image-to-tensor default, BORDER_REPLICATE): a black
+# wedge in a rolled face's crop moves the mouth landmarks and blendshapes (by 0.1-0.25 on real photos).
+DETECTOR_BORDER = cv2.BORDER_CONSTANT
+MESH_BORDER = cv2.BORDER_REPLICATE
 _SCORE_CLIP = 100.0
 
 # face_blendshapes_graph.cc kLandmarksSubsetIdxs: the 146 landmarks the blendshape model reads.
@@ -93,10 +98,13 @@ def letterbox(image: npt.NDArray[np.uint8]) -> tuple[F32, float, float, float]:
     back: image = (tensor - pad) / scale per axis, (scale, pad_x, pad_y) in detector pixels."""
     h, w = image.shape[:2]
     scale = DETECTOR_SIZE / max(h, w)
-    nw, nh = round(w * scale), round(h * scale)
-    px, py = (DETECTOR_SIZE - nw) / 2, (DETECTOR_SIZE - nh) / 2
+    # Fractional padding, as MediaPipe's (the square region around the frame, mapped onto the
+    # tensor): rounding the scaled size first moves the picture by up to half a detector pixel.
+    px, py = (DETECTOR_SIZE - w * scale) / 2, (DETECTOR_SIZE - h * scale) / 2
     m = np.array([[scale, 0, px], [0, scale, py]])
-    tensor = cv2.warpAffine(image, m, (DETECTOR_SIZE, DETECTOR_SIZE), flags=cv2.INTER_LINEAR)
+    tensor = cv2.warpAffine(
+        image, m, (DETECTOR_SIZE, DETECTOR_SIZE), flags=cv2.INTER_LINEAR, borderMode=DETECTOR_BORDER
+    )
     return np.ascontiguousarray(tensor.transpose(2, 0, 1), np.float32) / 255.0, scale, px, py
 
 
@@ -187,10 +195,11 @@ def rois_from_landmarks(landmarks: F64) -> list[Roi]:
 
 
 def crop(
-    image: npt.NDArray[np.uint8], roi: Roi, size: int = MESH_SIZE, border: int = cv2.BORDER_CONSTANT
+    image: npt.NDArray[np.uint8], roi: Roi, size: int = MESH_SIZE, border: int = MESH_BORDER
 ) -> tuple[npt.NDArray[np.uint8], F64]:
-    """The (size, size, 3) RGB crop (black outside the image, or `border` as OpenCV's), as bytes: the
-    engine takes them as they are (bridge.runtime.images); and its crop-to-image map."""
+    """The (size, size, 3) RGB crop (outside the image: the edge pixels repeated, or `border` as
+    OpenCV's), as bytes: the engine takes them as they are (bridge.runtime.images); and its
+    crop-to-image map."""
     m = roi.crop_to_image(size)
     patch = cv2.warpAffine(
         image, m, (size, size), flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP, borderMode=border
