@@ -26,11 +26,14 @@ from bridge.protocol.requests import (
     decode_request,
 )
 from bridge.serving.server import Bridge
+from bridge.sources.feeder import FeederOptions, SourceFeeder
+from bridge.sources.specs import SourceSpec, open_source
 from bridge.vision import jpeg
 
 from .bystander import Bystander
 from .conftest import start_bridge, stop_bridge
 from .test_face_tracking import bundle, models, pipeline  # noqa: F401  (module fixtures, reused)
+from .test_sources import _face_clip
 
 skimage_data = pytest.importorskip("skimage.data")
 
@@ -271,3 +274,30 @@ def test_a_bystander_loses_nothing_while_a_client_floods_bad_and_huge_jpegs(brid
     codes = {e["code"] for e in attacker.errors}
     assert {ErrorCode.BAD_VALUE, ErrorCode.BAD_IMAGE} <= codes, codes
     assert codes <= {ErrorCode.BAD_VALUE, ErrorCode.BAD_IMAGE, ErrorCode.OVERLOADED}, codes
+
+
+def test_a_video_source_sends_jpeg_at_its_quality(bridge: Bridge, tmp_path: Path) -> None:
+    clip = _face_clip(tmp_path / "face.avi", frames=10)
+    client = BridgeClient("127.0.0.1", bridge.sockets.request_port)
+    feeder = SourceFeeder(
+        open_source(SourceSpec("video", str(clip), loop=True)),
+        FeederOptions(pipeline="face", jpeg_quality=80),
+        client,
+    )
+    watcher = BridgeClient("127.0.0.1", bridge.sockets.request_port)
+    watcher.hello()
+    decoded_before = jpeg_decodes(bridge)
+    feeder.start()
+    session = feeder.wait_open()
+    watcher.subscribe(f"frame/{session}".encode())
+    try:
+        found = 0
+        deadline = time.monotonic() + 15
+        while found < 5 and time.monotonic() < deadline:
+            frames = [r.frame for r in watcher.recv_frames(100)]
+            found += sum(isinstance(f, FaceFrame) and f.face_found for f in frames)
+    finally:
+        feeder.stop()
+        watcher.close()
+    assert found >= 5 and feeder.errors == 0
+    assert jpeg_decodes(bridge) - decoded_before >= 5  # they came as JPEG

@@ -346,6 +346,7 @@ def run(args: argparse.Namespace) -> int:
             preview=preview,
             allow_untrained=args.allow_untrained,
             body=args.body,
+            jpeg_quality=args.jpeg_quality if args.jpeg_quality is not None else table.jpeg_quality,
         ),
     )
 

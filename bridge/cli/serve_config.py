@@ -108,6 +108,7 @@ class ServeTable(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True)
     camera_size: str | None = None
     camera_fps: Hertz | None = None
     camera_format: str | None = None
+    jpeg_quality: Annotated[int, msgspec.Meta(ge=1, le=100)] | None = None
     video: str | list[str] | None = None
     microphone: str | list[str] | None = None
     audio: str | list[str] | None = None

@@ -27,6 +27,7 @@ from bridge.protocol.events import encode_source_event, event_topic
 from bridge.sources.audio import Speaker
 from bridge.sources.base import MediaSource, SourceError
 from bridge.sources.preview import Preview
+from bridge.vision.jpeg import encode as encode_jpeg
 
 __all__ = ["FeederOptions", "SourceFeeder"]
 
@@ -44,6 +45,7 @@ class FeederOptions:
     loop: bool = False
     preview_dir: Path | None = None
     play_offset_s: float | None = None  # audio files: play to the speakers this long after sending
+    jpeg_quality: int | None = None  # images: sent as JPEG at this quality (1..100), else raw rgb8
 
 
 class SourceFeeder:
@@ -169,7 +171,10 @@ class SourceFeeder:
         seq = self.inputs_sent
         if self.source.kind == "image":
             self._last_image = item
-            self._client.send_image(self.session, seq, item)
+            if self.options.jpeg_quality is None:
+                self._client.send_image(self.session, seq, item)
+            else:  # encoded on this thread: ~2 ms for 640x480, and 20x fewer bytes to the bridge
+                self._client.send_jpeg(self.session, seq, encode_jpeg(item, self.options.jpeg_quality))
         else:
             self._client.send_audio(self.session, seq, item, round(self.source.rate))
         self.inputs_sent += 1
