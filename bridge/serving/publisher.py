@@ -50,6 +50,7 @@ from bridge.protocol.batch_frames import (
 )
 from bridge.protocol.versions import FRAME_TOPIC_PREFIX
 from bridge.serving.sessions import Session
+from bridge.serving.thread_names import name_native_thread
 from bridge.transport.zmq_sockets import BridgeSockets, Delivery
 
 log = logging.getLogger(__name__)
@@ -468,6 +469,7 @@ class PublishQueue:
             self._thread.join(timeout_s)
 
     def _loop(self) -> None:
+        name_native_thread(self._thread.name)
         while self._publish_next():
             pass
 

@@ -88,6 +88,7 @@ from bridge.serving.publisher import (
 )
 from bridge.serving.sessions import Session
 from bridge.serving.stats import BridgeStats
+from bridge.serving.thread_names import name_native_thread
 from bridge.transport.zmq_sockets import Delivery
 from bridge.vision.jpeg import JpegError
 
@@ -314,6 +315,7 @@ class Scheduler:
 
     # ------------------------------------------------------------------------------- loop
     def _loop(self) -> None:
+        name_native_thread(f"sched-{self.pipeline.name}")
         while True:
             try:
                 if not self._cycle():

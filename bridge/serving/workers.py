@@ -29,6 +29,7 @@ import zmq
 from bridge.child_process import ignoring
 from bridge.serving.heap import freeze_startup_heap
 from bridge.serving.server import Bridge, ServeConfig
+from bridge.serving.thread_names import name_native_thread
 
 log = logging.getLogger(__name__)
 
@@ -101,6 +102,7 @@ def worker_main(spec: WorkerSpec) -> None:
     threading.Thread(target=_watch_parent, args=(bridge, spec.parent_pid), daemon=True).start()
     bridge.start()  # writes the ready file (ports, metrics port) once it serves
     freeze_startup_heap()
+    name_native_thread(f"worker{spec.index}-io")  # this thread runs the I/O loop from here
     try:
         bridge.serve_forever()
     finally:
