@@ -80,7 +80,7 @@ def test_default_avatar_is_a_vrm_1_humanoid_with_the_arkit_shapes(avatar_file: P
         for name, target in zip(names, primitive.get("targets", []), strict=True):
             a = accessors[target["POSITION"]]
             moved[name] = max(moved.get(name, 0.0), *map(abs, a["min"] + a["max"]))
-    assert set(moved) == set(apple) and min(moved.values()) > 0.002, moved
+    assert set(moved) == set(apple) and min(moved.values()) > 0.001, moved  # each at least a millimetre
     assert set(vrm["expressions"]["custom"]) == set(apple)
     assert all(vrm["expressions"]["custom"][n]["morphTargetBinds"] for n in apple)
     assert set(PRESETS) <= set(vrm["expressions"]["preset"])

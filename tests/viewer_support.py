@@ -13,7 +13,7 @@ import numpy as np
 
 from bridge.harness.client import BridgeClient
 from bridge.serving.server import Bridge
-from bridge.viewer.cli import start_viewer
+from bridge.viewer.cli import viewer_config
 from bridge.viewer.server import ViewerServer, static_dir
 
 
@@ -25,8 +25,9 @@ def page_built() -> bool:
 def viewer_on(bridge: Bridge, avatar: Path | None = None) -> Iterator[ViewerServer]:
     """`serve --viewer 127.0.0.1:0 [--avatar FILE]` for a bridge running in this process."""
     args = argparse.Namespace(viewer=("127.0.0.1", 0), avatar=avatar)
-    viewer = start_viewer(args, bridge.sockets.frames_endpoint, insecure_remote=False)
-    assert viewer is not None
+    # In this process (serve runs it in a child): the tests read its counters and its log.
+    viewer = ViewerServer(viewer_config(args, bridge.sockets.frames_endpoint, insecure_remote=False))
+    viewer.start()
     try:
         yield viewer
     finally:

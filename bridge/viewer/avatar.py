@@ -29,7 +29,7 @@ from bridge.viewer.glb import ARRAY_BUFFER, ELEMENT_ARRAY_BUFFER, GlbBuilder
 
 log = logging.getLogger(__name__)
 
-GENERATOR_VERSION = 4  # bump when the figure changes: the cached file's name carries it
+GENERATOR_VERSION = 5  # bump when the figure changes: the cached file's name carries it
 F32 = npt.NDArray[np.float32]
 F64 = npt.NDArray[np.float64]
 
@@ -100,8 +100,8 @@ def _ellipsoid(
     center: npt.ArrayLike,
     radii: npt.ArrayLike,
     rotation: F64 | None = None,
-    rings: int = 12,
-    segments: int = 16,
+    rings: int = 9,
+    segments: int = 12,
     polar: tuple[float, float] = (0.0, math.pi),
     pole: npt.ArrayLike = (0.0, 1.0, 0.0),
 ) -> tuple[F64, F64, npt.NDArray[np.uint32]]:
@@ -192,7 +192,7 @@ def body_parts() -> list[Part]:
 def face_parts() -> list[Part]:
     """The head's parts; `add_face_targets` gives each its 52 ARKit displacements."""
     parts = [
-        _blob("skin", "head", tuple(HEAD_CENTER), tuple(HEAD_RADII), rings=22, segments=30),
+        _blob("skin", "head", tuple(HEAD_CENTER), tuple(HEAD_RADII), rings=18, segments=24),
         _blob("skin", "head", (0.0, 1.622, 0.1), (0.013, 0.022, 0.018), rings=8, segments=10),
         _blob("lips", "head", (0.0, MOUTH_Y + 0.0055, 0.0875), (LIP_HALF_WIDTH, 0.0048, 0.008)),
         _blob("lips", "head", (0.0, MOUTH_Y - 0.0060, 0.0870), (LIP_HALF_WIDTH * 0.92, 0.0058, 0.008)),

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from bridge.transport.zmq_sockets import is_loopback
 from bridge.viewer.avatar import ensure_default_avatar
-from bridge.viewer.server import ViewerConfig, ViewerServer
+from bridge.viewer.process import ViewerProcess
+from bridge.viewer.server import ViewerConfig
 from bridge.viewer.vrm_check import AvatarError, load_avatar
 
 log = logging.getLogger(__name__)
@@ -45,16 +46,10 @@ def add_viewer_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def start_viewer(
-    args: argparse.Namespace, frames_endpoint: str, insecure_remote: bool
-) -> ViewerServer | None:
-    """The viewer of `--viewer`, started, or None without the flag. Raises ValueError for a non-loopback
-    address without `--insecure-remote`, OSError when the port cannot be bound. A bad `--avatar` is
-    logged and shown in the page; the default avatar stands in."""
-    if args.viewer is None:
-        if args.avatar is not None:
-            log.warning("--avatar is for the viewer: add --viewer PORT")
-        return None
+def viewer_config(args: argparse.Namespace, frames_endpoint: str, insecure_remote: bool) -> ViewerConfig:
+    """The viewer `--viewer` and `--avatar` ask for. Raises ValueError for a non-loopback address
+    without `--insecure-remote`. A bad `--avatar` is logged and shown in the page; the default avatar
+    stands in."""
     host, port = args.viewer
     if not is_loopback(host) and not insecure_remote:
         raise ValueError(
@@ -69,6 +64,18 @@ def start_viewer(
         except AvatarError as exc:
             error = str(exc)
             log.error("viewer: avatar refused, showing the default one: %s", error)
-    viewer = ViewerServer(ViewerConfig(host, port, frames_endpoint, default, user, error))
+    return ViewerConfig(host, port, frames_endpoint, default, user, error)
+
+
+def start_viewer(
+    args: argparse.Namespace, frames_endpoint: str, insecure_remote: bool
+) -> ViewerProcess | None:
+    """The viewer of `--viewer`, started in its own process, or None without the flag. Raises
+    ValueError (see `viewer_config`), OSError when the port cannot be bound."""
+    if args.viewer is None:
+        if args.avatar is not None:
+            log.warning("--avatar is for the viewer: add --viewer PORT")
+        return None
+    viewer = ViewerProcess(viewer_config(args, frames_endpoint, insecure_remote))
     viewer.start()
     return viewer

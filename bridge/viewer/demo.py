@@ -13,10 +13,9 @@ from pathlib import Path
 
 from bridge.viewer.browser import CHROMIUM, launch_args
 from bridge.viewer.cli import parse_address, start_viewer
-from bridge.viewer.server import ViewerServer
+from bridge.viewer.process import ViewerProcess
 
 log = logging.getLogger(__name__)
-
 
 
 def add_demo_viewer_arguments(parser: argparse.ArgumentParser) -> None:
@@ -35,7 +34,7 @@ def can_screenshot() -> bool:
 class DemoViewer:
     """The viewer while the demo runs; `finish()` returns the screenshots written."""
 
-    def __init__(self, viewer: ViewerServer, out: Path, at_s: float, shoot: bool) -> None:
+    def __init__(self, viewer: ViewerProcess, out: Path, at_s: float, shoot: bool) -> None:
         self.viewer = viewer
         self.written: list[Path] = []
         self._out = out

@@ -141,9 +141,7 @@ class ViewerServer:
 
     @property
     def url(self) -> str:
-        host = self.config.host
-        host = "127.0.0.1" if host in ("0.0.0.0", "") else f"[{host}]" if ":" in host else host
-        return f"http://{host}:{self.port}/"
+        return viewer_url(self.config.host, self.port)
 
     def connections(self) -> int:
         return len(self._clients)
@@ -388,6 +386,13 @@ _NOT_BUILT = (
     b"The viewer page is not built. Run scripts/install.sh (it needs node and npm), or in viewer/:\n"
     b"npm ci && npm run build\n"
 )
+
+
+def viewer_url(host: str, port: int) -> str:
+    """The page's address as a browser on this machine reaches it."""
+    if host in ("0.0.0.0", "::", ""):
+        host = "127.0.0.1"
+    return f"http://{f'[{host}]' if ':' in host else host}:{port}/"
 
 
 def _same_origin(headers: Headers) -> bool:
