@@ -275,23 +275,3 @@ def test_a_looped_chunk_does_not_fail_the_shared_feature_call() -> None:
     for _ in range(60 * 8):
         stream.feed(NOISE[:800])
         batch.run()
-
-
-def test_the_front_end_gives_a_reused_routing_id_no_session() -> None:
-    """`serve --workers`: the front end tells clients apart by connection too (its links to the
-    workers are per client), so a new connection with the victim's routing id is another client."""
-    with BridgeProcess("--workers", "1", "--no-face-tracking", start_timeout_s=180.0) as front:
-        bystander = Bystander(front.request_port, drain_s=5.0)
-        bystander.start()
-        victim = raw_dealer(front.request_port, b"victim")
-        sid = ask(victim, {"op": "open", "id": 1, "pipeline": "motion"})["session"]
-        victim.close(0)
-        time.sleep(0.3)
-        thief = raw_dealer(front.request_port, b"victim")
-        for message in ({"op": "ping", "id": 3, "session": sid}, {"op": "close", "id": 4, "session": sid}):
-            reply = ask(thief, message)
-            assert reply["op"] == "error" and reply["code"] == ErrorCode.NOT_OWNER, reply
-        thief.close(0)
-        time.sleep(0.5)
-        report = bystander.stop()
-        assert report.clean and report.received >= 30, report

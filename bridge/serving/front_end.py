@@ -14,7 +14,10 @@ sessions.
   client's connection.
 - **Limits across workers.** The front end counts each client's open sessions and the total, from
   `open` replies and `closed` events, so `max_sessions` (SESSION_LIMIT) and
-  `max_sessions_per_client` (CLIENT_SESSION_LIMIT) hold over all workers together.
+  `max_sessions_per_client` (CLIENT_SESSION_LIMIT) hold over all workers together. Likewise a named
+  batch group belongs to the client whose session first opened in it (from `open` replies) until its
+  last one closes: another client's `open` naming it is NOT_OWNER here, whichever worker it would go
+  to (two first opens racing on two workers may both pass).
 - **Frames.** Workers publish into the frames forwarder, a process of its own
   (bridge.serving.frames_forwarder) that binds the public frames port with the single bridge's bounds
   per subscriber, `max_subscriptions` per connection included, and passes subscriptions back up, so a
@@ -104,6 +107,12 @@ _SessionId = Annotated[str, msgspec.Meta(max_length=SESSION_ID_LENGTH)]
 _U64 = Annotated[int, msgspec.Meta(ge=0)]
 
 
+class _OpenOptions(msgspec.Struct):
+    """The one `open` option the front end reads."""
+
+    batch_group: _Name | bool | None = None
+
+
 class _Route(msgspec.Struct):
     """The keys the front end routes by, typed: a mistyped or overlong one stops the read at its
     header (a 4M-element `session` costs nothing), and the message goes to a worker as malformed,
@@ -115,6 +124,8 @@ class _Route(msgspec.Struct):
     event: _Name | None = None
     item: _U64 | None = None  # a reply's index of the item of an `inputs` message it answers
     items: list[msgspec.Raw] | None = None  # an error reply's failed items (one `inputs` message)
+    options: _OpenOptions | None = None  # an `open` request's
+    batch_group: _Name | None = None  # an `open` reply's: the session's batch group
 
 
 class _Inputs(msgspec.Struct):
@@ -225,6 +236,9 @@ class FrontEnd:
         self._item_maps: dict[zmq.Socket[bytes], list[int]] = {}
         self._events: dict[zmq.Socket[bytes], int] = {}  # a worker's event SUB -> worker index
         self._sessions: dict[str, tuple[int, _Client]] = {}  # session -> (worker, owner)
+        # Named batch groups: group -> (its owner, its open sessions), and each grouped session's group.
+        self._groups: dict[str, tuple[_Client, int]] = {}
+        self._session_group: dict[str, str] = {}
         self._clients: dict[bytes, _Client] = {}  # owner key -> client
         self._link_ids = itertools.count()
         self._linked = 0  # clients holding links
@@ -499,6 +513,14 @@ class FrontEnd:
                 route,
             )
             return None
+        group = route.options.batch_group if route is not None and route.options is not None else None
+        holder = self._groups.get(group) if isinstance(group, str) else None
+        if holder is not None and holder[0] is not client:
+            message = (
+                f"batch group '{group}' belongs to another client; open with batch_group: true for a new one"
+            )
+            self._error(client, ErrorCode.NOT_OWNER, message, route)
+            return None
         worker = self._any_worker()
         if worker is None:
             self._error(client, ErrorCode.INTERNAL, "no worker is serving (restarting)", route)
@@ -588,6 +610,10 @@ class FrontEnd:
         if route.op == "open" and type(route.session) is str:
             self._sessions[route.session] = (worker, client)
             client.sessions += 1
+            if route.batch_group:
+                holder, held = self._groups.get(route.batch_group, (client, 0))
+                self._groups[route.batch_group] = (holder, held + 1)
+                self._session_group[route.session] = route.batch_group
         else:
             self._load[worker] -= 1
 
@@ -607,6 +633,13 @@ class FrontEnd:
         if entry is not None and entry[0] == worker:
             del self._sessions[session]
             entry[1].session_to.pop(session, None)
+            group = self._session_group.pop(session, None)
+            if group is not None:
+                holder, held = self._groups[group]
+                if held > 1:
+                    self._groups[group] = (holder, held - 1)
+                else:
+                    del self._groups[group]
             entry[1].sessions -= 1
             self._load[worker] -= 1
 
