@@ -118,6 +118,10 @@ avatar_bridge::AvatarLink::Config ToCoreConfig(const FAvatarBridgeConnectionSett
 		if (bFace)
 		{
 			Spec.options = {{"blendshapes", Session.bBlendshapes}, {"smoothing", Session.bFaceSmoothing}};
+			if (Session.bBody)
+			{
+				Spec.options.emplace("body", true);  // the face subject gains the humanoid bones (BodySubjectMapper)
+			}
 			Spec.mirror = Session.bMirror;
 		}
 		else if (bSpeech)

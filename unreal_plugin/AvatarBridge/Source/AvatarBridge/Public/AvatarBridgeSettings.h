@@ -47,6 +47,11 @@ struct AVATARBRIDGE_API FAvatarBridgeSessionSettings
 	UPROPERTY(EditAnywhere, BlueprintReadWrite, Category = "Avatar Bridge|Face")
 	bool bMirror = false;
 
+	/** Face: track the body, arms, hands and fingers from the same images too (the bridge's `body: true`, needs
+	 *  `avatar-bridge models install body`); the face subject then also carries the 50 humanoid bones (Hips ... fingers). */
+	UPROPERTY(EditAnywhere, BlueprintReadWrite, Category = "Avatar Bridge|Face")
+	bool bBody = false;
+
 	/** Motion: dance style, one of the model's styles; empty: the bridge's default ("house"). */
 	UPROPERTY(EditAnywhere, BlueprintReadWrite, Category = "Avatar Bridge|Motion")
 	FString Style;

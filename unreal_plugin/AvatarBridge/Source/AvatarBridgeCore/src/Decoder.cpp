@@ -57,28 +57,11 @@ void checkCoordinates(const MapReader& rig) {
     }
 }
 
-FaceRig decodeFaceRig(const MapReader& m) {
-    FaceRig rig;
-    rig.expression = m.strings("expression");
-    rig.eyelids = m.strings("eyelids");
-    rig.rotations = m.strings("rotations");
-    rig.blendshapes = m.strings("blendshapes");
-    rig.unsupported = m.optionalStrings("unsupported");
-    rig.extras = m.optionalStrings("extras");
-    if (!rig.expression.empty()) {  // [] for the face tracker, which has no FLAME codes (docs/protocol.md §5.1)
-        requireCount(m, rig.expression.size(), Decoder::kFlameExpression, "expression");
-    }
-    requireCount(m, rig.eyelids.size(), Decoder::kFlameEyelids, "eyelids");
-    if (!rig.blendshapes.empty()) {
-        requireCount(m, rig.blendshapes.size(), Decoder::kArkitBlendshapes, "blendshapes");
-    }
-    return rig;
-}
-
-BodyRig decodeBodyRig(const MapReader& m) {
+// `joints`: 24 for a motion session's SMPL rig, 50 for the humanoid `body` rig of a face session.
+BodyRig decodeBodyRig(const MapReader& m, std::size_t joints) {
     BodyRig rig;
     rig.joints = m.strings("joints");
-    requireCount(m, rig.joints.size(), Decoder::kSmplJoints, "joints");
+    requireCount(m, rig.joints.size(), joints, "joints");
     const auto parents = m.ints("parents");
     requireCount(m, parents.size(), rig.joints.size(), "parents");
     if (m.failed()) {
@@ -106,6 +89,32 @@ BodyRig decodeBodyRig(const MapReader& m) {
     return rig;
 }
 
+FaceRig decodeFaceRig(const MapReader& m) {
+    FaceRig rig;
+    rig.expression = m.strings("expression");
+    rig.eyelids = m.strings("eyelids");
+    rig.rotations = m.strings("rotations");
+    rig.blendshapes = m.strings("blendshapes");
+    rig.unsupported = m.optionalStrings("unsupported");
+    rig.extras = m.optionalStrings("extras");
+    if (!rig.expression.empty()) {  // [] for the face tracker, which has no FLAME codes (docs/protocol.md §5.1)
+        requireCount(m, rig.expression.size(), Decoder::kFlameExpression, "expression");
+    }
+    requireCount(m, rig.eyelids.size(), Decoder::kFlameEyelids, "eyelids");
+    if (!rig.blendshapes.empty()) {
+        requireCount(m, rig.blendshapes.size(), Decoder::kArkitBlendshapes, "blendshapes");
+    }
+    if (m.has("body")) {  // sessions opened with `body: true` (docs/protocol.md §5.1.2)
+        const MapReader body = m.map("body");
+        checkCoordinates(body);
+        if (body.str("kind") != "body") {
+            body.fail(ErrorCode::BadValue, "rig: a face rig's 'body' must be a body rig");
+        }
+        rig.body = decodeBodyRig(body, Decoder::kHumanoidJoints);
+    }
+    return rig;
+}
+
 Rig decodeRig(const MapReader& m) {
     checkCoordinates(m);
     const std::string kind = m.str("kind");
@@ -113,7 +122,7 @@ Rig decodeRig(const MapReader& m) {
         return decodeFaceRig(m);
     }
     if (kind == "body") {
-        return decodeBodyRig(m);
+        return decodeBodyRig(m, Decoder::kSmplJoints);
     }
     m.fail(ErrorCode::BadValue, "rig: unknown kind '" + kind + "'");
     return {};
@@ -269,6 +278,15 @@ Result<DecodedFrame> Decoder::frame(const std::uint8_t* data, std::size_t size, 
         f.visemes = m.optionalFloats("visemes", kSpeechVisemes);
         f.vowels = m.optionalFloats("vowels", kSpeechVowels);
         f.voice = m.optionalBoolean("voice");
+        f.body = m.optionalFloats("body", kHumanoidJoints * 4);
+        f.bodyFound = m.optionalBoolean("body_found");
+        const std::vector<bool> hands = m.optionalBooleans("hands_found");
+        if (hands.size() == 2) {
+            f.leftHandFound = hands[0];
+            f.rightHandFound = hands[1];
+        } else if (!hands.empty()) {
+            m.fail(ErrorCode::BadSize, "frame: 'hands_found' must hold 2 bools (left, right)");
+        }
         out.frame = std::move(f);
     } else if (pipeline == "motion") {
         MotionFrame f;

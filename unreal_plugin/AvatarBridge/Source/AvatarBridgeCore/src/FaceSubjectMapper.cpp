@@ -15,10 +15,6 @@ namespace {
 
 Quat quatAt(const F32View& v) { return Quat{v[0], v[1], v[2], v[3]}.normalized(); }
 
-// The rotation seen in a mirror across Unreal's XZ plane (Y, the face's right, flips): a reflection M with
-// det -1 turns the axis a into -M a, so (x, y, z, w) -> (-x, y, -z, w).
-Quat mirrored(const Quat& q) { return Quat{-q.x, q.y, -q.z, q.w}; }
-
 // kArkitNames index of each curve's other side ("EyeBlinkLeft" <-> "EyeBlinkRight"); itself when it has none.
 constexpr std::array<std::size_t, kArkitNames.size()> arkitMirror() {
     std::array<std::size_t, kArkitNames.size()> other{};
@@ -75,6 +71,18 @@ FaceSubjectMapper::FaceSubjectMapper(const FaceRig& rig, bool mirror)
     for (const auto& name : rig.blendshapes) {
         arkitSlot_.push_back(arkitIndex(name));
     }
+    if (rig.body) {
+        body_.emplace(*rig.body, mirror_);
+        for (const char* name : {"BodyFound", "LeftHandFound", "RightHandFound"}) {
+            layout_.curveNames.emplace_back(name);
+        }
+        const SubjectLayout& bones = body_->layout();
+        const int first = static_cast<int>(layout_.boneNames.size());
+        layout_.boneNames.insert(layout_.boneNames.end(), bones.boneNames.begin(), bones.boneNames.end());
+        for (const int parent : bones.boneParents) {
+            layout_.boneParents.push_back(parent < 0 ? -1 : parent + first);
+        }
+    }
 }
 
 Result<SubjectPose> FaceSubjectMapper::pose(const DecodedFrame& decoded) const {
@@ -85,8 +93,8 @@ Result<SubjectPose> FaceSubjectMapper::pose(const DecodedFrame& decoded) const {
     SubjectPose p;
     p.seq = f->header.seq;
     const Quat jaw = quatAt(f->jaw);  // wire axes: FlameToArkit reads the jaw's own opening angle
-    const Quat head = mirror_ ? mirrored(UnrealAxes::rotation(quatAt(f->head))) : UnrealAxes::rotation(quatAt(f->head));
-    const Quat jawUnreal = mirror_ ? mirrored(UnrealAxes::rotation(jaw)) : UnrealAxes::rotation(jaw);
+    const Quat head = mirror_ ? UnrealAxes::mirrored(UnrealAxes::rotation(quatAt(f->head))) : UnrealAxes::rotation(quatAt(f->head));
+    const Quat jawUnreal = mirror_ ? UnrealAxes::mirrored(UnrealAxes::rotation(jaw)) : UnrealAxes::rotation(jaw);
     p.rotations = {head, jawUnreal};
     p.translations = {Vec3{}, Vec3{}};
     p.curves.reserve(layout_.curveNames.size());
@@ -149,6 +157,15 @@ Result<SubjectPose> FaceSubjectMapper::pose(const DecodedFrame& decoded) const {
     }
     if (voice_) {
         p.curves.push_back(f->voice.value_or(false) ? 1.0f : 0.0f);
+    }
+    if (body_) {
+        const auto flag = [](const std::optional<bool>& v) { return v.value_or(false) ? 1.0f : 0.0f; };
+        const std::optional<bool>& left = mirror_ ? f->rightHandFound : f->leftHandFound;
+        const std::optional<bool>& right = mirror_ ? f->leftHandFound : f->rightHandFound;
+        p.curves.insert(p.curves.end(), {flag(f->bodyFound), flag(left), flag(right)});
+        if (const auto error = body_->append(f->body, Vec3{}, p)) {
+            return ProtocolError{error->code, "face frame: 'body' does not fit the rig's body (" + error->message + ")"};
+        }
     }
     return p;
 }

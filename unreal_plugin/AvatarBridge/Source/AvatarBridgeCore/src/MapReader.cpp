@@ -206,6 +206,26 @@ std::optional<bool> MapReader::optionalBoolean(std::string_view key) const {
     return boolean(key);
 }
 
+std::vector<bool> MapReader::optionalBooleans(std::string_view key) const {
+    std::vector<bool> out;
+    if (!present(key)) {
+        return out;
+    }
+    const std::uint32_t array = findIndex(key);
+    if (require(key, MsgType::Array, "array") == nullptr) {
+        return out;
+    }
+    out.reserve(tree_.node(array).size);
+    for (std::uint32_t i = 0, e = array + 1; i < tree_.node(array).size; ++i, e = tree_.node(e).end) {
+        if (tree_.node(e).type != MsgType::Boolean) {
+            badType(key, "an array of bool");
+            return {};
+        }
+        out.push_back(tree_.node(e).boolean);
+    }
+    return out;
+}
+
 F32View MapReader::optionalFloats(std::string_view key, std::size_t count) const {
     return present(key) ? floats(key, count, true) : F32View{};
 }

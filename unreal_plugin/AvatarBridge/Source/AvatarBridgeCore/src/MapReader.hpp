@@ -72,6 +72,7 @@ public:
     std::string optionalStr(std::string_view key, std::string fallback) const;
     std::vector<std::string> optionalStrings(std::string_view key) const;  // default: empty
     std::optional<bool> optionalBoolean(std::string_view key) const;        // default: unset
+    std::vector<bool> optionalBooleans(std::string_view key) const;         // an array of bool; default: empty
     // Default: empty; a zero-length bin is empty too; otherwise exactly `count` float32 values.
     F32View optionalFloats(std::string_view key, std::size_t count) const;
 

@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "Decoded.hpp"
@@ -276,4 +278,53 @@ TEST(MessageDecoding, HugeDeclaredCountsAreMalformedNotAllocated) {
     // A map whose one value claims 2^31 array elements (array32 header, no elements): found by the fuzzer.
     const std::string bytes("\x81\xa1x\xdd\x80\x00\x00\x00", 8);
     EXPECT_EQ(rawError(bytes), ErrorCode::Malformed);
+}
+
+TEST(ReplyDecoding, OpenFaceWithBodyCarriesTheHumanoidRig) {
+    const auto open = std::get<OpenReply>(decodeReply(payloads::openFaceBody(6, "0011223344556677")));
+    const auto& rig = std::get<FaceRig>(open.rig);
+    EXPECT_TRUE(rig.hasExtra("body"));
+    ASSERT_TRUE(rig.body.has_value());
+    EXPECT_EQ(rig.body->joints.size(), Decoder::kHumanoidJoints);
+    EXPECT_EQ(rig.body->joints[0], "Hips");
+    EXPECT_EQ(rig.body->joints[49], "RightLittleDistal");
+    EXPECT_EQ(rig.body->parents[20], 9);  // LeftThumbProximal under LeftHand
+    EXPECT_FLOAT_EQ(rig.body->restOffsets[0].y, 0.95f);
+    EXPECT_EQ(rig.body->humanoid[7], "LeftUpperArm");
+    // Other face rigs have none.
+    EXPECT_FALSE(std::get<FaceRig>(std::get<OpenReply>(decodeReply(payloads::openFace(5, "0011223344556677"))).rig).body);
+
+    // The nested rig is validated like a motion session's: its count, parents, kind and coordinates.
+    const auto withBody = [](const Payload& body) {
+        return payloads::openFaceBody(6, "0011223344556677").map("rig", payloads::faceRig().map("body", body));
+    };
+    EXPECT_EQ(replyError(withBody(payloads::bodyRig())), ErrorCode::BadSize);  // 24 SMPL joints, not the humanoid
+    auto badParents = payloads::humanoidParents();
+    badParents[21] = 30;
+    EXPECT_EQ(replyError(withBody(payloads::humanoidRig().ints("parents", badParents))), ErrorCode::BadValue);
+    EXPECT_EQ(replyError(withBody(payloads::humanoidRig().str("kind", "face"))), ErrorCode::BadValue);
+    EXPECT_EQ(replyError(withBody(payloads::humanoidRig().str("quaternion_order", "wxyz"))), ErrorCode::BadValue);
+    EXPECT_EQ(replyError(withBody(payloads::humanoidRig().erase("humanoid"))), ErrorCode::MissingField);
+    EXPECT_EQ(replyError(payloads::openFaceBody(6, "0011223344556677").map("rig", payloads::faceRig().strs("body", {"Hips"}))),
+              ErrorCode::BadType);
+}
+
+TEST(FrameDecoding, FaceFrameWithBodyRotationsAndFlags) {
+    const DecodedFrame decoded = decodeFrame(payloads::faceBodyFrame(3, 8, 0.5f));
+    const auto& f = std::get<FaceFrame>(decoded.frame);
+    ASSERT_EQ(f.body.size(), Decoder::kHumanoidJoints * 4);
+    EXPECT_FLOAT_EQ(f.body[4 * 8 + 2], std::sin(0.25f));
+    EXPECT_EQ(f.bodyFound, std::optional<bool>(true));
+    EXPECT_EQ(f.leftHandFound, std::optional<bool>(true));
+    EXPECT_EQ(f.rightHandFound, std::optional<bool>(false));
+    // Frames of sessions without the body have none of them.
+    const auto plain = decodeFrame(payloads::faceFrame(0));
+    EXPECT_TRUE(std::get<FaceFrame>(plain.frame).body.empty());
+    EXPECT_FALSE(std::get<FaceFrame>(plain.frame).bodyFound.has_value());
+    EXPECT_FALSE(std::get<FaceFrame>(plain.frame).leftHandFound.has_value());
+
+    EXPECT_EQ(frameError(payloads::faceBodyFrame(0).floats("body", std::vector<float>(24 * 4))), ErrorCode::BadSize);
+    EXPECT_EQ(frameError(payloads::faceBodyFrame(0).bools("hands_found", {true, false, true})), ErrorCode::BadSize);
+    EXPECT_EQ(frameError(payloads::faceBodyFrame(0).ints("hands_found", {1, 0})), ErrorCode::BadType);
+    EXPECT_EQ(frameError(payloads::faceBodyFrame(0).uint("body_found", 1)), ErrorCode::BadType);
 }

@@ -24,6 +24,7 @@
 #include "TestPayloads.hpp"
 #include "avatar_bridge/AvatarLink.hpp"
 #include "avatar_bridge/BridgeClient.hpp"
+#include "avatar_bridge/Decoder.hpp"
 #include "avatar_bridge/RequestEncoder.hpp"
 #include "avatar_bridge/WallClock.hpp"
 
@@ -1007,6 +1008,80 @@ TEST(Live, AvatarLinkFaceTrackingSubjectFromSentImages) {
     EXPECT_NEAR(last.rotations[0].dot(last.rotations[0]), 1.0f, 1e-3f);
     EXPECT_EQ(feed->stats().inputErrors, 0u) << feed->stats().lastError;
     EXPECT_EQ(feed->stats().decodeErrors, 0u) << feed->stats().lastError;
+}
+
+TEST(Live, AvatarLinkFaceBodySubjectFromSentImages) {
+    // A face session opened with `body: true` (docs/protocol.md §5.1.2) needs the face tracker and the body models
+    // (`avatar-bridge models install face` / `body`, never committed); scikit-image's astronaut (public domain, in
+    // the bridge's test dependencies) is a person with face, shoulders and arms in view.
+    const std::string dirFile = "/tmp/avatar-bridge-facebody-" + std::to_string(::getpid());
+    const int rc = BridgeProcess::python("import sys; from bridge.cli.serve import face_tracking_dirs; "
+                                         "from bridge.models.mediapipe.body_locate import locate; locate(); "
+                                         "d = face_tracking_dirs(None); sys.stdout.write(str(d[0]) if d else '')",
+                                         dirFile);
+    std::ifstream in(dirFile);
+    const std::string engines((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::remove(dirFile.c_str());
+    if (rc != 0 || engines.empty()) {
+        GTEST_SKIP() << "no face-tracking or body models here: `avatar-bridge models install face` and "
+                        "`avatar-bridge models install body` (docs/body-tracking.md)";
+    }
+    const std::string photoFile = "/tmp/avatar-bridge-astronaut-" + std::to_string(::getpid()) + ".rgb";
+    const int photoRc = BridgeProcess::python(
+        "import sys; from skimage import data; sys.stdout.buffer.write(data.astronaut().tobytes())", photoFile);
+    std::ifstream photoIn(photoFile, std::ios::binary);
+    const std::vector<std::uint8_t> photo((std::istreambuf_iterator<char>(photoIn)), std::istreambuf_iterator<char>());
+    std::remove(photoFile.c_str());
+    if (photoRc != 0 || photo.size() != 512u * 512u * 3u) {
+        GTEST_SKIP() << "scikit-image is not installed beside avatar-bridge (scripts/install.sh --dev)";
+    }
+    const auto tracker = BridgeProcess::start(0, 0, {"--engines", engines});
+
+    AvatarLink::Config config = linkConfig();
+    config.requestPort = tracker->requestPort();
+    SessionSpec spec;
+    spec.pipeline = "face";
+    spec.model = "mediapipe_face";
+    spec.subjectName = "TestFaceBody";
+    spec.options = {{"blendshapes", true}, {"body", true}};
+    config.sessions = {spec};
+    AvatarLink link(config);
+    const auto feed = link.feed("TestFaceBody");
+    ASSERT_TRUE(waitUntil([&] { return feed->attachment() != nullptr; }, 30s))
+        << link.statusText() << "; " << feed->stats().lastError << " (bridge log: " << tracker->logPath() << ")";
+    const SubjectLayout& layout = *feed->attachment()->layout;
+    ASSERT_EQ(layout.boneNames.size(), 2u + Decoder::kHumanoidJoints);
+    EXPECT_EQ(layout.boneNames[2], "Hips");
+    ASSERT_EQ(layout.curveNames.size(), 52u + 2u + 3u + 6u + 1u + 3u);
+    EXPECT_EQ(layout.curveNames.back(), "RightHandFound");
+
+    std::vector<SubjectPose> poses;
+    for (int i = 0; i < 3; ++i) {
+        const std::uint64_t before = feed->stats().frames;
+        ASSERT_TRUE(link.sendImage(*feed, 512, 512, photo.data(), photo.size()));
+        ASSERT_TRUE(waitUntil([&] { return feed->stats().frames > before; }, 30s)) << "no frame for image " << i;
+    }
+    feed->takeAll(poses);
+    ASSERT_FALSE(poses.empty());
+    EXPECT_EQ(feed->stats().inputErrors, 0u) << feed->stats().lastError;
+    EXPECT_EQ(feed->stats().decodeErrors, 0u) << feed->stats().lastError;
+    const SubjectPose& last = poses.back();
+    ASSERT_EQ(last.rotations.size(), layout.boneNames.size());
+    ASSERT_EQ(last.translations.size(), layout.boneNames.size());
+    ASSERT_EQ(last.curves.size(), layout.curveNames.size());
+    EXPECT_EQ(last.curves[layout.curveNames.size() - 3], 1.0f) << "BodyFound";
+    for (const Quat& q : last.rotations) {
+        EXPECT_NEAR(q.dot(q), 1.0f, 1e-3f);
+    }
+    // Her arms hang down, far from the rig's T-pose: both upper arms turn by more than 30 degrees.
+    for (const char* arm : {"LeftUpperArm", "RightUpperArm"}) {
+        const auto it = std::find(layout.boneNames.begin(), layout.boneNames.end(), arm);
+        ASSERT_NE(it, layout.boneNames.end());
+        const Quat& q = last.rotations[static_cast<std::size_t>(it - layout.boneNames.begin())];
+        EXPECT_GT(2.0f * std::acos(std::min(1.0f, std::fabs(q.w))), 30.0f * 3.14159265f / 180.0f) << arm;
+    }
+    // The root stays at the rig's rest position: the wire's 0.95 m up is Unreal +Z 95 cm.
+    EXPECT_NEAR(last.translations[2].z, 95.0f, 1e-3f);
 }
 
 TEST(Live, AvatarLinkCrowdReadsEveryMotionSessionFromTheBatchTopic) {

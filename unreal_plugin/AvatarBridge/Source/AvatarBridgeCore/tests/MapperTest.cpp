@@ -7,6 +7,7 @@
 #include "Decoded.hpp"
 #include "TestPayloads.hpp"
 #include "avatar_bridge/ArkitNames.hpp"
+#include "avatar_bridge/BodySubjectMapper.hpp"
 #include "avatar_bridge/Decoder.hpp"
 #include "avatar_bridge/FaceSubjectMapper.hpp"
 #include "avatar_bridge/ProtocolError.hpp"
@@ -234,4 +235,95 @@ TEST(SubjectMapper, RefusesTheOtherPipelinesFrames) {
     const auto body = SubjectMapper::create(rigOf(payloads::openMotion(1, "ffeeddccbbaa0099")));
     EXPECT_EQ(errorOf(face->pose(decode(payloads::motionFrame(0)))), ErrorCode::BadValue);
     EXPECT_EQ(errorOf(body->pose(decode(payloads::faceFrame(0)))), ErrorCode::BadValue);
+}
+
+namespace {
+
+std::size_t boneIndex(const SubjectLayout& layout, const std::string& name) {
+    return static_cast<std::size_t>(std::find(layout.boneNames.begin(), layout.boneNames.end(), name) -
+                                    layout.boneNames.begin());
+}
+
+// Where a bone's rest offset (its child's translation) points once the bone turns: in Unreal space.
+Vec3 turnedChild(const SubjectPose& p, std::size_t bone, std::size_t child) {
+    return p.rotations[bone].rotate(p.translations[child]);
+}
+
+}  // namespace
+
+TEST(FaceBodySubject, FaceBonesThenTheHumanoidWithFlagCurves) {
+    const auto mapper = SubjectMapper::create(rigOf(payloads::openFaceBody(1, "00112233445566ff")));
+    const SubjectLayout& l = mapper->layout();
+    ASSERT_EQ(l.boneNames.size(), 2u + 50u);
+    EXPECT_EQ(l.boneNames[0], FaceSubjectMapper::kHeadBone);
+    EXPECT_EQ(l.boneNames[2], "Hips");
+    EXPECT_EQ(l.boneParents[2], -1);  // a second root beside flame_head
+    EXPECT_EQ(l.boneParents[boneIndex(l, "Spine")], static_cast<int>(boneIndex(l, "Hips")));
+    EXPECT_EQ(l.boneParents[boneIndex(l, "LeftUpperArm")], static_cast<int>(boneIndex(l, "LeftShoulder")));
+    EXPECT_EQ(l.boneParents[boneIndex(l, "RightIndexProximal")], static_cast<int>(boneIndex(l, "RightHand")));
+    EXPECT_EQ(l.boneParents[boneIndex(l, "RightIndexDistal")], static_cast<int>(boneIndex(l, "RightIndexIntermediate")));
+    for (std::size_t b = 0; b < l.boneNames.size(); ++b) {
+        EXPECT_LT(l.boneParents[b], static_cast<int>(b)) << "parents precede children: " << l.boneNames[b];
+    }
+    // The face's curves keep their places; the body's flags come last.
+    EXPECT_EQ(curveIndex(l, "FaceFound"), 63u);
+    ASSERT_EQ(l.curveNames.size(), 64u + 3u);
+    EXPECT_EQ(l.curveNames[64], "BodyFound");
+    EXPECT_EQ(l.curveNames[65], "LeftHandFound");
+    EXPECT_EQ(l.curveNames[66], "RightHandFound");
+}
+
+TEST(FaceBodySubject, HumanoidRotationsAndRestOffsetsInUnrealSpace) {
+    const auto mapper = SubjectMapper::create(rigOf(payloads::openFaceBody(1, "00112233445566ff")));
+    const SubjectLayout& l = mapper->layout();
+    // The left forearm (wire joint 8) turns +90 degrees about wire +Z (forward): from the avatar's left (+X) to up (+Y).
+    const SubjectPose p = decoded(mapper->pose(decode(payloads::faceBodyFrame(7, 8, 1.5707964f))));
+    EXPECT_EQ(p.seq, 7u);
+    ASSERT_EQ(p.rotations.size(), l.boneNames.size());
+    ASSERT_EQ(p.translations.size(), l.boneNames.size());
+    ASSERT_EQ(p.curves.size(), l.curveNames.size());
+    const std::size_t hips = boneIndex(l, "Hips");
+    const std::size_t forearm = boneIndex(l, "LeftLowerArm");
+    const std::size_t hand = boneIndex(l, "LeftHand");
+    // Root at its rest position, 0.95 m up: Unreal +Z 95 cm. Left bones 10 cm to the avatar's left: Unreal -Y.
+    EXPECT_NEAR(p.translations[hips].z, 95.0f, 1e-4f);
+    EXPECT_NEAR(p.translations[hand].y, -10.0f, 1e-5f);
+    EXPECT_NEAR(p.translations[boneIndex(l, "RightHand")].y, 10.0f, 1e-5f);
+    EXPECT_NEAR(p.translations[boneIndex(l, "LeftLowerLeg")].z, -10.0f, 1e-5f);
+    const Vec3 up = turnedChild(p, forearm, hand);
+    EXPECT_NEAR(up.x, 0.0f, 1e-4f);
+    EXPECT_NEAR(up.y, 0.0f, 1e-4f);
+    EXPECT_NEAR(up.z, 10.0f, 1e-4f) << "the forearm points up in Unreal as on the wire";
+    EXPECT_NEAR(p.rotations[boneIndex(l, "RightLowerArm")].w, 1.0f, 1e-6f);
+    EXPECT_EQ(p.curves[curveIndex(l, "BodyFound")], 1.0f);
+    EXPECT_EQ(p.curves[curveIndex(l, "LeftHandFound")], 1.0f);
+    EXPECT_EQ(p.curves[curveIndex(l, "RightHandFound")], 0.0f);
+
+    // Mirrored: the right forearm shows the left's turn, reflected, so it points up too; the hands' flags swap.
+    const auto mirror = SubjectMapper::create(rigOf(payloads::openFaceBody(1, "00112233445566ff")), true);
+    const SubjectPose m = decoded(mirror->pose(decode(payloads::faceBodyFrame(7, 8, 1.5707964f))));
+    const Vec3 mirroredUp = turnedChild(m, boneIndex(l, "RightLowerArm"), boneIndex(l, "RightHand"));
+    EXPECT_NEAR(mirroredUp.y, 0.0f, 1e-4f);
+    EXPECT_NEAR(mirroredUp.z, 10.0f, 1e-4f);
+    EXPECT_NEAR(m.rotations[forearm].w, 1.0f, 1e-6f);
+    EXPECT_EQ(m.curves[curveIndex(l, "LeftHandFound")], 0.0f);
+    EXPECT_EQ(m.curves[curveIndex(l, "RightHandFound")], 1.0f);
+
+    // A frame without the body its rig announced is refused, not published with the wrong bone count.
+    EXPECT_EQ(errorOf(mapper->pose(decode(payloads::faceFrame(0).floats("expression", {})))), ErrorCode::BadSize);
+}
+
+TEST(BodySubject, HumanoidRigAloneFromFaceFrames) {
+    const Rig face = rigOf(payloads::openFaceBody(1, "00112233445566ff"));
+    const BodySubjectMapper body(*std::get<FaceRig>(face).body);
+    ASSERT_EQ(body.layout().boneNames.size(), 50u);
+    EXPECT_TRUE(body.layout().curveNames.empty());
+    const SubjectPose p = decoded(body.pose(decode(payloads::faceBodyFrame(2, 0, 1.0f))));
+    ASSERT_EQ(p.rotations.size(), 50u);
+    EXPECT_NEAR(p.translations[0].z, 95.0f, 1e-4f);
+    // The hips' turn about wire +Z (forward) is about Unreal -X: (x, y, z, w) -> (-z, x, -y, w).
+    EXPECT_NEAR(p.rotations[0].x, -std::sin(0.5f), 1e-6f);
+    EXPECT_NEAR(p.rotations[0].w, std::cos(0.5f), 1e-6f);
+    EXPECT_EQ(errorOf(body.pose(decode(payloads::faceFrame(0)))), ErrorCode::BadValue);   // no body in it
+    EXPECT_EQ(errorOf(body.pose(decode(payloads::motionFrame(0)))), ErrorCode::BadSize);  // 24 joints, not 50
 }

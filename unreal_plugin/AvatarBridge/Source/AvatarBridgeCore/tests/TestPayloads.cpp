@@ -1,6 +1,7 @@
 #include "TestPayloads.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include <msgpack.hpp>
@@ -67,6 +68,14 @@ Payload& Payload::strs(const std::string& key, const std::vector<std::string>& v
 }
 Payload& Payload::ints(const std::string& key, const std::vector<int>& values) {
     return put(key, pack([&](auto& p) { p.pack(values); }));
+}
+Payload& Payload::bools(const std::string& key, const std::vector<bool>& values) {
+    return put(key, pack([&](auto& p) {
+                   p.pack_array(static_cast<std::uint32_t>(values.size()));
+                   for (const bool v : values) {
+                       p.pack(v);
+                   }
+               }));
 }
 Payload& Payload::map(const std::string& key, const Payload& value) { return put(key, value.bytes()); }
 Payload& Payload::maps(const std::string& key, const std::vector<Payload>& values) {
@@ -202,6 +211,92 @@ Payload speechFrame(std::uint64_t seq, bool voice, float pattern) {
         .floats("visemes", ramp(15, pattern))
         .floats("vowels", vowels)
         .boolean("voice", voice);
+}
+
+std::vector<std::string> humanoidJoints() {
+    std::vector<std::string> j = {"Hips", "Spine", "Chest", "UpperChest", "Neck", "Head"};
+    for (const std::string side : {"Left", "Right"}) {
+        for (const char* bone : {"Shoulder", "UpperArm", "LowerArm", "Hand"}) {
+            j.push_back(side + bone);
+        }
+    }
+    for (const std::string side : {"Left", "Right"}) {
+        for (const char* bone : {"UpperLeg", "LowerLeg", "Foot"}) {
+            j.push_back(side + bone);
+        }
+    }
+    for (const std::string side : {"Left", "Right"}) {
+        for (const std::string finger : {"Thumb", "Index", "Middle", "Ring", "Little"}) {
+            for (const char* phalanx : {"Proximal", "Intermediate", "Distal"}) {
+                j.push_back(side + finger + phalanx);
+            }
+        }
+    }
+    return j;
+}
+
+std::vector<int> humanoidParents() {
+    std::vector<int> p = {-1, 0, 1, 2, 3, 4, 3, 6, 7, 8, 3, 10, 11, 12, 0, 14, 15, 0, 17, 18};
+    for (const int hand : {9, 13}) {
+        for (int finger = 0; finger < 5; ++finger) {
+            const int first = static_cast<int>(p.size());
+            p.insert(p.end(), {hand, first, first + 1});
+        }
+    }
+    return p;
+}
+
+Payload humanoidRig() {
+    const std::vector<std::string> joints = humanoidJoints();
+    std::vector<float> rest(joints.size() * 3, 0.0f);
+    rest[1] = 0.95f;
+    for (std::size_t j = 1; j < joints.size(); ++j) {
+        const std::string& name = joints[j];
+        const bool leg = name.find("Leg") != std::string::npos || name.find("Foot") != std::string::npos;
+        if (name.rfind("Left", 0) == 0 && !leg) {
+            rest[3 * j] = 0.1f;
+        } else if (name.rfind("Right", 0) == 0 && !leg) {
+            rest[3 * j] = -0.1f;
+        } else {
+            rest[3 * j + 1] = leg ? -0.1f : 0.1f;
+        }
+    }
+    return Payload()
+        .str("kind", "body")
+        .map("coordinates", coordinates())
+        .str("quaternion_order", "xyzw")
+        .strs("joints", joints)
+        .ints("parents", humanoidParents())
+        .floats("rest_offsets", rest)
+        .strs("humanoid", joints);
+}
+
+Payload openFaceBody(std::uint64_t id, const std::string& session) {
+    return openFace(id, session)
+        .str("model", "mediapipe_face")
+        .map("rig", faceRig(true)
+                        .strs("expression", {})
+                        .strs("unsupported", {"TongueOut"})
+                        .strs("extras", {"head_position", "gaze", "body"})
+                        .map("body", humanoidRig()));
+}
+
+Payload faceBodyFrame(std::uint64_t seq, int turned, float angle) {
+    std::vector<float> body(50 * 4, 0.0f);
+    for (std::size_t j = 0; j < 50; ++j) {
+        body[4 * j + 3] = 1.0f;
+    }
+    if (turned >= 0) {
+        body[4 * turned + 2] = std::sin(angle / 2.0f);
+        body[4 * turned + 3] = std::cos(angle / 2.0f);
+    }
+    return faceFrame(seq, true)
+        .floats("expression", {})
+        .floats("gaze", {0.0f, 0.0f, 0.0f, 0.0f})
+        .floats("head_position", {0.0f, 0.0f, -0.5f})
+        .floats("body", body)
+        .boolean("body_found", true)
+        .bools("hands_found", {true, false});
 }
 
 Payload motionBatch(const std::vector<std::string>& sessions, const std::vector<std::uint64_t>& seqs, float pattern) {

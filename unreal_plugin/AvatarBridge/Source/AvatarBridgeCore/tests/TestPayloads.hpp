@@ -20,6 +20,7 @@ public:
     Payload& floats(const std::string& key, const std::vector<float>& values);
     Payload& strs(const std::string& key, const std::vector<std::string>& values);
     Payload& ints(const std::string& key, const std::vector<int>& values);
+    Payload& bools(const std::string& key, const std::vector<bool>& values);
     Payload& map(const std::string& key, const Payload& value);
     Payload& maps(const std::string& key, const std::vector<Payload>& values);
     Payload& erase(const std::string& key);
@@ -55,6 +56,17 @@ Payload speechFrame(std::uint64_t seq, bool voice = true, float pattern = 0.0f);
 // session `sessions[r]` with seq `seqs[r]`, input_seq seq + 100, joints all identity except joint 1's
 // x = 0.01 r + pattern, root (r, pattern, -r).
 Payload motionBatch(const std::vector<std::string>& sessions, const std::vector<std::uint64_t>& seqs, float pattern = 0.0f);
+// A face session opened with `body: true` (docs/protocol.md §5.1.2): the tracker's face rig with extras ending in
+// "body" and the 50-joint humanoid `body` rig (the bridge's order: Hips, Spine, Chest, UpperChest, Neck, Head,
+// Left/Right Shoulder..Hand, Left/Right UpperLeg..Foot, then each side's fingers, three joints each). Rest offsets:
+// the root 0.95 m up, every joint 0.1 m along +X (the avatar's left) from its parent on the left side, -X on the
+// right, +Y up the spine, -Y down the legs.
+std::vector<std::string> humanoidJoints();
+std::vector<int> humanoidParents();
+Payload humanoidRig();
+Payload openFaceBody(std::uint64_t id, const std::string& session);
+// Identity rotations except `turned` (joint index) by `angle` about wire +Z; body found, left hand found only.
+Payload faceBodyFrame(std::uint64_t seq, int turned = -1, float angle = 0.0f);
 Payload reply(const std::string& op, std::uint64_t id);
 Payload hello(std::uint64_t id);
 Payload list(std::uint64_t id);

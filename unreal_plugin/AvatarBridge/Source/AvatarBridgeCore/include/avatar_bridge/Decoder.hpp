@@ -21,6 +21,7 @@ public:
     static constexpr std::size_t kFlameEyelids = 2;
     static constexpr std::size_t kArkitBlendshapes = 52;
     static constexpr std::size_t kSmplJoints = 24;
+    static constexpr std::size_t kHumanoidJoints = 50;  // the `body` rig of face sessions (docs/protocol.md §5.1.2)
     static constexpr std::size_t kSpeechVisemes = 15;  // Oculus visemes (docs/protocol.md §5.2)
     static constexpr std::size_t kSpeechVowels = 5;    // VRM A, I, U, E, O
 

@@ -1,8 +1,10 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <vector>
 
+#include "avatar_bridge/BodySubjectMapper.hpp"
 #include "avatar_bridge/SubjectMapper.hpp"
 
 namespace avatar_bridge {
@@ -18,6 +20,10 @@ namespace avatar_bridge {
 //   Then, only when the rig's `extras` announce them (speech sessions, docs/protocol.md §5.2): the 15 viseme
 //   curves (kVisemeCurveNames), the 5 VRM vowels (kVrmVowelCurveNames) and Voice (1 or 0); 0 in a frame
 //   that leaves them out. They have no sides, so mirroring leaves them as they are.
+//   Then, only for a session opened with `body: true` (the rig has a `body`, docs/protocol.md §5.1.2): BodyFound,
+//   LeftHandFound, RightHandFound (1 or 0; the hands swap when mirrored), and after the two face bones the 50
+//   humanoid bones of the rig's body (BodySubjectMapper: root Hips, a second root beside flame_head), so one
+//   subject, on one clock, drives both a face and a body (a Live Link Pose node per skeleton).
 // The bones are prefixed so that a MetaHuman's own `head` bone is never overwritten by accident.
 // Mirrored: every Left/Right curve pair swaps (ARKit, eyelids, eyes), head and jaw reflect across the
 // face's mid plane (so yaw and roll change sign); FLAME coefficients have no sides and stay as they are.
@@ -41,6 +47,7 @@ private:
     bool vowels_;
     bool voice_;
     bool mirror_;
+    std::optional<BodySubjectMapper> body_;  // sessions opened with `body: true`
 };
 
 }  // namespace avatar_bridge

@@ -36,6 +36,11 @@ struct FaceFrame {
     F32View visemes;           // 15 or empty: Oculus visemes sil, PP, FF, TH, DD, kk, CH, SS, nn, RR, aa, E, ih, oh, ou
     F32View vowels;            // 5 or empty: VRM presets A, I, U, E, O in [0, 1]
     std::optional<bool> voice;  // voice activity; unset when the frame has no `voice` key
+    // Body (docs/protocol.md §5.1.2): empty / unset in frames of sessions opened without `body: true`.
+    F32View body;                    // 50 x 4: humanoid local rotations, quaternion xyzw, the rig's `body` order
+    std::optional<bool> bodyFound;   // a body was tracked in this image
+    std::optional<bool> leftHandFound;   // the subject's own hands (after the bridge's `mirror`)
+    std::optional<bool> rightHandFound;
 };
 
 struct MotionFrame {

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -11,6 +12,15 @@ namespace avatar_bridge {
 // Rig descriptions of docs/protocol.md §4.3, sent once per session in the `open` reply and the `opened`
 // event. Both are validated on decode to the wire convention (right-handed, +Y up, +Z forward, metres, xyzw).
 
+struct BodyRig {
+    // A motion session's 24 SMPL joints, or the 50 humanoid joints of a face session opened with `body: true`
+    // (docs/protocol.md §5.1.2: Hips ... fingers, each named by its HumanBodyBones name), in frame order.
+    std::vector<std::string> joints;
+    std::vector<int> parents;           // parent index per joint, -1 for the root; parents precede children
+    std::vector<Vec3> restOffsets;      // wire frame, metres; the root's is its rest position
+    std::vector<std::string> humanoid;  // Unity HumanBodyBones names, "" where none fits
+};
+
 struct FaceRig {
     std::vector<std::string> expression;   // 50 FLAME expression component names
     std::vector<std::string> eyelids;      // 2 names, left then right
@@ -20,6 +30,8 @@ struct FaceRig {
     // optional frame keys this session's frames carry ("head_position", "gaze", "visemes", "vowels", "voice").
     std::vector<std::string> unsupported;
     std::vector<std::string> extras;
+    // Sessions opened with `body: true` (docs/protocol.md §5.1.2): the humanoid the frames' `body` rotations are for.
+    std::optional<BodyRig> body;
 
     bool hasExtra(const std::string& key) const {
         for (const auto& e : extras) {
@@ -29,13 +41,6 @@ struct FaceRig {
         }
         return false;
     }
-};
-
-struct BodyRig {
-    std::vector<std::string> joints;    // 24 SMPL joint names, frame order
-    std::vector<int> parents;           // parent index per joint, -1 for the root; parents precede children
-    std::vector<Vec3> restOffsets;      // wire frame, metres; the root's is its rest position
-    std::vector<std::string> humanoid;  // Unity HumanBodyBones names, "" where none fits
 };
 
 using Rig = std::variant<FaceRig, BodyRig>;

@@ -22,6 +22,9 @@ public:
     // A wire direction (no unit change), for tests and debug drawing.
     static Vec3 direction(const Vec3& wire) { return {wire.z, -wire.x, wire.y}; }
     static Quat rotation(const Quat& wire) { return {-wire.z, wire.x, -wire.y, wire.w}; }
+    // An Unreal-space rotation seen in a mirror across the XZ plane (Y, the avatar's right, flips), for the
+    // mirrored face and body subjects: a reflection turns the axis a into -M a, so (x, y, z, w) -> (-x, y, -z, w).
+    static Quat mirrored(const Quat& unreal) { return {-unreal.x, unreal.y, -unreal.z, unreal.w}; }
 
     // Unreal FRotator angles of an Unreal-space quaternion, in radians, with FRotator's signs:
     // +yaw turns +X towards +Y (to the right, seen from above), +pitch raises the nose (+X towards +Z),
