@@ -301,3 +301,29 @@ def test_a_connection_flood_is_bounded_while_a_bystander_keeps_every_frame(
         after,
         viewer.frames_replaced,
     )  # every frame
+
+
+def test_a_voice_moves_the_avatars_mouth(browser: Any, viewer: ViewerServer, client: BridgeClient) -> None:
+    from bridge.cli.demo_speech import PHRASE, VOICE
+    from bridge.speech.corpus import speak
+
+    try:
+        voice = speak(VOICE, PHRASE)
+    except RuntimeError as exc:
+        pytest.skip(f"eSpeak NG is not installed: {exc}")
+    session = client.open("speech")["session"]
+    pcm = np.asarray(voice.audio, np.float32) / 32768.0
+    feeder = audio_feeder(client, session, pcm, voice.rate, fps=30.0).start()
+    page = open_page(browser, viewer.url)
+    jaw = []
+    try:
+        wait_shown(page, session)
+        for _ in range(25):
+            jaw.append(state(page, session).get("expressions", {}).get("jawOpen", 0.0))
+            time.sleep(0.1)
+        shot(page, "speech")
+    finally:
+        feeder.stop()
+        client.close_session(session)
+        page.close()
+    assert max(jaw) > 0.2 and min(jaw) < max(jaw) - 0.1, jaw  # it opens and closes

@@ -29,7 +29,7 @@ from bridge.viewer.glb import ARRAY_BUFFER, ELEMENT_ARRAY_BUFFER, GlbBuilder
 
 log = logging.getLogger(__name__)
 
-GENERATOR_VERSION = 5  # bump when the figure changes: the cached file's name carries it
+GENERATOR_VERSION = 6  # bump when the figure changes: the cached file's name carries it
 F32 = npt.NDArray[np.float32]
 F64 = npt.NDArray[np.float64]
 
@@ -208,7 +208,7 @@ def face_parts() -> list[Part]:
                 "iris", f"{side}Eye", eye, (EYE_RADIUS * 1.02,) * 3, polar=(0.0, 0.5), pole=(0, 0, 1), rings=4
             ),
             # The upper lid: a cap around the eye's up axis that rotates down over the eye to blink.
-            _blob("skin", "head", eye, (LID_RADIUS,) * 3, polar=(0.0, 1.0), pole=(0, 0.94, 0.34), rings=8),
+            _blob("skin", "head", eye, (LID_RADIUS,) * 3, polar=(0.0, 0.8), pole=(0, 0.94, 0.34), rings=8),
             _blob("hair", "head", (sign * 0.04, 1.692, 0.089), (0.022, 0.0045, 0.006), rings=6, segments=10),
         ]
     add_face_targets(parts)
