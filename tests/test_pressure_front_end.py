@@ -4,12 +4,14 @@ bystander motion session that must keep every frame, with the process tree's mem
 1. a message nested far deeper than the decoder allows, in every position;
 2. more client connections than the front end has links for (a ZeroMQ context holds 1023 sockets);
 3. messages over `max_message_bytes` (they grew the front end to 3 GB);
+4. `inputs` amplification: 4 KB messages of 4096 junk items from five connections, four never reading;
 5. subscriptions from many connections, through the frames forwarder;
 9. a bloated envelope field: `session` as a 4M-element array.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -26,7 +28,7 @@ from bridge.protocol.versions import DEFAULT_MAX_MESSAGE_BYTES
 from bridge.serving.front_end import CONTEXT_SOCKETS, RESERVED_SOCKETS, FrontEnd
 
 from .bystander import Bystander
-from .test_pressure_round_two import RSS_GROWTH_MIB, Attacker, deep_messages, tree_rss_mib
+from .test_pressure_round_two import RSS_GROWTH_MIB, Attacker, deep_messages, junk_inputs, tree_rss_mib
 
 WORKERS = 2
 
@@ -105,6 +107,39 @@ def test_messages_over_the_size_bound_are_refused_at_the_front_end(
     assert [r["code"] for r in replies] == [ErrorCode.TOO_LARGE] * 20
     attacker.close()
     assert tree_rss_mib(bridge.proc.pid) - before < RSS_GROWTH_MIB + 64  # libzmq's buffers, 15 MiB each
+
+
+def test_inputs_amplification_costs_one_reply_per_message(
+    bridge: BridgeProcess, bystander: Bystander
+) -> None:
+    before = tree_rss_mib(bridge.proc.pid)
+    message = junk_inputs()
+    reader = Attacker(bridge.request_port)
+    deaf = [Attacker(bridge.request_port, rcvhwm=1) for _ in range(4)]
+    stop = threading.Event()
+
+    def flood(sock: zmq.Socket[bytes]) -> None:
+        while not stop.is_set():
+            if sock.poll(20, zmq.POLLOUT):
+                sock.send(message, zmq.NOBLOCK)
+
+    threads = [threading.Thread(target=flood, args=(a.sock,)) for a in deaf]
+    for t in threads:
+        t.start()
+    try:
+        for _ in range(10):
+            reader.sock.send(message)
+        got = reader.replies(10, timeout_s=15.0)
+        assert len(got) == 10 and reader.replies(1, timeout_s=0.3) == []  # one reply per message
+        assert all(r["code"] == ErrorCode.MISSING_FIELD and r["items"][-1]["through"] == 4095 for r in got)
+        time.sleep(1.0)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+    for a in (reader, *deaf):
+        a.close()
+    assert tree_rss_mib(bridge.proc.pid) - before < RSS_GROWTH_MIB
 
 
 def test_subscriptions_from_many_connections_are_bounded_and_counted(
