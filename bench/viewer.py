@@ -57,7 +57,7 @@ def feed(client: BridgeClient, sessions: list[str], rate_hz: float, stop: thread
 
 
 def measure(
-    url: str, sessions: list[str], size: tuple[int, int], warm_up: float, seconds: float
+    url: str, sessions: list[str], size: tuple[int, int], warm_up: float, seconds: float, picture: Path
 ) -> dict[str, Any]:
     from playwright.sync_api import sync_playwright
 
@@ -81,7 +81,7 @@ def measure(
             "return {renders: v.renders, latencies: v.latencies, sessions: s, t: performance.now(), "
             "errors: v.errors}; })()"
         )
-        page.screenshot(path=str(ROOT / "bench" / "results" / "viewer-cpu.png"))
+        page.screenshot(path=str(picture))
         webgl = page.evaluate(
             "(() => { const gl = document.createElement('canvas').getContext('webgl2'); "
             "const d = gl && gl.getExtension('WEBGL_debug_renderer_info'); "
@@ -144,7 +144,9 @@ def main(argv: list[str] | None = None) -> int:
     feeder = threading.Thread(target=feed, args=(client, sessions, args.rate, stop), daemon=True)
     feeder.start()
     try:
-        result = measure(viewer.url, sessions, (width, height), args.warm_up, args.seconds)
+        result = measure(
+            viewer.url, sessions, (width, height), args.warm_up, args.seconds, args.out.with_suffix(".png")
+        )
     finally:
         stop.set()
         feeder.join(5)
