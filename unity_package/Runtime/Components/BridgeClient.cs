@@ -36,6 +36,8 @@ namespace AvatarBridge
         bool _faceSmoothing = true;
         [SerializeField, Tooltip("Face tracker only: the session also takes audio (an audio input set to Face) and the voice drives the mouth.")]
         bool _faceSpeech;
+        [SerializeField, Tooltip("Face tracker only: also track the body, arms, hands and fingers from the same images (needs `avatar-bridge models install body`); a HumanoidDriver with Source = Face poses the avatar from it.")]
+        bool _faceBody;
 
         [Header("Motion session")]
         [SerializeField] bool _openMotion = true;
@@ -71,6 +73,8 @@ namespace AvatarBridge
 
         /// <summary>Open a speech session (read when the component is enabled).</summary>
         public bool OpenSpeech { get => _openSpeech; set => _openSpeech = value; }
+        /// <summary>Open the face session with body: true (read when the component is enabled).</summary>
+        public bool FaceBody { get => _faceBody; set => _faceBody = value; }
         public string Host { get => _host; set => _host = value; }
         public int RequestPort { get => _requestPort; set => _requestPort = value; }
 
@@ -100,6 +104,7 @@ namespace AvatarBridge
             {
                 var options = new Dictionary<string, object> { { "blendshapes", _faceBlendshapes }, { "smoothing", _faceSmoothing } };
                 if (_faceSpeech) options["speech"] = true; // other face models refuse the option
+                if (_faceBody) options["body"] = true; // the same: only the face tracker with the body models takes it
                 FaceSession = _client.AddSession(new SessionRequest(Pipeline.Face, _faceModel, options));
             }
             if (_openMotion)

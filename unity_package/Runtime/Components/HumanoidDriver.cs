@@ -6,8 +6,10 @@ using UnityEngine;
 namespace AvatarBridge
 {
     /// <summary>
-    /// Poses a humanoid avatar from the motion session: the 24 SMPL joints go to HumanBodyBones via
-    /// Animator.GetBoneTransform. Each driven bone ends at avatarRoot · G · rest (G: the joint's turn away
+    /// Poses a humanoid avatar from the motion session (Source = Motion: the 24 SMPL joints of the dance)
+    /// or from the face session opened with body: true (Source = Face: the 50 humanoid joints tracked from
+    /// the webcam, section 5.1.2: hips, spine, neck, head, shoulders, arms, hands and three joints per
+    /// finger); each joint goes to the HumanBodyBones the rig names via Animator.GetBoneTransform. Each driven bone ends at avatarRoot · G · rest (G: the joint's turn away
     /// from the T-pose, converted to Unity's axes by the core; rest: the bone's T-pose rotation), so any
     /// humanoid rig works whatever its bone axes. Bones are written as local rotations under their real
     /// parents in LateUpdate (after the Animator, Animation Rigging and Timeline have evaluated), blended
@@ -20,6 +22,8 @@ namespace AvatarBridge
     public sealed class HumanoidDriver : MonoBehaviour
     {
         [SerializeField] BridgeClient _client;
+        [SerializeField, Tooltip("Motion: the dance (SMPL joints). Face: the face session's body (BridgeClient's Face Body on), arms, hands and fingers from the webcam.")]
+        BridgeSessionKind _source = BridgeSessionKind.Motion;
         [SerializeField, Tooltip("Direct: exact bone rotations on any rig. Human Pose: through Mecanim muscles, clamped to the Avatar's limits.")]
         HumanoidDriveMode _mode = HumanoidDriveMode.Direct;
         [SerializeField, Range(0f, 1f), Tooltip("1 = the dance only; lower blends it with the pose the Animator / IK / Timeline produced this frame.")]
@@ -44,13 +48,15 @@ namespace AvatarBridge
         bool _hasFrame;
 
         public BridgeClient Client { get => _client; set => _client = value; }
+        /// <summary>Which session's body drives the avatar: Motion (the dance) or Face (a face session opened with body: true).</summary>
+        public BridgeSessionKind Source { get => _source; set { _source = value; _boundOpenCount = -1; } }
         public bool RootMotion { get => _rootMotion; set => _rootMotion = value; }
         public float Weight { get => _weight; set => _weight = Mathf.Clamp01(value); }
 
         /// <summary>Takes effect at the next frame (the HumanPoseHandler is made when first needed).</summary>
         public HumanoidDriveMode Mode { get => _mode; set => _mode = value; }
 
-        /// <summary>How many of the 24 joints found a bone on this avatar (for the inspector and tests).</summary>
+        /// <summary>How many of the rig's joints (24 SMPL, or 50 humanoid) found a bone on this avatar (for the inspector and tests).</summary>
         public int BoundCount
         {
             get
@@ -76,12 +82,14 @@ namespace AvatarBridge
 
         void LateUpdate()
         {
-            var session = _client != null ? _client.MotionSession : null;
+            var session = _client != null ? _client.Session(_source) : null;
             var info = session?.Info;
-            if (info == null) return;
+            // A motion session's SMPL rig, or a face session's humanoid body (null when opened without body: true).
+            var rig = info?.BodyRig ?? info?.FaceRig?.Body;
+            if (rig == null) return;
             if (session.OpenCount != _boundOpenCount)
             {
-                Bind(info.BodyRig);
+                Bind(rig);
                 _boundOpenCount = session.OpenCount;
             }
             Frame frame;
@@ -93,6 +101,7 @@ namespace AvatarBridge
         internal void Bind(BodyRig rig)
         {
             if (_animator == null) _animator = GetComponent<Animator>();
+            // The humanoid rig names every joint, fingers included; SMPL's table only fills what a rig leaves empty.
             var names = SmplHumanoidMap.Resolve(rig.Joints, rig.Humanoid);
             var skeleton = _restFromAvatar ? RestPose.SkeletonOf(_animator) : null;
             var root = transform;
@@ -115,7 +124,11 @@ namespace AvatarBridge
 
         internal void Take(Frame frame)
         {
-            _pose.Update(frame.Joints, frame.Root);
+            // Motion frames: SMPL joints and a root translation. Face frames with a body: the humanoid's
+            // rotations, no root motion (the hips stay where the Animator put them).
+            var rotations = frame.Pipeline == Pipeline.Motion ? frame.Joints : frame.Body;
+            if (rotations.Length != _pose.JointCount * 4) return; // a face frame without the body its rig announced
+            _pose.Update(rotations, frame.Root);
             _hasFrame = true;
         }
 
@@ -128,7 +141,7 @@ namespace AvatarBridge
             if (viaMuscles) ApplyThroughMuscles();
         }
 
-        // Parents precede children in SMPL order, so each bone's parent already holds its new rotation
+        // Parents precede children in both rigs' order, so each bone's parent already holds its new rotation
         // when the bone's local rotation is computed; bones the avatar lacks are skipped and keep theirs.
         void WriteBones(float weight)
         {

@@ -6,7 +6,8 @@ simple formulas the C# tests recompute (FrameDecoderTests, ReplyTests):
   blendshapes[i] = i / 51, joints[j] = (0, 0, 0, 1) except joint 1 = (0.6, 0, 0, 0.8),
   root = (0.1, 0.9, -0.2) (motion_batch has its own, beside it); speech frames:
   visemes[i] = (i + 1) / 120, vowels = (0.1, 0.2, 0.3, 0.4, 0.5),
-  voice = true. speech_utterance holds a held-out eSpeak NG voice saying a held-out sentence
+  voice = true; face_body_frame: see its comment in main. speech_utterance holds a held-out eSpeak NG
+  voice saying a held-out sentence
   ({"rate": int, "pcm": bin s16le}), for the live speech session; speech_calibration the same voice
   saying the five calibration vowels.
 """
@@ -22,9 +23,10 @@ import numpy as np
 from bridge.protocol import encode_face_frame
 from bridge.protocol.batch_frames import encode_batch, motion_columns
 from bridge.protocol.errors import ErrorCode
+from bridge.protocol.events import FaceRig, encode_rig
 from bridge.protocol.motion_frames import encode_motion_frames
 from bridge.protocol.replies import error_reply, reply
-from bridge.rig import smpl
+from bridge.rig import humanoid_solve, smpl
 from bridge.rig.arkit import ARKIT_NAMES
 from bridge.speech.corpus import Voice, calibration_clip, sentences, speak
 
@@ -99,6 +101,23 @@ def main(out: Path) -> None:
                                           pipeline="speech", model="speech_visemes", fps=30.0,
                                           accepts=["audio"], rig=speech_rig))
     utterance = speak(Voice("en-us", "m6"), sentences("en-us", held_out=True)[0])
+    # A face session opened with body: true (docs/protocol.md 5.1.2): the bridge's own humanoid rig, and a
+    # frame whose body rotations are identity except LeftLowerArm (joint 8) = +90 degrees about wire +Z
+    # (the forearm turns from the avatar's left to up), body found, the left hand found, the right not.
+    humanoid = humanoid_solve.body_rig()
+    face_body_rig = encode_rig(FaceRig((), ("EyelidLeft", "EyelidRight"), tuple(ARKIT_NAMES), ("TongueOut",),
+                                       ("head_position", "gaze", "body"), humanoid))
+    write(out, "open_face_body_reply", reply("open", 11, session=SESSION, topic="frame/" + SESSION,
+                                             pipeline="face", model="mediapipe_face", fps=30.0,
+                                             accepts=["image"], rig=face_body_rig))
+    body = np.tile(np.array([0, 0, 0, 1], np.float32), (len(humanoid.joints), 1))
+    body[humanoid.joints.index("LeftLowerArm")] = (0, 0, np.sqrt(0.5), np.sqrt(0.5))
+    write(out, "face_body_frame", encode_face_frame(SESSION, 12, 11, 1_700_000_000_000_000_004,
+                                                    blendshapes=np.zeros(52, np.float32),
+                                                    **{**face, "expression": np.zeros(0, np.float32)},
+                                                    head_position=np.array([0, 0, -0.5], np.float32),
+                                                    gaze=np.zeros(4, np.float32), body=body, body_found=True,
+                                                    hands_found=(True, False)))
     write(out, "speech_utterance", pack({"rate": utterance.rate,
                                          "pcm": utterance.audio.astype("<i2").tobytes()}))
     vowels, rate = calibration_clip(Voice("en-us", "m6"))

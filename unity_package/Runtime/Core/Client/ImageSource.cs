@@ -6,6 +6,9 @@ namespace AvatarBridge.Core.Client
         /// <summary>rgb8 rows top to bottom, upright: what the protocol sends (section 4.5), copied as is.</summary>
         public static ImageSource Rgb8 => new ImageSource { Format = PixelFormat.Rgb8 };
 
+        /// <summary>The bytes of one JPEG file, already upright (SessionClient.SendJpeg): sent as they are.</summary>
+        public static ImageSource Jpeg => new ImageSource { Format = PixelFormat.Jpeg };
+
         /// <summary>Unity's Color32[] from GetPixels32: RGBA, rows bottom to top.</summary>
         public static ImageSource Rgba32BottomUp => new ImageSource { Format = PixelFormat.Rgba32, BottomUp = true };
 
@@ -28,5 +31,7 @@ namespace AvatarBridge.Core.Client
         Rgb8,
         /// <summary>4 bytes per pixel: R, G, B, A (the alpha is dropped).</summary>
         Rgba32,
+        /// <summary>A JPEG file (protocol 1.3): no pixels here, the bridge decodes it.</summary>
+        Jpeg,
     }
 }

@@ -222,6 +222,22 @@ namespace AvatarBridge.Core.Client
             return true;
         }
 
+        /// <summary>
+        /// Queues a JPEG image (the bytes of one upright JPEG file, e.g. from the engine's encoder) for a face
+        /// session, sent as it is with format "jpeg" (protocol 1.3: a bridge whose hello lists "jpeg" in
+        /// image_formats). Latest wins as for SendImage. False when the session is not open or busy.
+        /// </summary>
+        public bool SendJpeg(BridgeSession session, ReadOnlySpan<byte> jpeg, long captureNs)
+        {
+            if (jpeg.Length == 0) throw new ArgumentException("a JPEG image needs its bytes", nameof(jpeg));
+            if (session.Info == null || _dealer == null) return false;
+            bool replaced;
+            if (!session.Images.Post(jpeg, 0, 0, ImageSource.Jpeg, captureNs, out replaced)) return false;
+            if (replaced) Interlocked.Increment(ref _imagesReplaced);
+            WakeSender();
+            return true;
+        }
+
         /// <summary>Queues rows of music features (35 per row) for a motion session. False when the session is not open or the queue is full.</summary>
         public bool SendFeatures(BridgeSession session, int rows, ReadOnlySpan<float> values, long captureNs)
         {
@@ -338,6 +354,12 @@ namespace AvatarBridge.Core.Client
             if (info == null || dealer == null)
             {
                 Interlocked.Increment(ref _inputsDropped);
+                return;
+            }
+            if (job.Source.Format == PixelFormat.Jpeg)
+            {
+                RequestEncoder.JpegImage(_inputWriter, NextId(), info.Session, session.NextInputSeq(), job.CaptureNs, new ReadOnlySpan<byte>(job.Pixels, 0, job.Length), false);
+                Write(dealer);
                 return;
             }
             int width, height;

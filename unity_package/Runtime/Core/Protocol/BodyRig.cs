@@ -2,7 +2,10 @@ using System.Collections.Generic;
 
 namespace AvatarBridge.Core.Protocol
 {
-    /// <summary>Rig description of a motion session (section 4.3): the 24 SMPL joints in frame order.</summary>
+    /// <summary>
+    /// A body rig description (section 4.3): a motion session's 24 SMPL joints, or the 50 humanoid joints
+    /// of a face session opened with body: true (section 5.1.2, FaceRig.Body), in frame order.
+    /// </summary>
     public sealed class BodyRig
     {
         const string What = "body rig";
@@ -10,14 +13,23 @@ namespace AvatarBridge.Core.Protocol
         public string[] Joints { get; private set; }
         /// <summary>Parent index per joint, -1 for the root; parents precede children.</summary>
         public int[] Parents { get; private set; }
-        /// <summary>24×3 rest offsets from the parent, wire coordinates (right-handed, metres).</summary>
+        /// <summary>Joints×3 rest offsets from the parent, wire coordinates (right-handed, metres).</summary>
         public float[] RestOffsets { get; private set; }
         /// <summary>Unity HumanBodyBones name per joint, "" where none fits.</summary>
         public string[] Humanoid { get; private set; }
 
-        public static BodyRig FromMap(Dictionary<string, object> rig)
+        /// <summary>A motion session's rig: the 24 SMPL joints.</summary>
+        public static BodyRig FromMap(Dictionary<string, object> rig) => FromMap(rig, ProtocolConstants.JointCount);
+
+        /// <summary>The `body` map of a face rig: the 50 humanoid joints, each named by its HumanBodyBones name.</summary>
+        public static BodyRig HumanoidFromMap(Dictionary<string, object> rig)
         {
-            int n = ProtocolConstants.JointCount;
+            if (ReadMap.String(rig, "kind", What) != "body") throw new ProtocolException("face rig: 'body' must be a body rig");
+            return FromMap(rig, ProtocolConstants.HumanoidJointCount);
+        }
+
+        static BodyRig FromMap(Dictionary<string, object> rig, int n)
+        {
             var body = new BodyRig
             {
                 Joints = ReadMap.StringArray(rig, "joints", What),

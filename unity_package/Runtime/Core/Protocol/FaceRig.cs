@@ -16,6 +16,8 @@ namespace AvatarBridge.Core.Protocol
         public string[] Unsupported { get; private set; }
         /// <summary>Face tracking: optional frame keys its frames carry ("head_position", "gaze"); empty otherwise.</summary>
         public string[] Extras { get; private set; }
+        /// <summary>Sessions opened with body: true (section 5.1.2): the humanoid the frames' Body rotations are for; null otherwise.</summary>
+        public BodyRig Body { get; private set; }
 
         public static FaceRig FromMap(Dictionary<string, object> rig)
         {
@@ -27,6 +29,7 @@ namespace AvatarBridge.Core.Protocol
                 Blendshapes = ReadMap.StringArray(rig, "blendshapes", What),
                 Unsupported = rig.ContainsKey("unsupported") ? ReadMap.StringArray(rig, "unsupported", What) : new string[0],
                 Extras = rig.ContainsKey("extras") ? ReadMap.StringArray(rig, "extras", What) : new string[0],
+                Body = rig.ContainsKey("body") ? BodyRig.HumanoidFromMap(ReadMap.Map(rig, "body", What)) : null,
             };
             RigChecks.Coordinates(rig, What);
             // The face tracker has no FLAME codes: its rig lists none and its frames carry none (section 5.1).

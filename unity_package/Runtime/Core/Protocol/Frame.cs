@@ -17,12 +17,13 @@ namespace AvatarBridge.Core.Protocol
         const int ExpressionAt = 0, EyelidsAt = ExpressionAt + ProtocolConstants.ExpressionCount, JawAt = EyelidsAt + ProtocolConstants.EyelidCount,
             HeadAt = JawAt + 4, BlendshapesAt = HeadAt + 4, JointsAt = BlendshapesAt + ProtocolConstants.BlendshapeCount,
             RootAt = JointsAt + ProtocolConstants.JointCount * 4, GazeAt = RootAt + 3, HeadPositionAt = GazeAt + 4,
-            VisemesAt = HeadPositionAt + 3, VowelsAt = VisemesAt + ProtocolConstants.VisemeCount, Capacity = VowelsAt + ProtocolConstants.VowelCount;
+            VisemesAt = HeadPositionAt + 3, VowelsAt = VisemesAt + ProtocolConstants.VisemeCount, BodyAt = VowelsAt + ProtocolConstants.VowelCount,
+            Capacity = BodyAt + ProtocolConstants.HumanoidJointCount * 4;
 
         readonly float[] _floats = new float[Capacity];
         byte[] _buffer = Array.Empty<byte>();
         int _expressionCount, _eyelidsCount, _jawCount, _headCount, _blendshapesCount, _jointsCount, _rootCount, _gazeCount, _headPositionCount,
-            _visemesCount, _vowelsCount;
+            _visemesCount, _vowelsCount, _bodyCount;
 
         public Pipeline Pipeline { get; internal set; }
         /// <summary>Session id; the client sets its own session's string, so routing allocates nothing.</summary>
@@ -37,6 +38,11 @@ namespace AvatarBridge.Core.Protocol
         public bool FaceFound { get; internal set; }
         /// <summary>Speech only (section 5.2): voice activity; false while the mouth is closing, and in every other session's frames.</summary>
         public bool Voice { get; internal set; }
+        /// <summary>Face with body (section 5.1.2): a body was tracked in this image; false in every other session's frames.</summary>
+        public bool BodyFound { get; internal set; }
+        /// <summary>Face with body: the subject's own left / right hand was tracked (after the bridge's mirror); false otherwise.</summary>
+        public bool LeftHandFound { get; internal set; }
+        public bool RightHandFound { get; internal set; }
         /// <summary>Position of this frame in its session's handoff (1, 2, ...), so each reader can tell new from seen.</summary>
         public long Number { get; internal set; }
         /// <summary>Client wall clock (ns since the Unix epoch) when the frame arrived; set by the receiver.</summary>
@@ -67,6 +73,11 @@ namespace AvatarBridge.Core.Protocol
         public ReadOnlySpan<float> Visemes => View(VisemesAt, _visemesCount);
         /// <summary>Speech only (empty otherwise): VRM's vowels A, I, U, E, O in [0, 1].</summary>
         public ReadOnlySpan<float> Vowels => View(VowelsAt, _vowelsCount);
+        /// <summary>
+        /// Face with body (section 5.1.2; empty otherwise): 50×4 local joint quaternions (x, y, z, w) of the
+        /// humanoid in FaceRig.Body order (Hips ... fingers), each relative to its parent, wire coordinates.
+        /// </summary>
+        public ReadOnlySpan<float> Body => View(BodyAt, _bodyCount);
         /// <summary>Motion: 24×4 local joint quaternions (x, y, z, w), rig order, wire coordinates.</summary>
         public ReadOnlySpan<float> Joints => View(JointsAt, _jointsCount);
         /// <summary>Motion: root translation (x, y, z) in metres, wire coordinates.</summary>
@@ -79,8 +90,8 @@ namespace AvatarBridge.Core.Protocol
         {
             _buffer = buffer;
             _expressionCount = _eyelidsCount = _jawCount = _headCount = _blendshapesCount = _jointsCount = _rootCount = _gazeCount = _headPositionCount = 0;
-            _visemesCount = _vowelsCount = 0;
-            Voice = false;
+            _visemesCount = _vowelsCount = _bodyCount = 0;
+            Voice = BodyFound = LeftHandFound = RightHandFound = false;
         }
 
         internal void SetExpression(int at, int count) => _expressionCount = Copy(at, count, ExpressionAt);
@@ -94,6 +105,7 @@ namespace AvatarBridge.Core.Protocol
         internal void SetHeadPosition(int at, int count) => _headPositionCount = Copy(at, count, HeadPositionAt);
         internal void SetVisemes(int at, int count) => _visemesCount = Copy(at, count, VisemesAt);
         internal void SetVowels(int at, int count) => _vowelsCount = Copy(at, count, VowelsAt);
+        internal void SetBody(int at, int count) => _bodyCount = Copy(at, count, BodyAt);
 
         // Buffer.BlockCopy moves bytes, so the source offset needs no alignment. Bins are little-endian
         // float32, as is every platform Unity ships to; a big-endian host swaps each value.

@@ -16,7 +16,7 @@ namespace AvatarBridge.Core.Protocol
             HasCapture = 64, HasPublish = 128, HasEngine = 256, HasBatch = 512, HasFaceFound = 1024,
             HasExpression = 2048, HasEyelids = 4096, HasJaw = 8192, HasHead = 16384, HasBlendshapes = 32768,
             HasJoints = 65536, HasRoot = 131072, HasGaze = 262144, HasHeadPosition = 524288, HasVisemes = 1 << 20,
-            HasVowels = 1 << 21, HasVoice = 1 << 22;
+            HasVowels = 1 << 21, HasVoice = 1 << 22, HasBody = 1 << 23, HasBodyFound = 1 << 24, HasHandsFound = 1 << 25;
         const int CommonKeys = HasOp | HasV | HasSession | HasPipeline | HasSeq | HasInputSeq | HasCapture | HasPublish | HasEngine | HasBatch;
         const int FaceKeys = CommonKeys | HasFaceFound | HasExpression | HasEyelids | HasJaw | HasHead | HasBlendshapes;
         const int MotionKeys = CommonKeys | HasJoints | HasRoot;
@@ -28,7 +28,8 @@ namespace AvatarBridge.Core.Protocol
             KeyEyelids = Ascii("eyelids"), KeyJaw = Ascii("jaw"), KeyHead = Ascii("head"),
             KeyBlendshapes = Ascii("blendshapes"), KeyJoints = Ascii("joints"), KeyRoot = Ascii("root"),
             KeyGaze = Ascii("gaze"), KeyHeadPosition = Ascii("head_position"), KeyVisemes = Ascii("visemes"),
-            KeyVowels = Ascii("vowels"), KeyVoice = Ascii("voice");
+            KeyVowels = Ascii("vowels"), KeyVoice = Ascii("voice"), KeyBody = Ascii("body"), KeyBodyFound = Ascii("body_found"),
+            KeyHandsFound = Ascii("hands_found");
         static readonly byte[] ValueFrame = Ascii("frame"), ValueFace = Ascii("face"), ValueMotion = Ascii("motion");
 
         readonly MsgPackReader _reader = new MsgPackReader();
@@ -110,6 +111,28 @@ namespace AvatarBridge.Core.Protocol
                 {
                     if (!r.TryReadNil()) frame.Voice = r.ReadBoolean();
                     seen |= HasVoice;
+                }
+                // The body's keys (section 5.1.2): optional like speech's, sized when present.
+                else if (key.SequenceEqual(KeyBody))
+                {
+                    const int floats = ProtocolConstants.HumanoidJointCount * 4;
+                    if (!r.TryReadNil()) frame.SetBody(Floats(r, floats, "body"), floats);
+                    seen |= HasBody;
+                }
+                else if (key.SequenceEqual(KeyBodyFound))
+                {
+                    if (!r.TryReadNil()) frame.BodyFound = r.ReadBoolean();
+                    seen |= HasBodyFound;
+                }
+                else if (key.SequenceEqual(KeyHandsFound))
+                {
+                    if (!r.TryReadNil())
+                    {
+                        if (r.ReadArrayHeader() != 2) throw new ProtocolException("frame: 'hands_found' must hold 2 bools (left, right)");
+                        frame.LeftHandFound = r.ReadBoolean();
+                        frame.RightHandFound = r.ReadBoolean();
+                    }
+                    seen |= HasHandsFound;
                 }
                 else if (key.SequenceEqual(KeyEyelids)) { int at = Floats(r, ProtocolConstants.EyelidCount, "eyelids"); frame.SetEyelids(at, ProtocolConstants.EyelidCount); seen |= HasEyelids; }
                 else if (key.SequenceEqual(KeyJaw)) { int at = Floats(r, 4, "jaw"); frame.SetJaw(at, 4); seen |= HasJaw; }

@@ -15,6 +15,8 @@ namespace AvatarBridge.Core.Protocol
         public const int EyelidCount = 2;
         public const int BlendshapeCount = 52;
         public const int JointCount = 24;
+        /// <summary>The humanoid `body` rig of face sessions opened with body: true (section 5.1.2): Hips ... fingers.</summary>
+        public const int HumanoidJointCount = 50;
         public const int FeatureColumns = 35;
         /// <summary>Speech frames: Oculus viseme weights (order in Rig.SpeechShapes.VisemeNames).</summary>
         public const int VisemeCount = 15;

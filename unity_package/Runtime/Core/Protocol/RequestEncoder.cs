@@ -69,6 +69,19 @@ namespace AvatarBridge.Core.Protocol
             rgb.CopyTo(target);
         }
 
+        /// <summary>
+        /// A JPEG image input (protocol 1.3): the bytes of one JPEG file, sent as they are; the bridge reads
+        /// width and height from its header (docs/protocol.md section 4.5.1).
+        /// </summary>
+        public static void JpegImage(MsgPackWriter w, ulong id, string session, ulong seq, long captureNs, ReadOnlySpan<byte> jpeg, bool ack)
+        {
+            if (jpeg.Length == 0) throw new ArgumentException("a JPEG image needs its bytes", nameof(jpeg));
+            InputHeader(w, id, session, "image", seq, captureNs, ack, 2);
+            Pair(w, "format", "jpeg");
+            w.Write("data");
+            w.WriteBinary(jpeg);
+        }
+
         /// <summary>A block of music feature rows (rows × cols float32, row-major; cols is 35 in v1).</summary>
         public static void Features(MsgPackWriter w, ulong id, string session, ulong seq, long captureNs, int rows, int cols, ReadOnlySpan<float> values, bool ack)
         {

@@ -337,6 +337,33 @@ namespace AvatarBridge.Tests.Core
             }
         }
 
+        // A 64x48 gradient, JPEG quality 50 (libjpeg-turbo through the bridge's bridge.vision.jpeg.encode).
+        const string TinyJpeg = "/9j/4AAQSkZJRgABAQAAAQABAAD/2wBDABALDA4MChAODQ4SERATGCgaGBYWGDEjJR0oOjM9PDkzODdASFxOQERXRTc4UG1RV19iZ2hnPk1xeXBkeFxlZ2P/2wBDARESEhgVGC8aGi9jQjhCY2NjY2NjY2NjY2NjY2NjY2NjY2NjY2NjY2NjY2NjY2NjY2NjY2NjY2NjY2NjY2NjY2P/wAARCAAwAEADASIAAhEBAxEB/8QAHwAAAQUBAQEBAQEAAAAAAAAAAAECAwQFBgcICQoL/8QAtRAAAgEDAwIEAwUFBAQAAAF9AQIDAAQRBRIhMUEGE1FhByJxFDKBkaEII0KxwRVS0fAkM2JyggkKFhcYGRolJicoKSo0NTY3ODk6Q0RFRkdISUpTVFVWV1hZWmNkZWZnaGlqc3R1dnd4eXqDhIWGh4iJipKTlJWWl5iZmqKjpKWmp6ipqrKztLW2t7i5usLDxMXGx8jJytLT1NXW19jZ2uHi4+Tl5ufo6erx8vP09fb3+Pn6/8QAHwEAAwEBAQEBAQEBAQAAAAAAAAECAwQFBgcICQoL/8QAtREAAgECBAQDBAcFBAQAAQJ3AAECAxEEBSExBhJBUQdhcRMiMoEIFEKRobHBCSMzUvAVYnLRChYkNOEl8RcYGRomJygpKjU2Nzg5OkNERUZHSElKU1RVVldYWVpjZGVmZ2hpanN0dXZ3eHl6goOEhYaHiImKkpOUlZaXmJmaoqOkpaanqKmqsrO0tba3uLm6wsPExcbHyMnK0tPU1dbX2Nna4uPk5ebn6Onq8vP09fb3+Pn6/9oADAMBAAIRAxEAPwDh1iqZYqnWKpVipJip1SBYqmWKp1iqZYqpM7adUgWKpliqZYqmWKrTO6nVIFiqZYqnWKpliqkzup1TDWKpliqdYqmWKuNM+Fp1SBYqlWKp1iqZYqpM7adUgWKpliqdYqlWKrTO6nVIViqVYqnWKpliqkzup1TEWKpViqdYqmWKuNM+Fp1SBYqmWKp1iqVYqpM7adUgWKpliqdYqmWKrTO6nVIFiqZYqmWKpliqkzup1T//2Q==";
+
+        [Test]
+        public void FaceSessionTakesJpegImages()
+        {
+            using (var client = Live.Client())
+            {
+                var session = client.AddSession(new SessionRequest(Pipeline.Face));
+                Live.WaitOpen(session);
+                long capture = WallClock.NowNs();
+                Assert.IsTrue(client.SendJpeg(session, Convert.FromBase64String(TinyJpeg), capture));
+                Frame frame = null;
+                long cursor = 0;
+                Assert.IsTrue(Live.Eventually(() => session.Frames.TryGetNewest(ref cursor, out frame), 20000), "the JPEG made a frame");
+                Assert.AreEqual(capture, frame.CaptureNs);
+
+                // Bytes that are not a JPEG are refused when they arrive: BAD_IMAGE, naming the session.
+                long before = client.InputErrors;
+                Assert.IsTrue(client.SendJpeg(session, new byte[] { 1, 2, 3, 4, 5, 6 }, WallClock.NowNs()));
+                Assert.IsTrue(Live.Eventually(() => client.InputErrors > before, 5000));
+                Assert.AreEqual(ErrorCode.BadImage, client.LastInputError.ErrorCode);
+                Assert.AreEqual(session.Info.Session, client.LastInputError.Session);
+                Assert.Throws<ArgumentException>(() => client.SendJpeg(session, new byte[0], 1));
+            }
+        }
+
         [Test]
         public void BadRequestsGetTheirDocumentedErrorCodes()
         {

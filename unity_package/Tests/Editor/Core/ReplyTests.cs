@@ -1,3 +1,4 @@
+using System;
 using System.Collections.Generic;
 using AvatarBridge.Core.MsgPack;
 using AvatarBridge.Core.Protocol;
@@ -181,6 +182,21 @@ namespace AvatarBridge.Tests.Core
             Assert.AreEqual(4L, image["width"]);
             Assert.AreEqual(200, ((byte[])image["data"])[23]);
             Assert.IsFalse(image.ContainsKey("ack"));
+        }
+
+        [Test]
+        public void JpegImagesCarryTheirBytesAndNoSize()
+        {
+            var w = new MsgPackWriter();
+            RequestEncoder.JpegImage(w, 8, "0123456789abcdef", 4, 55, new byte[] { 0xFF, 0xD8, 0xFF, 0xD9 }, true);
+            var input = (Dictionary<string, object>)new MsgPackReader(w.Buffer, 0, w.Length).ReadObject();
+            Assert.AreEqual("image", input["kind"]);
+            Assert.AreEqual("jpeg", input["format"]);
+            Assert.AreEqual(new byte[] { 0xFF, 0xD8, 0xFF, 0xD9 }, (byte[])input["data"]);
+            Assert.IsFalse(input.ContainsKey("width"), "the bridge reads the size from the JPEG header");
+            Assert.AreEqual(4L, input["seq"]);
+            Assert.AreEqual(true, input["ack"]);
+            Assert.Throws<ArgumentException>(() => RequestEncoder.JpegImage(w, 9, "0123456789abcdef", 5, 56, new byte[0], false));
         }
     }
 }
