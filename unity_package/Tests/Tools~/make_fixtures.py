@@ -19,6 +19,7 @@ from pathlib import Path
 
 import msgpack
 import numpy as np
+from skimage import data as skimage_data
 
 from bridge.protocol import encode_face_frame
 from bridge.protocol.batch_frames import encode_batch, motion_columns
@@ -118,6 +119,11 @@ def main(out: Path) -> None:
                                                     head_position=np.array([0, 0, -0.5], np.float32),
                                                     gaze=np.zeros(4, np.float32), body=body, body_found=True,
                                                     hands_found=(True, False)))
+    # A person with face, shoulders and arms in view for the live face + body session: scikit-image's
+    # astronaut (public domain; a test dependency of the bridge), {"width", "height", "rgb": bin rgb8}.
+    astronaut = skimage_data.astronaut()
+    write(out, "astronaut", pack({"width": astronaut.shape[1], "height": astronaut.shape[0],
+                                  "rgb": astronaut.tobytes()}))
     write(out, "speech_utterance", pack({"rate": utterance.rate,
                                          "pcm": utterance.audio.astype("<i2").tobytes()}))
     vowels, rate = calibration_clip(Voice("en-us", "m6"))
