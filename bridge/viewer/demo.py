@@ -39,6 +39,7 @@ class DemoViewer:
         self.written: list[Path] = []
         self._out = out
         self._at_s = at_s
+        self._done = threading.Event()  # the demo's sessions are over
         self.page_ready = threading.Event()  # the page is up with its avatar parsed: sessions may start
         self._thread = threading.Thread(target=self._shoot, name="viewer screenshots", daemon=True)
         if shoot:
@@ -54,14 +55,17 @@ class DemoViewer:
                 page.goto(self.viewer.url)
                 page.wait_for_function("window.__viewer && window.__viewer.avatarUrl", timeout=60_000)
                 self.page_ready.set()
-                started = time.monotonic()
-                # Avatars shown and moving (the demo's sessions start together), then the picture.
-                page.wait_for_function(
-                    "(() => { const v = window.__viewer; const s = v ? Object.values(v.sessions) : [];"
-                    " return s.filter((e) => e.loaded && e.applied > 5).length >= 2; })()",
-                    timeout=60_000,
+                # Avatars shown and moving (the demo's sessions start together), then the picture; a
+                # demo that ends first (finish()) ends the wait.
+                moving = (
+                    "(() => { const s = Object.values(window.__viewer.sessions);"
+                    " return s.filter((e) => e.loaded && e.applied > 5).length >= 2; })()"
                 )
-                time.sleep(max(0.5, self._at_s - (time.monotonic() - started)))
+                while not page.evaluate(moving):
+                    if self._done.wait(0.2):
+                        browser.close()
+                        return
+                time.sleep(min(self._at_s, 1.0))  # a moment of motion
                 path = self._out / "viewer.png"
                 page.screenshot(path=str(path))
                 self.written.append(path)
@@ -72,8 +76,10 @@ class DemoViewer:
             self.page_ready.set()
 
     def finish(self) -> list[Path]:
-        if self._thread.ident is not None:  # started: let it take its picture
-            self._thread.join(90)
+        """After the demo's sessions: the picture taken, if they lasted long enough for one."""
+        self._done.set()
+        if self._thread.ident is not None:
+            self._thread.join(30)
         self.viewer.stop()
         return self.written
 
