@@ -49,6 +49,28 @@ namespace AvatarBridge.Tests
         }
 
         [Test]
+        public void TheWebcamsHumanoidBindsByNameAndAForearmTurnedUpPointsUp()
+        {
+            var driver = _avatar.AddComponent<HumanoidDriver>();
+            var rig = RuntimeRig.Humanoid();
+            driver.Bind(rig);
+            // Every joint but the fingers matches a bone by name (the generated avatar has no fingers).
+            Assert.AreEqual(20, driver.BoundCount);
+
+            var animator = _avatar.GetComponent<Animator>();
+            var elbow = animator.GetBoneTransform(HumanBodyBones.LeftLowerArm);
+            var hand = animator.GetBoneTransform(HumanBodyBones.LeftHand);
+            float length = Vector3.Distance(hand.position, elbow.position);
+            var body = RuntimeRig.IdentityJoints(rig.Joints.Length);
+            var up = Quat.AxisAngle(new Vec3(0, 0, 1), Mathf.PI / 2); // wire: left forearm from +X (the avatar's left) to +Y
+            int forearm = System.Array.IndexOf(rig.Joints, "LeftLowerArm");
+            body[forearm * 4] = up.X; body[forearm * 4 + 1] = up.Y; body[forearm * 4 + 2] = up.Z; body[forearm * 4 + 3] = up.W;
+            driver.Take(RuntimeRig.FaceBodyFrame(body));
+            driver.Apply();
+            Assert.Less(Vector3.Distance(elbow.position + Vector3.up * length, hand.position), 1e-3f, "the hand straight above the elbow");
+        }
+
+        [Test]
         public void HumanPoseModeAppliesThroughMusclesWithoutLosingBones()
         {
             var driver = _avatar.AddComponent<HumanoidDriver>();

@@ -31,6 +31,59 @@ namespace AvatarBridge.Tests
             });
         }
 
+        /// <summary>
+        /// The humanoid `body` of a face session opened with body: true (section 5.1.2), in the bridge's order:
+        /// torso, arms, legs, then each side's fingers, three joints each; named by HumanBodyBones.
+        /// </summary>
+        public static BodyRig Humanoid()
+        {
+            var joints = new List<object> { "Hips", "Spine", "Chest", "UpperChest", "Neck", "Head" };
+            var parents = new List<object> { -1L, 0L, 1L, 2L, 3L, 4L };
+            foreach (var side in new[] { "Left", "Right" })
+            {
+                long first = joints.Count;
+                joints.AddRange(new object[] { side + "Shoulder", side + "UpperArm", side + "LowerArm", side + "Hand" });
+                parents.AddRange(new object[] { 3L, first, first + 1, first + 2 });
+            }
+            foreach (var side in new[] { "Left", "Right" })
+            {
+                long first = joints.Count;
+                joints.AddRange(new object[] { side + "UpperLeg", side + "LowerLeg", side + "Foot" });
+                parents.AddRange(new object[] { 0L, first, first + 1 });
+            }
+            foreach (var side in new[] { "Left", "Right" })
+            {
+                long hand = joints.IndexOf(side + "Hand");
+                foreach (var finger in new[] { "Thumb", "Index", "Middle", "Ring", "Little" })
+                {
+                    long first = joints.Count;
+                    joints.AddRange(new object[] { side + finger + "Proximal", side + finger + "Intermediate", side + finger + "Distal" });
+                    parents.AddRange(new object[] { hand, first, first + 1 });
+                }
+            }
+            return BodyRig.HumanoidFromMap(new Dictionary<string, object>
+            {
+                { "kind", "body" }, { "coordinates", Coordinates() }, { "quaternion_order", "xyzw" },
+                { "joints", joints.ToArray() }, { "parents", parents.ToArray() }, { "rest_offsets", new byte[50 * 3 * 4] }, { "humanoid", joints.ToArray() },
+            });
+        }
+
+        /// <summary>A face frame with the body: identity rotations but `body` (50×4) as given.</summary>
+        public static Frame FaceBodyFrame(float[] body)
+        {
+            var w = new MsgPackWriter();
+            w.WriteMapHeader(17);
+            Header(w, "face");
+            w.Write("face_found"); w.Write(true);
+            w.Write("expression"); w.WriteFloat32Binary(new float[0]);
+            w.Write("eyelids"); w.WriteFloat32Binary(new float[2]);
+            w.Write("jaw"); w.WriteFloat32Binary(new float[] { 0, 0, 0, 1 });
+            w.Write("head"); w.WriteFloat32Binary(new float[] { 0, 0, 0, 1 });
+            w.Write("blendshapes"); w.WriteFloat32Binary(new float[52]);
+            w.Write("body"); w.WriteFloat32Binary(body);
+            return Decode(w);
+        }
+
         public static FaceRig Face(IList<object> blendshapes)
         {
             var expression = new List<object>();
@@ -106,10 +159,10 @@ namespace AvatarBridge.Tests
             return Decode(w);
         }
 
-        public static float[] IdentityJoints()
+        public static float[] IdentityJoints(int count = 24)
         {
-            var joints = new float[96];
-            for (int j = 0; j < 24; j++) joints[j * 4 + 3] = 1;
+            var joints = new float[count * 4];
+            for (int j = 0; j < count; j++) joints[j * 4 + 3] = 1;
             return joints;
         }
 
