@@ -19,6 +19,7 @@ import logging
 import multiprocessing
 import os
 import signal
+import sys
 import threading
 from dataclasses import dataclass, field, replace
 from multiprocessing.process import BaseProcess
@@ -34,6 +35,7 @@ from bridge.serving.thread_names import name_native_thread
 log = logging.getLogger(__name__)
 
 PARENT_CHECK_S = 0.5  # a worker whose front end is gone stops within this
+SWITCH_INTERVAL_ENV = "AVATAR_BRIDGE_SWITCH_INTERVAL_US"  # the workers' GIL switch interval, if set
 
 
 @dataclass(frozen=True)
@@ -92,6 +94,12 @@ def worker_config(config: ServeConfig, *, metrics: bool) -> ServeConfig:
 def worker_main(spec: WorkerSpec) -> None:
     """The child process: a Bridge on internal endpoints, until SIGTERM or the front end is gone."""
     os.environ.update(spec.env)  # before any engine loads: CUDA reads CUDA_VISIBLE_DEVICES at init
+    # How long a thread that wants the GIL waits before the holder is asked to give it up (Python's
+    # default 5 ms). An experiment knob for the GPU benchmark (issue 46): the I/O loop decoding a big
+    # `inputs` message can keep the scheduler waiting that long.
+    switch_us = os.environ.get(SWITCH_INTERVAL_ENV)
+    if switch_us:
+        sys.setswitchinterval(float(switch_us) / 1e6)
     logging.basicConfig(
         level=logging.INFO, format=f"%(asctime)s %(levelname)s worker{spec.index} %(name)s: %(message)s"
     )
