@@ -130,6 +130,22 @@ namespace UnityEngine
         public virtual int height { get; set; }
     }
 
+    public sealed class Texture2D : Texture
+    {
+        public Texture2D(int width, int height, TextureFormat textureFormat, bool mipChain) { }
+        public void SetPixels32(Color32[] colors) { }
+    }
+
+    public enum TextureFormat
+    {
+        RGBA32 = 4,
+    }
+
+    public static class ImageConversion
+    {
+        public static byte[] EncodeToJPG(this Texture2D tex, int quality) => null;
+    }
+
     public sealed class WebCamTexture : Texture
     {
         public static WebCamDevice[] devices => null;
