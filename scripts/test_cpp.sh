@@ -5,7 +5,8 @@
 #      axes, jitter buffer, mappers, retarget maths, our ZMTP client against real libzmq ROUTER/PUB sockets and
 #      raw protocol violations) and the live test against a real `avatar-bridge serve` (hello/list/open/input/
 #      close, every error code, a bridge restart, pushes from the receive thread, flag-then-poll stop, speech
-#      sessions fed espeak-ng speech, a face-tracking subject fed images, a crowd read from `batch/motion`).
+#      sessions fed espeak-ng speech, a face-tracking subject fed images, a face subject with the body fed a
+#      photo of a person (skipped without the body models), a crowd read from `batch/motion`).
 #      The CURVE live test needs the libzmq build and is skipped here.
 #   2. The core as one translation unit, as Unreal compiles it: clang + libc++, -std=c++20 -fno-rtti
 #      -fno-exceptions (Unreal's module defaults; AvatarBridge.Build.cs keeps exceptions off) -Werror -Wshadow,
