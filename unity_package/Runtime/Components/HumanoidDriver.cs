@@ -49,7 +49,16 @@ namespace AvatarBridge
 
         public BridgeClient Client { get => _client; set => _client = value; }
         /// <summary>Which session's body drives the avatar: Motion (the dance) or Face (a face session opened with body: true).</summary>
-        public BridgeSessionKind Source { get => _source; set { _source = value; _boundOpenCount = -1; } }
+        public BridgeSessionKind Source
+        {
+            get => _source;
+            set
+            {
+                _source = value;
+                _boundOpenCount = -1; // bind the other session's rig, and read its frames from the first
+                _cursor = 0;
+            }
+        }
         public bool RootMotion { get => _rootMotion; set => _rootMotion = value; }
         public float Weight { get => _weight; set => _weight = Mathf.Clamp01(value); }
 
@@ -86,7 +95,15 @@ namespace AvatarBridge
             var info = session?.Info;
             // A motion session's SMPL rig, or a face session's humanoid body (null when opened without body: true).
             var rig = info?.BodyRig ?? info?.FaceRig?.Body;
-            if (rig == null) return;
+            if (rig == null)
+            {
+                if (info != null && session.OpenCount != _boundOpenCount)
+                {
+                    Debug.LogWarning("HumanoidDriver: the " + _source + " session has no body; for the webcam's body turn on the BridgeClient's Face Body.", this);
+                    _boundOpenCount = session.OpenCount;
+                }
+                return;
+            }
             if (session.OpenCount != _boundOpenCount)
             {
                 Bind(rig);
