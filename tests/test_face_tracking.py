@@ -32,6 +32,7 @@ from bridge.runtime.engine import Engine
 from bridge.runtime.images import rgb_planes
 
 from .conftest import start_bridge, stop_bridge
+from .face_photos import rotate
 
 skimage_data = pytest.importorskip("skimage.data")
 
@@ -70,12 +71,6 @@ def photos() -> dict[str, np.ndarray]:
         "bundled-face": load_face_photo(),
         "astronaut-face-crop": np.ascontiguousarray(astronaut[20:260, 120:330]),
     }
-
-
-def rotate(image: np.ndarray, degrees: float) -> np.ndarray:
-    h, w = image.shape[:2]
-    m = cv2.getRotationMatrix2D((w / 2, h / 2), degrees, 1.0)
-    return cv2.warpAffine(image, m, (w, h), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT)
 
 
 def track(pipeline: FaceTrackingPipeline, state: TrackingState, image: np.ndarray, t_ns: int = 0) -> Any:
