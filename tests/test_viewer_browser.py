@@ -327,3 +327,45 @@ def test_a_voice_moves_the_avatars_mouth(browser: Any, viewer: ViewerServer, cli
         client.close_session(session)
         page.close()
     assert max(jaw) > 0.2 and min(jaw) < max(jaw) - 0.1, jaw  # it opens and closes
+
+
+def test_a_vrm_0x_avatar_faces_the_camera_rolls_and_dances(
+    browser: Any, bridge: Bridge, client: BridgeClient, tmp_path: Path
+) -> None:
+    """The same figure as VRM 0.x (it faces -Z in its file): three-vrm turns it round, and the page
+    turns the wire's rotations and positions with it."""
+    skimage_data = pytest.importorskip("skimage.data")
+    import cv2
+
+    vrm0 = tmp_path / "default-0x.vrm"
+    vrm0.write_bytes(build_default_avatar(vrm0=True))
+    photo = skimage_data.astronaut()
+    h, w = photo.shape[:2]
+    rolled = cv2.warpAffine(photo, cv2.getRotationMatrix2D((w / 2, h / 2), 20.0, 1.0), (w, h))
+    tracking = "mediapipe_face" in json.dumps(client.request("list"))
+    face = client.open("face", smoothing=False)["session"] if tracking else None
+    dancer = client.open("motion", energy=2.0)["session"]
+    feeders = [features_feeder(client, dancer).start()]
+    if face is not None:
+        feeders.append(image_feeder(client, face, lambda: rolled, fps=10.0).start())
+    try:
+        with viewer_on(bridge, vrm0) as viewer:
+            page = open_page(browser, viewer.url)
+            wait_shown(page, dancer, frames=20)
+            if face is not None:
+                wait_shown(page, face, frames=5)
+            shot(page, "vrm0")
+            dance = state(page, dancer)
+            if face is not None:
+                assert 14 < roll_degrees(state(page, face)["headQuaternion"]) < 26
+            page.close()
+    finally:
+        for feeder in feeders:
+            feeder.stop()
+        for session in (face, dancer):
+            if session is not None:
+                client.close_session(session)
+    # Facing us: its left hand (+X on the wire) on the right of the picture.
+    assert dance["leftHand"][0] - dance["slotX"] > 0.1 and dance["rightHand"][0] - dance["slotX"] < -0.1
+    lowest = min(dance["leftToes"][1], dance["rightToes"][1])
+    assert abs(lowest - dance["restContactY"]) < 0.03 and 0.6 < dance["hips"][1] < 1.0

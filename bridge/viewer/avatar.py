@@ -537,16 +537,19 @@ def _add_mesh(glb: GlbBuilder, name: str, parts: list[Part], material: int, targ
     return glb.add("meshes", mesh)
 
 
-def build_default_avatar() -> bytes:
-    """The default avatar as VRM 1.0 bytes (a GLB with the VRMC_vrm extension)."""
+def build_default_avatar(vrm0: bool = False) -> bytes:
+    """The default avatar as VRM 1.0 bytes (a GLB with the VRMC_vrm extension), or as VRM 0.x (the
+    `VRM` extension, facing -Z as 0.x models do) for apps that read only 0.x and to test that path."""
+    turn = np.array((-1.0, 1.0, -1.0)) if vrm0 else np.ones(3)  # 180 degrees about +Y
+    at = {name: np.asarray(position) * turn for name, (_, position) in BONES.items()}
     glb = GlbBuilder()
     material = glb.add(
         "materials",
         {"name": "clay", "pbrMetallicRoughness": {"metallicFactor": 0.0, "roughnessFactor": 0.75}},
     )
     children: dict[str, list[int]] = {name: [] for name in BONES}
-    for i, (name, (parent, at)) in enumerate(BONES.items()):
-        local = np.asarray(at) - (np.asarray(BONES[parent][1]) if parent else 0.0)
+    for i, (name, (parent, _)) in enumerate(BONES.items()):
+        local = at[name] - (at[parent] if parent else 0.0)
         glb.add("nodes", {"name": name, "translation": [float(v) for v in local]})
         if parent:
             children[parent].append(i)
@@ -554,18 +557,21 @@ def build_default_avatar() -> bytes:
         if children[name]:
             glb.gltf["nodes"][i]["children"] = children[name]
     inverse_bind = np.zeros((len(BONES), 16), np.float32)
-    for i, (_, at) in enumerate(BONES.values()):
+    for i, name in enumerate(BONES):
         m = np.eye(4, dtype=np.float32)
-        m[:3, 3] = -np.asarray(at)
+        m[:3, 3] = -at[name]
         inverse_bind[i] = m.T.reshape(-1)  # glTF matrices are column-major
     skin = glb.add(
         "skins",
         {"joints": list(range(len(BONES))), "skeleton": 0, "inverseBindMatrices": glb.accessor(inverse_bind)},
     )
+    body_mesh, face = body_parts(), face_parts()
+    for part in (*body_mesh, *face):
+        part.positions, part.normals = part.positions * turn, part.normals * turn
+        part.targets = {name: move * turn for name, move in part.targets.items()}
     body = glb.add(
-        "nodes", {"name": "Body", "mesh": _add_mesh(glb, "Body", body_parts(), material, []), "skin": skin}
+        "nodes", {"name": "Body", "mesh": _add_mesh(glb, "Body", body_mesh, material, []), "skin": skin}
     )
-    face = face_parts()
     binds: dict[str, list[tuple[int, int]]] = {name: [] for name in ARKIT_APPLE_NAMES}  # -> (node, target)
     nodes = [0, body]
     for mesh_name in dict.fromkeys(p.mesh for p in face):
@@ -578,8 +584,13 @@ def build_default_avatar() -> bytes:
             binds[name].append((node, index))
     glb.gltf["scenes"] = [{"name": "avatar", "nodes": nodes}]
     glb.gltf["scene"] = 0
-    glb.gltf["extensionsUsed"] = ["VRMC_vrm"]
-    glb.gltf["extensions"] = {"VRMC_vrm": _vrm_extension(binds)}
+    if vrm0:
+        mesh_of = {i: n["mesh"] for i, n in enumerate(glb.gltf["nodes"]) if "mesh" in n}  # 0.x binds meshes
+        glb.gltf["extensionsUsed"] = ["VRM"]
+        glb.gltf["extensions"] = {"VRM": _vrm0_extension(binds, mesh_of)}
+    else:
+        glb.gltf["extensionsUsed"] = ["VRMC_vrm"]
+        glb.gltf["extensions"] = {"VRMC_vrm": _vrm_extension(binds)}
     return glb.to_bytes()
 
 
@@ -617,6 +628,73 @@ def _vrm_extension(targets: dict[str, list[tuple[int, int]]]) -> dict[str, Any]:
             "preset": {name: expression(w) for name, w in PRESETS.items()},
             "custom": {name: expression({name: 1.0}) for name in ARKIT_APPLE_NAMES},
         },
+    }
+
+
+# VRM 1.0 presets -> VRM 0.x preset names (0.x has no "surprised": it stays out).
+_VRM0_PRESETS = {
+    "happy": "joy",
+    "angry": "angry",
+    "sad": "sorrow",
+    "relaxed": "fun",
+    "aa": "a",
+    "ih": "i",
+    "ou": "u",
+    "ee": "e",
+    "oh": "o",
+    "blink": "blink",
+    "blinkLeft": "blink_l",
+    "blinkRight": "blink_r",
+    "neutral": "neutral",
+}
+
+
+def _vrm0_extension(targets: dict[str, list[tuple[int, int]]], mesh_of: dict[int, int]) -> dict[str, Any]:
+    """The same avatar described by VRM 0.x: blend shape groups bind meshes (weights 0-100), not nodes."""
+
+    def group(name: str, preset: str, weights: dict[str, float]) -> dict[str, Any]:
+        binds = [
+            {"mesh": mesh_of[n], "index": i, "weight": 100.0 * w}
+            for arkit, w in weights.items()
+            for n, i in targets[arkit]
+        ]
+        return {"name": name, "presetName": preset, "binds": binds, "materialValues": [], "isBinary": False}
+
+    groups = [group(preset, preset, PRESETS[name]) for name, preset in _VRM0_PRESETS.items()]
+    groups += [group(name, "unknown", {name: 1.0}) for name in ARKIT_APPLE_NAMES]
+    curve = {"curve": [0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 0.0], "xRange": 90.0, "yRange": 90.0}
+    return {
+        "exporterVersion": "avatar-bridge",
+        "specVersion": "0.0",
+        "meta": {
+            "title": "avatar-bridge default avatar",
+            "version": str(GENERATOR_VERSION),
+            "author": "avatar-bridge",
+            "allowedUserName": "Everyone",
+            "violentUssageName": "Allow",
+            "sexualUssageName": "Disallow",
+            "commercialUssageName": "Allow",
+            "licenseName": "Other",
+            "otherLicenseUrl": "https://vrm.dev/licenses/1.0/",
+        },
+        "humanoid": {
+            "humanBones": [
+                {"bone": name, "node": i, "useDefaultValues": True} for i, name in enumerate(BONES)
+            ]
+        },
+        "firstPerson": {
+            "firstPersonBone": BONE_INDEX["head"],
+            "firstPersonBoneOffset": {"x": 0.0, "y": 0.125, "z": -0.08},
+            "meshAnnotations": [],
+            "lookAtTypeName": "Bone",
+            "lookAtHorizontalInner": curve,
+            "lookAtHorizontalOuter": curve,
+            "lookAtVerticalDown": curve,
+            "lookAtVerticalUp": curve,
+        },
+        "blendShapeMaster": {"blendShapeGroups": groups},
+        "secondaryAnimation": {"boneGroups": [], "colliderGroups": []},
+        "materialProperties": [],
     }
 
 

@@ -235,7 +235,7 @@ function publishState(record, now) {
   };
   if (vrm) {
     const head = vrm.humanoid.getRawBoneNode('head');
-    head.getWorldQuaternion(worldQ);
+    head.getWorldQuaternion(worldQ).multiply(record.rest.headRestInverse); // the turn from its rest pose
     entry.head = boneState(vrm, 'head');
     entry.headQuaternion = [worldQ.x, worldQ.y, worldQ.z, worldQ.w];
     for (const name of ['hips', 'leftFoot', 'rightFoot', 'leftToes', 'rightToes', 'leftHand', 'rightHand']) entry[name] = boneState(vrm, name);

@@ -24,7 +24,7 @@ export function humanoidBoneName(unity) {
 }
 
 // Where the avatar stands at rest: its hips' height and its lowest foot joint's (toes, else foot), in
-// the avatar's own scene, which the motion's floor contact is mapped onto.
+// the avatar's own scene, which the motion's floor contact is mapped onto; and its head's rest rotation.
 export function restPose(vrm) {
   vrm.scene.updateMatrixWorld(true);
   const at = new THREE.Vector3();
@@ -35,7 +35,9 @@ export function restPose(vrm) {
     return at.y;
   };
   const contacts = ['leftToes', 'rightToes', 'leftFoot', 'rightFoot'].map(height).filter((y) => y !== null);
-  return { hipsY: height('hips'), contactY: Math.min(...contacts) };
+  // The head's rest rotation in the scene (a VRM 0.x model's is turned round): its pose is reported from it.
+  const headRest = vrm.humanoid.getRawBoneNode('head').getWorldQuaternion(new THREE.Quaternion());
+  return { hipsY: height('hips'), contactY: Math.min(...contacts), headRestInverse: headRest.invert() };
 }
 
 // VRM presets standing in for ARKit shapes on avatars without ARKit-named ("perfect sync") expressions.
