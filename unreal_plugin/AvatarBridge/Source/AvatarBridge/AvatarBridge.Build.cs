@@ -33,6 +33,7 @@ public class AvatarBridge : ModuleRules
 		{
 			"AvatarBridgeCore",
 			"Json",
+			"ImageWrapper", // JPEG encoding of media texture images (AvatarBridgeMediaTextureInput, JpegQuality)
 			"JsonUtilities",
 			"MediaAssets",  // UMediaTexture (AvatarBridgeMediaTextureInput)
 			"Networking",

@@ -1,12 +1,16 @@
 // NEVER COMPILED (see the header). API names checked against Epic's API reference: UMediaTexture (MediaAssets,
 // a UTexture), UTexture::GetResource, FTextureResource::TextureRHI, FRHITexture::GetDesc (Extent, Format),
 // FRHIGPUTextureReadback (RHIGPUReadback.h: EnqueueCopy, IsReady, Lock(RowPitchInPixels, BufferHeight), Unlock),
-// ENQUEUE_RENDER_COMMAND.
+// ENQUEUE_RENDER_COMMAND; IImageWrapperModule::CreateImageWrapper(EImageFormat::JPEG), IImageWrapper::SetRaw
+// (ERGBFormat::BGRA / RGBA, 8 bits), IImageWrapper::GetCompressed(Quality), AsyncTask(AnyBackgroundThreadNormalTask).
 
 #include "AvatarBridgeMediaTextureInput.h"
 
 #include "AvatarBridgeModule.h"
 #include "AvatarBridgeSource.h"
+#include "Async/Async.h"
+#include "IImageWrapper.h"
+#include "IImageWrapperModule.h"
 #include "MediaTexture.h"
 #include "RHIGPUReadback.h"
 #include "RenderingThread.h"
@@ -22,8 +26,8 @@ constexpr int64 MaxPixels = 2097152;  // the bridge's image limit (docs/protocol
 // Render thread only, except the atomics.
 struct FAvatarBridgeTextureReader
 {
-	explicit FAvatarBridgeTextureReader(FName InSubject)
-		: Subject(InSubject)
+	FAvatarBridgeTextureReader(FName InSubject, IImageWrapperModule* InJpegEncoder)
+		: Subject(InSubject), JpegEncoder(InJpegEncoder)
 	{
 	}
 
@@ -38,6 +42,31 @@ struct FAvatarBridgeTextureReader
 			}
 			int32 RowPitchPixels = 0;
 			const uint8* Bytes = static_cast<const uint8*>(Readback->Lock(RowPitchPixels, nullptr));
+			const int32 Quality = JpegQuality.load();
+			if (Bytes != nullptr && Quality > 0 && JpegEncoder != nullptr)
+			{
+				// Packed rows for the encoder, which then runs off the render thread.
+				TArray<uint8> Packed;
+				Packed.SetNumUninitialized(Size.X * Size.Y * 4);
+				for (int32 Y = 0; Y < Size.Y; ++Y)
+				{
+					FMemory::Memcpy(Packed.GetData() + static_cast<int64>(Y) * Size.X * 4,
+						Bytes + static_cast<int64>(Y) * RowPitchPixels * 4, Size.X * 4);
+				}
+				Readback->Unlock();
+				bInFlight = false;
+				const ERGBFormat Order = Format == PF_B8G8R8A8 ? ERGBFormat::BGRA : ERGBFormat::RGBA;
+				AsyncTask(ENamedThreads::AnyBackgroundThreadNormalTask,
+					[Subject = Subject, Encoder = JpegEncoder, Packed = MoveTemp(Packed), Width = Size.X, Height = Size.Y, Order, Quality]()
+					{
+						TSharedPtr<IImageWrapper> Wrapper = Encoder->CreateImageWrapper(EImageFormat::JPEG);
+						if (Wrapper.IsValid() && Wrapper->SetRaw(Packed.GetData(), Packed.Num(), Width, Height, Order, 8))
+						{
+							FAvatarBridgeSource::SendImageJPEG(Subject, Wrapper->GetCompressed(Quality));
+						}
+					});
+				return;
+			}
 			if (Bytes != nullptr)
 			{
 				// BGRA or RGBA bytes, rows top to bottom, padded to RowPitchPixels -> packed R, G, B.
@@ -98,6 +127,8 @@ struct FAvatarBridgeTextureReader
 	}
 
 	const FName Subject;
+	IImageWrapperModule* const JpegEncoder;  // loaded on the game thread; encoders are made per image
+	std::atomic<int32> JpegQuality{0};
 	TUniquePtr<FRHIGPUTextureReadback> Readback;
 	FIntPoint Size = FIntPoint::ZeroValue;
 	EPixelFormat Format = PF_Unknown;
@@ -120,8 +151,10 @@ void UAvatarBridgeMediaTextureInput::TickComponent(float DeltaTime, ELevelTick T
 	}
 	if (!Reader)
 	{
-		Reader = MakeShared<FAvatarBridgeTextureReader, ESPMode::ThreadSafe>(Subject);
+		Reader = MakeShared<FAvatarBridgeTextureReader, ESPMode::ThreadSafe>(
+			Subject, &FModuleManager::LoadModuleChecked<IImageWrapperModule>(FName("ImageWrapper")));
 	}
+	Reader->JpegQuality = FMath::Clamp(JpegQuality, 0, 100);
 	const double Now = FPlatformTime::Seconds();
 	const bool bDue = Now >= NextImageSeconds;
 	if (!bDue && !Reader->bInFlight)

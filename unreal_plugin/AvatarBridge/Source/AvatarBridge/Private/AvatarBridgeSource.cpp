@@ -413,6 +413,12 @@ bool FAvatarBridgeSource::SendImageRGB8(FName Subject, int32 Width, int32 Height
 	return Found.Feed && Found.Link->sendImage(*Found.Feed, Width, Height, Pixels.GetData(), static_cast<size_t>(Pixels.Num()));
 }
 
+bool FAvatarBridgeSource::SendImageJPEG(FName Subject, TArrayView64<const uint8> Jpeg)
+{
+	const FAvatarBridgeModule::FFound Found = FAvatarBridgeModule::FindSubject(Subject);
+	return Found.Feed && Found.Link->sendJpeg(*Found.Feed, Jpeg.GetData(), static_cast<size_t>(Jpeg.Num()));
+}
+
 bool FAvatarBridgeSource::SendAudioPCM16(FName Subject, int32 SampleRate, TArrayView<const int16> Samples)
 {
 	const FAvatarBridgeModule::FFound Found = FAvatarBridgeModule::FindSubject(Subject);

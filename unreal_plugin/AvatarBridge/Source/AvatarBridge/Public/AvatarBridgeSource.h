@@ -49,6 +49,8 @@ public:
 	// (not connected yet, or the bridge is restarting); errors show in the log.
 	/** Width * Height * 3 bytes, rows top to bottom, R G B. Face subjects. */
 	static bool SendImageRGB8(FName Subject, int32 Width, int32 Height, TArrayView<const uint8> Pixels);
+	/** The bytes of one upright JPEG file (protocol 1.3: the bridge reads the size from its header). Face subjects. */
+	static bool SendImageJPEG(FName Subject, TArrayView64<const uint8> Jpeg);
 	/** Mono 16-bit PCM in capture order, any chunk size up to one second. Motion and speech subjects. */
 	static bool SendAudioPCM16(FName Subject, int32 SampleRate, TArrayView<const int16> Samples);
 	/** Mono float PCM in [-1, 1] (what a submix renders), in capture order, up to one second. Motion and speech subjects. */

@@ -393,6 +393,12 @@ bool AvatarLink::sendImage(SubjectFeed& feed, int width, int height, const std::
     return h && client_->send(RequestEncoder::image(*h, width, height, rgb, bytes));
 }
 
+bool AvatarLink::sendJpeg(SubjectFeed& feed, const std::uint8_t* jpeg, std::size_t bytes,
+                          std::int64_t tCaptureNs) noexcept {
+    const auto h = inputHeader(feed, tCaptureNs);
+    return h && client_->send(RequestEncoder::jpegImage(*h, jpeg, bytes));
+}
+
 bool AvatarLink::sendAudio(SubjectFeed& feed, int rate, std::string_view format, const void* samples,
                            std::size_t bytes, std::int64_t tCaptureNs) noexcept {
     const auto h = inputHeader(feed, tCaptureNs);

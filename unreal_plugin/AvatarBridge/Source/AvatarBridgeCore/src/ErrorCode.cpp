@@ -12,6 +12,7 @@ std::string_view errorCodeName(int code) {
         case ErrorCode::BadType: return "BAD_TYPE";
         case ErrorCode::BadValue: return "BAD_VALUE";
         case ErrorCode::BadSize: return "BAD_SIZE";
+        case ErrorCode::BadImage: return "BAD_IMAGE";
         case ErrorCode::UnknownSession: return "UNKNOWN_SESSION";
         case ErrorCode::UnknownPipeline: return "UNKNOWN_PIPELINE";
         case ErrorCode::UnknownModel: return "UNKNOWN_MODEL";

@@ -101,6 +101,15 @@ std::string RequestEncoder::image(const InputHeader& h, int width, int height, c
     return w.take();
 }
 
+std::string RequestEncoder::jpegImage(const InputHeader& h, const std::uint8_t* jpeg, std::size_t bytes) {
+    MsgPackWriter w = beginInput(h, "image", 1);
+    w.str("format");
+    w.str("jpeg");
+    w.str("data");
+    w.bin(jpeg, bytes);
+    return w.take();
+}
+
 std::string RequestEncoder::audio(const InputHeader& h, int rate, std::string_view format, const void* data,
                                   std::size_t bytes) {
     MsgPackWriter w = beginInput(h, "audio", 2);

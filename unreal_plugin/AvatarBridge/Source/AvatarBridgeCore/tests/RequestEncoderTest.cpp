@@ -87,6 +87,14 @@ TEST(RequestEncoder, InputsCarryHeaderAndBinaryData) {
     ASSERT_EQ(image.fields.at("data").type, msgpack::type::BIN);
     EXPECT_EQ(image.fields.at("data").via.bin.size, 6u);
 
+    const std::uint8_t jpeg[4] = {0xFF, 0xD8, 0xFF, 0xD9};
+    const Unpacked compressed(RequestEncoder::jpegImage(h, jpeg, sizeof jpeg));
+    EXPECT_EQ(compressed.str("kind"), "image");
+    EXPECT_EQ(compressed.str("format"), "jpeg");
+    EXPECT_EQ(compressed.fields.count("width"), 0u);  // the bridge reads the size from the JPEG header
+    EXPECT_EQ(compressed.fields.at("data").via.bin.size, 4u);
+    EXPECT_EQ(compressed.uint("seq"), 12u);
+
     h.ack = false;
     const float rows[35 * 2] = {};
     const Unpacked features(RequestEncoder::features(h, 2, 35, rows, sizeof rows));

@@ -90,6 +90,8 @@ public:
     // arrive asynchronously in the feed's stats.
     bool sendImage(SubjectFeed& feed, int width, int height, const std::uint8_t* rgb, std::size_t bytes,
                    std::int64_t tCaptureNs = 0) noexcept;
+    // The bytes of one upright JPEG file (protocol 1.3: a bridge whose hello lists "jpeg" in image_formats).
+    bool sendJpeg(SubjectFeed& feed, const std::uint8_t* jpeg, std::size_t bytes, std::int64_t tCaptureNs = 0) noexcept;
     bool sendAudio(SubjectFeed& feed, int rate, std::string_view format, const void* samples, std::size_t bytes,
                    std::int64_t tCaptureNs = 0) noexcept;
     bool sendFeatures(SubjectFeed& feed, int rows, int cols, const float* values, std::size_t bytes,

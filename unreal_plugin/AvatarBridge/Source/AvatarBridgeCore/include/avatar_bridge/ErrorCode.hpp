@@ -14,6 +14,7 @@ enum class ErrorCode : int {
     BadType = 105,
     BadValue = 106,
     BadSize = 107,
+    BadImage = 108,  // an image's data is not a decodable image of its format (a corrupt JPEG; protocol 1.3)
     UnknownSession = 200,
     UnknownPipeline = 201,
     UnknownModel = 202,

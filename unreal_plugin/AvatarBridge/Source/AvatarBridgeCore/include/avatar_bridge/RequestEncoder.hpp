@@ -30,6 +30,8 @@ public:
     // `session` may be empty; a ping naming a session keeps it from being reaped.
     static std::string ping(std::uint64_t id, std::string_view session);
     static std::string image(const InputHeader& h, int width, int height, const std::uint8_t* rgb, std::size_t bytes);
+    // A JPEG image (protocol 1.3): the bytes of one JPEG file; the bridge reads the size from its header.
+    static std::string jpegImage(const InputHeader& h, const std::uint8_t* jpeg, std::size_t bytes);
     // `format` is "s16le" or "f32le"; `data` holds mono samples.
     static std::string audio(const InputHeader& h, int rate, std::string_view format, const void* data,
                              std::size_t bytes);
