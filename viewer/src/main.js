@@ -11,7 +11,7 @@ const canvas = document.getElementById('scene');
 const hud = document.getElementById('hud');
 const errorBox = document.getElementById('error');
 // No MSAA: headless browsers render in software, where it costs most of the frame.
-const renderer = new THREE.WebGLRenderer({ canvas, antialias: false, preserveDrawingBuffer: true });
+const renderer = new THREE.WebGLRenderer({ canvas, antialias: false });
 renderer.setPixelRatio(1);
 renderer.outputColorSpace = THREE.SRGBColorSpace;
 const scene = new THREE.Scene();
