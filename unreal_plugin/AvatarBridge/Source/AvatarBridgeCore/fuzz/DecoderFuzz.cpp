@@ -29,7 +29,8 @@ void frame(const std::shared_ptr<std::vector<std::uint8_t>>& storage) {
         return;
     }
     if (const auto* f = std::get_if<avatar_bridge::FaceFrame>(&decoded->frame)) {
-        for (const auto* v : {&f->expression, &f->eyelids, &f->jaw, &f->head, &f->blendshapes, &f->gaze, &f->visemes, &f->vowels}) {
+        for (const auto* v : {&f->expression, &f->eyelids, &f->jaw, &f->head, &f->blendshapes, &f->gaze, &f->visemes,
+                              &f->vowels, &f->body}) {
             touch(*v);
         }
     } else if (const auto* m = std::get_if<avatar_bridge::MotionFrame>(&decoded->frame)) {

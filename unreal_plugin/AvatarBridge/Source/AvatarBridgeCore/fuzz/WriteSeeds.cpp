@@ -19,9 +19,11 @@ int main(int argc, char** argv) {
     write('\0', payloads::faceFrame(3).bytes());
     write('\0', payloads::motionFrame(4).bytes());
     write('\0', payloads::speechFrame(5).bytes());
+    write('\0', payloads::faceBodyFrame(6, 8, 1.0f).bytes());
     write('\1', payloads::hello(1).bytes());
     write('\1', payloads::openFace(2, "00112233445566ff").bytes());
     write('\1', payloads::openMotion(3, "ffeeddccbbaa0099").bytes());
+    write('\1', payloads::openFaceBody(5, "00112233445566ff").bytes());
     write('\1', payloads::error(4, 107, "BAD_SIZE", "0123456789abcdef").bytes());
     write('\2', payloads::closedEvent("0123456789abcdef", "client").bytes());
     write('\2', payloads::openedEvent("0123456789abcdef").bytes());
