@@ -575,19 +575,30 @@ class Scheduler:
         if self._workers is not None and len(waiting) > 1:
             list(self._workers.map(self._prepare_session, waiting))
             return
-        # Sessions with no step for this round first, then the others' next inputs; within each, the
-        # clients that used the least pre-processing lately first. Past the budget the rest wait.
-        waiting.sort(key=lambda s: (bool(s.steps), self._prepared_s.get(s.owner, 0.0)))
+        # The clients that used the least pre-processing lately first. Each session with no step gets
+        # one input prepared, so that every ready session joins this round's call (inputs are cut
+        # small: `Pipeline.slices`); further inputs only within the budget, the rest wait.
+        waiting.sort(key=lambda s: self._prepared_s.get(s.owner, 0.0))
         deadline = time.perf_counter() + PREPARE_BUDGET_S
         for s in waiting:
-            t0 = time.perf_counter()
-            if t0 > deadline:
+            if not s.steps:
+                self._prepare_timed(s, math.inf, 1)
+        for s in waiting:
+            if time.perf_counter() > deadline:
                 break
-            self._prepare_session(s, deadline)
-            self._prepared_s[s.owner] = self._prepared_s.get(s.owner, 0.0) + time.perf_counter() - t0
+            self._prepare_timed(s, deadline)
 
-    def _prepare_session(self, s: Session, deadline: float = math.inf) -> None:
-        while not s.closed and time.perf_counter() <= deadline:
+    def _prepare_timed(self, s: Session, deadline: float, limit: float = math.inf) -> None:
+        """Prepare, charging the time to the session's client."""
+        t0 = time.perf_counter()
+        self._prepare_session(s, deadline, limit)
+        self._prepared_s[s.owner] = self._prepared_s.get(s.owner, 0.0) + time.perf_counter() - t0
+
+    def _prepare_session(self, s: Session, deadline: float = math.inf, limit: float = math.inf) -> None:
+        """Prepare the session's queued inputs in order: all, or `limit` of them, or until `deadline`."""
+        taken = 0
+        while not s.closed and taken < limit and time.perf_counter() <= deadline:
+            taken += 1
             with self._wake:  # the I/O thread clears a droppable inbox under this lock
                 if not s.inbox:
                     return
