@@ -19,6 +19,13 @@ has one, so N sessions cost one call per tick instead of N (docs/scheduling.md).
   own bounds: `max_pending` frames each where inputs are never dropped, one unit each where the
   latest image wins) gets its next input refused (the caller answers OVERLOADED); alone, only the
   per-session bounds apply. Work is `Pipeline.work`: frames, and an image by its size.
+- Fair share by cost (issue 40): a pipeline may queue a long input as small pieces (`slices`: motion's
+  realtime audio, 4 frames each); each round prepares one piece for every session with no step and
+  more only within PREPARE_BUDGET_S, the clients that used the least pre-processing lately first; past
+  ROUND_BUDGET_PERIODS of learnt row cost, a round gives each client an equal share of its rows. So a
+  client with many sessions slows its own, not a client with one.
+- Load and admission: `projected_load` is this thread's CPU time per second in rounds (LOAD_WINDOW_S),
+  plus the measured cost of sessions still to come; the bridge refuses new sessions past `max_load`.
 - Tiers: a batch holds at most the engine's largest batch tier; a backend with fixed shapes (CUDA
   graphs) pads it up to the next tier itself. Steps of different shape (`Pipeline.batch_key`, e.g.
   offline chunks of another length) go to separate calls.
