@@ -115,6 +115,7 @@ class ViewerServer:
         self.connections_refused = 0
         self._clients: set[_Client] = set()
         self._table = ObservedSessions()
+        self._failed: set[bytes] = set()  # topic kinds whose handling raised (logged once each)
         self._opened: dict[str, dict[str, Any]] = {}  # open sessions' opened messages, for hello
         self._files = self._load_files()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -211,6 +212,13 @@ class ViewerServer:
                     self._on_event(payload)
             except ProtocolError as exc:
                 log.warning("viewer: dropping a message on %r: %s", topic[:40], exc.message)
+            except Exception:  # a bug here must not end the feed for every browser: log it once
+                key = topic[:6]
+                if key not in self._failed:
+                    self._failed.add(key)
+                    log.exception(
+                        "viewer: failed on a message on %r (logged once; the feed goes on)", topic[:40]
+                    )
 
     def _on_event(self, payload: bytes) -> None:
         event = decode_event(payload)
