@@ -269,6 +269,23 @@ std::vector<std::uint8_t> facePhoto(int width, int height) {
     return rgb;
 }
 
+// The same photo as a JPEG file (protocol 1.3), encoded by the bridge's own encoder (libjpeg-turbo).
+std::vector<std::uint8_t> faceJpeg(int width, int height, int quality) {
+    const std::string path = "/tmp/avatar-bridge-face-" + std::to_string(::getpid()) + ".jpg";
+    const int rc = BridgeProcess::python("import sys; from bridge.media.face_video import FaceVideo; "
+                                         "from bridge.vision.jpeg import encode; sys.stdout.buffer.write(encode("
+                                         "FaceVideo(" + std::to_string(width) + ", " + std::to_string(height) +
+                                             ").frame(0), " + std::to_string(quality) + "))",
+                                         path);
+    std::ifstream in(path, std::ios::binary);
+    std::vector<std::uint8_t> jpeg((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::remove(path.c_str());
+    if (rc != 0 || jpeg.size() < 4 || jpeg[0] != 0xFF || jpeg[1] != 0xD8) {
+        jpeg.clear();
+    }
+    return jpeg;
+}
+
 bool allFinite(const std::vector<float>& v) {
     return std::all_of(v.begin(), v.end(), [](float x) { return std::isfinite(x); });
 }
@@ -1008,6 +1025,20 @@ TEST(Live, AvatarLinkFaceTrackingSubjectFromSentImages) {
     EXPECT_NEAR(last.rotations[0].dot(last.rotations[0]), 1.0f, 1e-3f);
     EXPECT_EQ(feed->stats().inputErrors, 0u) << feed->stats().lastError;
     EXPECT_EQ(feed->stats().decodeErrors, 0u) << feed->stats().lastError;
+
+    // The same photo as a JPEG (protocol 1.3): the bridge reads its size from the header and tracks the face.
+    const std::vector<std::uint8_t> jpeg = faceJpeg(320, 240, 85);
+    ASSERT_FALSE(jpeg.empty()) << "could not encode the face photo with the bridge's Python";
+    const std::uint64_t beforeJpeg = feed->stats().frames;
+    ASSERT_TRUE(link.sendJpeg(*feed, jpeg.data(), jpeg.size()));
+    ASSERT_TRUE(waitUntil([&] { return feed->stats().frames > beforeJpeg; }, 20s)) << "no frame for the JPEG";
+    feed->takeAll(poses);
+    EXPECT_EQ(poses.back().curves.back(), 1.0f) << "FaceFound from the JPEG";
+    // Bytes that are not a JPEG are refused as they arrive: BAD_IMAGE, counted on the feed.
+    const std::uint8_t junk[6] = {1, 2, 3, 4, 5, 6};
+    ASSERT_TRUE(link.sendJpeg(*feed, junk, sizeof junk));
+    ASSERT_TRUE(waitUntil([&] { return feed->stats().inputErrors > 0; }, 10s));
+    EXPECT_NE(feed->stats().lastError.find("BAD_IMAGE"), std::string::npos) << feed->stats().lastError;
 }
 
 TEST(Live, AvatarLinkFaceBodySubjectFromSentImages) {
