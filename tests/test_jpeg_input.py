@@ -21,8 +21,11 @@ from bridge.protocol.codec import ProtocolError
 from bridge.protocol.requests import (
     MAX_JPEG_BYTES,
     ImageInput,
+    Inputs,
+    ItemError,
     JpegInput,
     RequestError,
+    decode_item,
     decode_request,
 )
 from bridge.serving.server import Bridge
@@ -142,6 +145,17 @@ def test_an_oversized_jpeg_is_refused_before_its_header_is_read() -> None:
     data = jpeg_of(FACE) + b"\0" * MAX_JPEG_BYTES  # a valid header, then padding past the bound
     error = refused(data)
     assert error.code == ErrorCode.BAD_VALUE and str(MAX_JPEG_BYTES) in error.message
+
+
+def test_jpeg_items_of_an_inputs_message_are_checked_one_by_one() -> None:
+    item = {"session": "0" * 16, "kind": "image", "seq": 1, "t_capture_ns": 5, "format": "jpeg"}
+    items = [{**item, "data": jpeg_of(FACE)}, {**item, "data": b"not a jpeg"}]
+    message = pack({"op": "inputs", "items": items})
+    request = decode_request(message)
+    assert isinstance(request, Inputs)
+    first, second = (decode_item(raw) for raw in request.items)
+    assert isinstance(first, JpegInput) and first.width == 512
+    assert isinstance(second, ItemError) and second.error.code == ErrorCode.BAD_IMAGE
 
 
 def test_corrupt_and_truncated_scans_fail_when_decoded() -> None:
