@@ -82,7 +82,7 @@ if [[ $dev == 1 ]]; then
 fi
 
 mode=$([[ $dev == 1 ]] && echo dev || echo demo)
-stamp_of() { cat pyproject.toml constraints.txt <(echo "$1") <("$PY" -VV) | sha256sum | cut -d' ' -f1; }
+stamp_of() { cat pyproject.toml constraints.txt constraints-mediapipe-oracle.txt <(echo "$1") <("$PY" -VV) | sha256sum | cut -d' ' -f1; }
 # An up-to-date dev install includes the demo extra.
 for m in "$mode" $([[ $mode == demo ]] && echo dev); do
     if [[ "$(cat "$VENV/.avatar-bridge-$m" 2>/dev/null)" == "$(stamp_of "$m")" ]] && "$PY" -c "import bridge" 2>/dev/null; then
