@@ -1,0 +1,66 @@
+"""The face tracker's image geometry as batched torch operations, for the torch backend's device path
+(issue 45 item 2): many sessions' frames in one call, on whatever device the tensors are on.
+
+Each function computes what its CPU counterpart in bridge.pipelines.face_tracking_geometry computes for
+one face, for a batch of faces at once:
+
+- `letterbox_batch`: `letterbox` (the detector's 128x128 input, the frame fitted with zero padding);
+- `crop_batch`: `crop` (the rotated 256x256 mesh crops, edge pixels repeated outside the frame) as one
+  `grid_sample`, each face through its own crop-to-image map;
+- `project_batch`: `project` (crop landmarks back to image pixels).
+
+OpenCV interpolates with 5-bit fixed-point weights and torch in floating point, so pixels can differ by
+a level or two of 255 (tests/test_face_gpu.py bounds it). Not yet wired into FaceTrackingPipeline:
+the pipeline still prepares each session on the CPU.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from bridge.pipelines.face_tracking_geometry import DETECTOR_SIZE, MESH_SIZE
+
+
+def _sample(images: torch.Tensor, maps: torch.Tensor, size: int, padding: str) -> torch.Tensor:
+    """Bilinear samples (n, 3, size, size) of `images` (n, h, w, 3) at crop pixel centres mapped to image
+    pixels by `maps` (n, 2, 3), as cv2.warpAffine with WARP_INVERSE_MAP (pixel centres at integers)."""
+    n, h, w = images.shape[:3]
+    dtype = torch.float32
+    axis = torch.arange(size, device=images.device, dtype=dtype)
+    v, u = torch.meshgrid(axis, axis, indexing="ij")
+    crop = torch.stack([u, v, torch.ones_like(u)], -1).reshape(1, size * size, 3)
+    xy = crop @ maps.to(dtype).transpose(1, 2)  # (n, size*size, 2) image pixels
+    # grid_sample with align_corners=False puts pixel i's centre at (2i + 1) / extent - 1.
+    scale = torch.tensor([2.0 / w, 2.0 / h], device=images.device, dtype=dtype)
+    grid = ((xy + 0.5) * scale - 1.0).reshape(n, size, size, 2)
+    pixels = images.permute(0, 3, 1, 2).to(dtype)
+    return F.grid_sample(pixels, grid, mode="bilinear", padding_mode=padding, align_corners=False)
+
+
+def letterbox_batch(images: torch.Tensor) -> tuple[torch.Tensor, float, float, float]:
+    """Detector inputs (n, 3, 128, 128) in [0, 1] of same-sized frames `images` (n, h, w, 3) uint8, and
+    the map back (scale, pad_x, pad_y) in detector pixels, as `letterbox`."""
+    h, w = images.shape[1:3]
+    scale = DETECTOR_SIZE / max(h, w)
+    px, py = (DETECTOR_SIZE - w * scale) / 2, (DETECTOR_SIZE - h * scale) / 2
+    # Detector pixel (u, v) samples image pixel ((u - px) / scale, (v - py) / scale).
+    inverse = torch.tensor([[1 / scale, 0.0, -px / scale], [0.0, 1 / scale, -py / scale]])
+    maps = inverse.expand(images.shape[0], 2, 3).to(images.device)
+    return _sample(images, maps, DETECTOR_SIZE, "zeros") / 255.0, scale, px, py
+
+
+def crop_batch(images: torch.Tensor, crop_to_image: torch.Tensor, size: int = MESH_SIZE) -> torch.Tensor:
+    """The mesh crops (n, 3, size, size), float in [0, 255], of frames `images` (n, h, w, 3) uint8, face
+    i through its crop-to-image map `crop_to_image[i]` (n, 2, 3; `Roi.crop_to_image`), edge pixels
+    repeated outside the frame, as `crop`."""
+    return _sample(images, crop_to_image, size, "border")
+
+
+def project_batch(landmarks: torch.Tensor, crop_to_image: torch.Tensor) -> torch.Tensor:
+    """Crop landmarks (n, 478, 3) in crop pixels to image pixels through each face's crop-to-image map
+    (n, 2, 3); z scales with x, as `project`."""
+    m = crop_to_image.to(landmarks.dtype)
+    xy = landmarks[..., :2] @ m[:, :, :2].transpose(1, 2) + m[:, None, :, 2]
+    z = landmarks[..., 2:3] * torch.hypot(m[:, 0, 0], m[:, 1, 0])[:, None, None]
+    return torch.cat([xy, z], 2)
