@@ -249,6 +249,6 @@ def local_quaternions(g: F64) -> F64:
     parents = np.array(PARENTS)
     parent_g = np.where((parents >= 0)[:, None, None], g[np.maximum(parents, 0)], np.eye(3))
     local = np.swapaxes(parent_g, 1, 2) @ g
-    q = np.array([matrix_to_quat(m) for m in local], np.float64)
+    q = np.asarray(matrix_to_quat(local), np.float64)
     q *= np.where(q[:, 3:4] < 0, -1.0, 1.0)
     return q
