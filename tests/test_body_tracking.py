@@ -11,6 +11,7 @@ venv's packages (it needs numpy < 2) and run in a subprocess.
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -30,6 +31,7 @@ from bridge.rig.rotations import quat_to_matrix
 
 from .oracles.vmc_receiver import VmcReceiver
 from .test_outputs_helpers import wait_for
+from .test_sources import _llf_packet
 
 skimage_data = pytest.importorskip("skimage.data")
 ORACLE_DIR = Path(sys.prefix) / f"mediapipe-{body_locate.VERSION}-oracle"
@@ -204,8 +206,9 @@ def receiver() -> Iterator[VmcReceiver]:
 def test_serve_video_with_body_moves_the_arms_over_vmc(
     files: dict[str, Path], tmp_path: Path, receiver: VmcReceiver
 ) -> None:
-    """`serve --video clip --body --osc vmc://...`: an independent receiver sees the arm bones turn as the
-    clip switches between the astronaut and her mirror image (the arms in other places)."""
+    """`serve --video clip --body --osc vmc://... --livelink-face ...`: an independent receiver sees the arm
+    bones turn as the clip switches between the astronaut and her mirror image (the arms in other
+    places), and Live Link Face keeps getting the face."""
     astronaut = skimage_data.astronaut()
     clip = tmp_path / "arms.avi"
     writer = cv2.VideoWriter(str(clip), cv2.VideoWriter.fourcc(*"MJPG"), 15.0, (512, 512))
@@ -213,13 +216,23 @@ def test_serve_video_with_body_moves_the_arms_over_vmc(
         frame = astronaut if (i // 5) % 2 == 0 else np.ascontiguousarray(astronaut[:, ::-1])
         writer.write(cv2.cvtColor(frame, cv2.COLOR_RGB2BGR))
     writer.release()
-    bridge = BridgeProcess(
-        "--video", str(clip), "--loop", "--body", "--osc", f"vmc://127.0.0.1:{receiver.port}"
-    ).start()
+    llf = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    llf.bind(("127.0.0.1", 0))
+    llf.settimeout(60)
+    outputs = [
+        "--osc",
+        f"vmc://127.0.0.1:{receiver.port}",
+        "--livelink-face",
+        f"127.0.0.1:{llf.getsockname()[1]}",
+    ]
+    bridge = BridgeProcess("--video", str(clip), "--loop", "--body", *outputs).start()
     try:
         wait_for(lambda: len(receiver.poses) >= 25 and "LeftLowerArm" in receiver.bones_seen, timeout_s=60)
+        subject, values = _llf_packet(llf.recv(2048))
     finally:
         bridge.stop()
+        llf.close()
+    assert subject and len(values) == 61 and all(np.isfinite(values))
     assert {
         "LeftUpperArm",
         "RightLowerArm",
