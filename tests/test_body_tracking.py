@@ -325,3 +325,18 @@ def test_finger_joints_follow_a_curl_and_rest_flat() -> None:
             assert abs(axis[2]) > 0.97  # about the knuckle line
         assert np.degrees(2 * np.arccos(min(1.0, abs(q[hs.INDEX["LeftIndexProximal"], 3])))) < 3.0
         assert np.degrees(2 * np.arccos(min(1.0, abs(q[hs.INDEX["LeftHand"], 3])))) < 3.0
+
+
+def test_one_call_per_network_serves_a_batch_of_sessions_as_each_alone(tracker: BodyTracker) -> None:
+    """Three sessions in one `run` (one pose, one re-crop and one hand-landmark call for all of them) give
+    what each gives alone."""
+    images = photos()
+    states = [BodyTrackState() for _ in images]
+    together = tracker.run(
+        states, [tracker.prepare(s, im, 0.0) for s, im in zip(states, images, strict=True)]
+    )
+    for k, image in enumerate(images):
+        alone = ours(tracker, [image], tracking=False)
+        assert together.found[k] == alone.found[0]
+        assert np.abs(together.landmarks[k] - alone.landmarks[0]).max() < 0.05
+        assert (together.hand_found[k] == alone.hand_found[0]).all()
