@@ -20,8 +20,9 @@ has one, so N sessions cost one call per tick instead of N (docs/scheduling.md).
   latest image wins) gets its next input refused (the caller answers OVERLOADED); alone, only the
   per-session bounds apply. Work is `Pipeline.work`: frames, and an image by its size.
 - Fair share by cost (issue 40): a pipeline may queue a long input as small pieces (`slices`: motion's
-  realtime audio, 4 frames each); each round prepares one piece for every session with no step and
-  more only within PREPARE_BUDGET_S, the clients that used the least pre-processing lately first; past
+  realtime audio, 4 frames each); each round prepares one piece for every session with no step (within
+  PREPARE_BUDGET_S while several clients wait) and more only within it, the clients that used the
+  least pre-processing lately first; past
   ROUND_BUDGET_PERIODS of learnt row cost, a round gives each client an equal share of its rows. So a
   client with many sessions slows its own, not a client with one.
 - Load and admission: `projected_load` is this thread's CPU time per second in rounds (LOAD_WINDOW_S),
@@ -583,11 +584,16 @@ class Scheduler:
             list(self._workers.map(self._prepare_session, waiting))
             return
         # The clients that used the least pre-processing lately first. Each session with no step gets
-        # one input prepared, so that every ready session joins this round's call (inputs are cut
-        # small: `Pipeline.slices`); further inputs only within the budget, the rest wait.
+        # one input prepared (inputs are cut small: `Pipeline.slices`), so that every ready session
+        # joins this round's call; while several clients wait, only within the budget (the lightest
+        # client's first), so a client with many sessions cannot make everyone's round long. Further
+        # inputs only within the budget; the rest wait.
         waiting.sort(key=lambda s: self._prepared_s.get(s.owner, 0.0))
         deadline = time.perf_counter() + PREPARE_BUDGET_S
+        shared = len({s.owner for s in waiting}) > 1
         for s in waiting:
+            if shared and time.perf_counter() > deadline:
+                break
             if not s.steps:
                 self._prepare_timed(s, math.inf, 1)
         for s in waiting:
