@@ -3,7 +3,8 @@ session's end-to-end latency from capture to the VMC packet.
 
 1. Codec cost per 640x480 frame: the demo's face clip (bridge.media.face_video, a real face photo that
    moves and turns) encoded at qualities 70, 85 and 95 as a client would (libjpeg-turbo, 4:2:0), then
-   decoded as the bridge does (bridge.vision.jpeg: header walk + libjpeg-turbo decode, one thread).
+   decoded as the bridge does (bridge.protocol.jpeg's header walk, bridge.vision.jpeg's libjpeg-turbo
+   decode, one thread).
    OpenCV's `imdecode` (its own libjpeg-turbo) in the same loop for reference.
 2. End to end: `serve --video CLIP --loop --osc vmc://127.0.0.1:PORT` (the live-source path a webcam
    takes; the camera is a file here, read at 30 FPS), once with `--jpeg-quality Q` and once raw rgb8.
@@ -37,6 +38,7 @@ from bridge.harness.client import BridgeClient
 from bridge.harness.process import BridgeProcess
 from bridge.harness.run import percentile, write_bench_json
 from bridge.media.face_video import FaceVideo
+from bridge.protocol.jpeg import read_header
 from bridge.vision import jpeg
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -66,8 +68,8 @@ def codec_rows(frames: list[np.ndarray], rounds: int) -> list[dict[str, Any]]:
     for quality in (70, 85, 95):
         encoded = [jpeg.encode(f, quality) for f in frames]
         enc = timed_ms(lambda f, q=quality: jpeg.encode(f, q), frames, 1)
-        dec = timed_ms(lambda b: jpeg.decode(b, jpeg.read_header(b)), encoded, rounds)
-        header = timed_ms(jpeg.read_header, encoded, rounds)
+        dec = timed_ms(lambda b: jpeg.decode(b, read_header(b)), encoded, rounds)
+        header = timed_ms(read_header, encoded, rounds)
         arrays = [np.frombuffer(b, np.uint8) for b in encoded]
         ocv = timed_ms(lambda a: cv2.imdecode(a, cv2.IMREAD_COLOR), arrays, rounds)
         rows.append(

@@ -31,9 +31,8 @@ import numpy as np
 from bridge.protocol.batch_frames import BATCH_GROUP_OPTION, check_batch_group
 from bridge.protocol.codec import F32LE, ProtocolError
 from bridge.protocol.errors import ErrorCode
+from bridge.protocol.jpeg import JpegError, JpegHeader, read_header
 from bridge.protocol.versions import PROTOCOL_VERSION, SESSION_ID_LENGTH
-from bridge.vision.jpeg import JpegError, JpegHeader, read_header
-from bridge.vision.jpeg import decode as decode_jpeg
 
 MAX_IMAGE_SIDE = 4096
 MAX_IMAGE_PIXELS = 2048 * 1024  # 1920x1080 fits; pre-processing cost grows with pixels
@@ -127,8 +126,9 @@ class ImageInput:
 @dataclass(frozen=True)
 class JpegInput:
     """An image input sent as JPEG (minor revision 1.3), its header read and bounded, its pixels not
-    yet decoded: `decoded` runs libjpeg-turbo, on a prepare thread (bridge.serving.scheduler), only
-    for an image that a newer one did not supersede first. Pipelines see the ImageInput it gives."""
+    yet decoded: bridge.vision.jpeg.decoded runs libjpeg-turbo on a prepare thread
+    (bridge.serving.scheduler), only for an image that a newer one did not supersede first. Pipelines
+    see the ImageInput it gives."""
 
     kind: ClassVar[str] = "image"
     id: int
@@ -147,10 +147,6 @@ class JpegInput:
     def height(self) -> int:
         return self.header.height
 
-    def decoded(self) -> ImageInput:
-        """The same input as RGB pixels (JpegError when the data is corrupt or truncated)."""
-        pixels = decode_jpeg(self.data, self.header)
-        return ImageInput(self.id, self.session, self.seq, self.t_capture_ns, self.ack, pixels)
 
 
 @dataclass(frozen=True)

@@ -82,6 +82,7 @@ from typing import Any
 from bridge.pipelines.base import FailedRow, Pipeline
 from bridge.protocol.batch_frames import batch_topic
 from bridge.protocol.errors import ErrorCode
+from bridge.protocol.jpeg import JpegError
 from bridge.protocol.requests import ImageInput, Input, JpegInput
 from bridge.serving.publisher import (
     INLINE_FRAMES,
@@ -98,7 +99,7 @@ from bridge.serving.sessions import Session
 from bridge.serving.stats import BridgeStats
 from bridge.serving.thread_names import name_native_thread
 from bridge.transport.zmq_sockets import Delivery
-from bridge.vision.jpeg import JpegError
+from bridge.vision.jpeg import decoded as decoded_jpeg
 
 __all__ = ["Publish", "Scheduler"]
 
@@ -641,7 +642,7 @@ class Scheduler:
         t0 = time.perf_counter()
         image: ImageInput | None = None
         try:
-            image = item.decoded()
+            image = decoded_jpeg(item)
         except JpegError as exc:
             self._report_error(s, ErrorCode.BAD_IMAGE, f"image input {item.seq}: {exc}")
         self._stats.observe("jpeg", time.perf_counter() - t0)  # a failed decode costs its time too
