@@ -14,13 +14,16 @@ gaps, error replies, latency (input captured -> frame received) p50/p99.
 
 API (kept stable; bench/pressure.py imports it): `Bystander(request_port, *, host, rate_hz, server_key,
 client_keys, drain_s, settle_s)`, `start()`, `stop() -> BystanderReport`, `report() -> BystanderReport` (a
-snapshot while running), `session` (its id once started).
+snapshot while running), `session` (its id once started). `streaming_beside(request_port)` wraps an
+attack: a bystander streams through it (at least `min_s`) and must come out clean.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -198,3 +201,18 @@ class Bystander:
             client.errors.clear()
             self._invalid.extend(client.invalid_frames)
             client.invalid_frames.clear()
+
+
+@contextmanager
+def streaming_beside(request_port: int, *, settle_s: float = 0.05, min_s: float = 1.0) -> Iterator[Bystander]:
+    """A bystander streams through the block (`min_s` at least); after it, it must have kept every frame."""
+    bystander = Bystander(request_port, drain_s=5.0, settle_s=settle_s)
+    bystander.start()
+    t0 = time.monotonic()
+    try:
+        yield bystander
+    finally:
+        time.sleep(max(0.0, min_s - (time.monotonic() - t0)))
+        report = bystander.stop()
+    assert report.clean, report
+    assert report.received >= 30, report

@@ -15,8 +15,8 @@ from bridge.harness.client import BridgeError
 from bridge.harness.process import BridgeProcess
 from bridge.protocol import ErrorCode
 
-from .bystander import Bystander
-from .test_pressure_fair_share import ask, connect, raw_dealer
+from .bystander import Bystander, streaming_beside
+from .pressure_support import ask, connect, raw_dealer
 
 
 @pytest.fixture(scope="module")
@@ -27,13 +27,8 @@ def front() -> Iterator[BridgeProcess]:
 
 @pytest.fixture
 def bystander(front: BridgeProcess) -> Iterator[Bystander]:
-    b = Bystander(front.request_port, drain_s=5.0)
-    b.start()
-    t0 = time.monotonic()
-    yield b
-    time.sleep(max(0.0, 1.0 - (time.monotonic() - t0)))
-    report = b.stop()
-    assert report.clean and report.received >= 30, report
+    with streaming_beside(front.request_port) as b:
+        yield b
     assert front.proc.poll() is None
 
 
@@ -52,7 +47,7 @@ def test_a_reused_routing_id_inherits_no_session(front: BridgeProcess, bystander
 def test_a_named_group_belongs_to_its_first_client_across_workers(
     front: BridgeProcess, bystander: Bystander
 ) -> None:
-    owner, other = connect(front), connect(front)
+    owner, other = connect(front.request_port), connect(front.request_port)
     first = owner.open("motion", batch_group="crowd")["session"]
     for _ in range(3):  # whichever worker the least-loaded rule picks
         with pytest.raises(BridgeError) as taken:

@@ -20,8 +20,9 @@ from bridge.protocol.requests import MAX_AUDIO_INPUT_S, FeaturesInput, decode_re
 from bridge.serving.server import Bridge
 from bridge.transport.zmq_sockets import TransportConfig
 
-from .bystander import Bystander
+from .bystander import Bystander, streaming_beside
 from .conftest import start_bridge, stop_bridge
+from .pressure_support import Attacker, rss_mib
 
 ROW = np.zeros((1, 35), np.float32)
 QUOTA = 4
@@ -34,45 +35,10 @@ def bridge() -> Iterator[Bridge]:
     stop_bridge(server, thread)
 
 
-class Raw:
-    """An attacker's DEALER: sends any payload, reads replies as maps."""
-
-    def __init__(self, bridge: Bridge) -> None:
-        self.sock: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.DEALER)
-        self.sock.setsockopt(zmq.LINGER, 0)
-        self.sock.connect(f"tcp://127.0.0.1:{bridge.sockets.request_port}")
-
-    def send(self, message: dict[str, Any] | bytes) -> None:
-        self.sock.send(message if isinstance(message, bytes) else pack(message))
-
-    def replies(self, count: int, timeout_s: float = 10.0) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
-        deadline = time.monotonic() + timeout_s
-        while len(out) < count and self.sock.poll(max(1, int((deadline - time.monotonic()) * 1000))):
-            out.append(unpack_map(self.sock.recv()))
-        return out
-
-    def ask(self, message: dict[str, Any] | bytes) -> dict[str, Any]:
-        self.send(message)
-        (reply,) = self.replies(1)
-        return reply
-
-    def close(self) -> None:
-        self.sock.close(0)
-
-
 def under_attack(bridge: Bridge, attack: Callable[[Bystander], None], seconds: float = 1.0) -> None:
     """Run `attack` while a bystander streams; the bystander must come out clean."""
-    bystander = Bystander(bridge.sockets.request_port)
-    bystander.start()
-    t0 = time.monotonic()
-    try:
+    with streaming_beside(bridge.sockets.request_port, min_s=seconds) as bystander:
         attack(bystander)
-    finally:
-        time.sleep(max(0.0, seconds - (time.monotonic() - t0)))
-        report = bystander.stop()
-    assert report.clean, report
-    assert report.received >= 30, report
 
 
 def input_of(session: str, **fields: Any) -> dict[str, Any]:
@@ -81,12 +47,6 @@ def input_of(session: str, **fields: Any) -> dict[str, Any]:
 
 def features(session: str, **fields: Any) -> dict[str, Any]:
     return input_of(session, kind="features", rows=1, cols=35, data=ROW.tobytes(), **fields)
-
-
-def rss_mib() -> float:
-    with open("/proc/self/status") as f:
-        line = next(x for x in f if x.startswith("VmRSS:"))
-    return int(line.split()[1]) / 1024
 
 
 def test_uint64_seq_is_served_and_out_of_range_times_are_refused(bridge: Bridge) -> None:
@@ -117,7 +77,7 @@ def test_uint64_seq_is_served_and_out_of_range_times_are_refused(bridge: Bridge)
 
 def test_huge_audio_is_refused_and_pending_audio_is_bounded(bridge: Bridge) -> None:
     def attack(bystander: Bystander) -> None:
-        raw = Raw(bridge)
+        raw = Attacker(bridge.sockets.request_port)
         sid = raw.ask({"op": "open", "pipeline": "motion"})["session"]
         before = rss_mib()
         one_mib = np.zeros(1 << 19, "<i2").tobytes()  # 65 s at 8 kHz: the input that blew RSS to 1.7 GB
@@ -140,7 +100,7 @@ def test_huge_audio_is_refused_and_pending_audio_is_bounded(bridge: Bridge) -> N
 
 def test_image_floods_from_two_clients(bridge: Bridge) -> None:
     def attack(bystander: Bystander) -> None:
-        attackers = [Raw(bridge) for _ in range(2)]
+        attackers = [Attacker(bridge.sockets.request_port) for _ in range(2)]
         sids = [a.ask({"op": "open", "pipeline": "face"})["session"] for a in attackers]
         before = rss_mib()
         too_many = np.zeros((682, 4096, 3), np.uint8).tobytes()  # 2.8 MP: over the pixel bound
@@ -161,7 +121,7 @@ def test_image_floods_from_two_clients(bridge: Bridge) -> None:
 
 def test_huge_session_string_is_refused_without_an_echo(bridge: Bridge) -> None:
     def attack(bystander: Bystander) -> None:
-        raw = Raw(bridge)
+        raw = Attacker(bridge.sockets.request_port)
         for _ in range(5):
             raw.send({"op": "close", "id": 7, "session": "x" * (4 << 20)})
         for reply in raw.replies(5):
@@ -184,7 +144,7 @@ def test_huge_session_string_is_refused_without_an_echo(bridge: Bridge) -> None:
     ],
 )
 def test_id_and_version_types(bridge: Bridge, fields: dict[str, Any], code: ErrorCode) -> None:
-    raw = Raw(bridge)
+    raw = Attacker(bridge.sockets.request_port)
     try:
         reply = raw.ask({"op": "ping", **fields})
         assert reply["code"] == code and reply["id"] == 0, reply
@@ -195,7 +155,7 @@ def test_id_and_version_types(bridge: Bridge, fields: dict[str, Any], code: Erro
 
 def test_id_and_version_floods_leave_the_bystander_alone(bridge: Bridge) -> None:
     def attack(bystander: Bystander) -> None:
-        raw = Raw(bridge)
+        raw = Attacker(bridge.sockets.request_port)
         bad: list[dict[str, Any]] = [{"id": "abc"}, {"id": -5}, {"id": 1.5}, {"v": 1.0}, {"v": True}]
         for i in range(500):
             raw.send({"op": "ping", **bad[i % len(bad)]})
@@ -209,7 +169,7 @@ def test_hijack_attempts_get_not_owner(bridge: Bridge) -> None:
     def attack(bystander: Bystander) -> None:
         victim = bystander.session
         assert victim is not None
-        raw = Raw(bridge)
+        raw = Attacker(bridge.sockets.request_port)
         for message in (
             features(victim),
             features(victim, ack=True),
@@ -256,7 +216,7 @@ def test_a_failing_row_costs_only_its_own_session(bridge: Bridge, monkeypatch: p
     monkeypatch.setattr(motion_module, "motion_columns", encode)
 
     def attack(bystander: Bystander) -> None:
-        raw = Raw(bridge)
+        raw = Attacker(bridge.sockets.request_port)
         sid = raw.ask({"op": "open", "pipeline": "motion"})["session"]
         poisoned.add(sid)
         for seq in range(30):

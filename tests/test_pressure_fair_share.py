@@ -15,19 +15,17 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
-from typing import Any
 
 import numpy as np
 import pytest
-import zmq
 
-from bridge.harness.client import BridgeClient, BridgeError
+from bridge.harness.client import BridgeError
 from bridge.harness.process import BridgeProcess
 from bridge.protocol import ErrorCode, pack, unpack_map
 from bridge.protocol.requests import MAX_CALIBRATION_S, MAX_ITEM_FAILURES
 
-from .bystander import Bystander
-from .test_pressure_round_two import RSS_GROWTH_MIB, tree_rss_mib
+from .bystander import Bystander, streaming_beside
+from .pressure_support import RSS_GROWTH_MIB, ask, connect, raw_dealer, tree_rss_mib
 
 RATE = 192_000
 NOISE = np.random.default_rng(40).standard_normal(RATE).astype(np.float32) * 0.1  # 1 s at 192 kHz
@@ -43,36 +41,9 @@ def bridge() -> Iterator[BridgeProcess]:
 @pytest.fixture
 def bystander(bridge: BridgeProcess) -> Iterator[Bystander]:
     """Streams for the test; on exit it must have kept every frame, and the bridge must serve on."""
-    b = Bystander(bridge.request_port, drain_s=5.0)
-    b.start()
-    t0 = time.monotonic()
-    yield b
-    time.sleep(max(0.0, 1.0 - (time.monotonic() - t0)))  # a second of frames at least
-    report = b.stop()
-    assert report.clean, report
-    assert report.received >= 30, report
+    with streaming_beside(bridge.request_port) as b:  # a second of frames at least
+        yield b
     assert bridge.proc.poll() is None
-
-
-def connect(bridge: BridgeProcess) -> BridgeClient:
-    client = BridgeClient("127.0.0.1", bridge.request_port, timeout_s=10.0)
-    client.hello("attacker")
-    return client
-
-
-def raw_dealer(port: int, routing_id: bytes | None = None) -> zmq.Socket[bytes]:
-    sock: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.DEALER)
-    sock.setsockopt(zmq.LINGER, 0)
-    if routing_id is not None:
-        sock.setsockopt(zmq.ROUTING_ID, routing_id)
-    sock.connect(f"tcp://127.0.0.1:{port}")
-    return sock
-
-
-def ask(sock: zmq.Socket[bytes], message: dict[str, Any], timeout_ms: int = 10_000) -> dict[str, Any]:
-    sock.send(pack(message))
-    assert sock.poll(timeout_ms), message
-    return unpack_map(sock.recv())
 
 
 # ------------------------------------------------------------------------- 6. voice calibration
@@ -121,7 +92,7 @@ def test_a_heavy_motion_client_does_not_delay_a_light_one(
     """32 sessions kept topped up with 1 s chunks at 192 kHz (the issue's 64, halved): bursts of
     ~0.25 s of pre-processing that the bystander's frames used to wait behind."""
     before = tree_rss_mib(bridge.proc.pid)
-    heavy = connect(bridge)
+    heavy = connect(bridge.request_port)
     sids = [heavy.open("motion")["session"] for _ in range(32)]
     chunk = heavy.audio_item(sids[0], 0, NOISE, RATE)["data"]
     deadline = time.monotonic() + 3.0
@@ -154,7 +125,7 @@ def test_demand_over_capacity_refuses_new_sessions_and_keeps_the_open_ones() -> 
     with BridgeProcess("--idle-timeout", "5", "--no-face-tracking", "--max-load", "0.15") as bridge:
         bystander = Bystander(bridge.request_port, drain_s=5.0)
         bystander.start()
-        streams = connect(bridge)
+        streams = connect(bridge.request_port)
         sids = [streams.open("motion")["session"] for _ in range(64)]
         chunk = (NOISE[:800] * 32767).astype("<i2").tobytes()  # 1/60 s at 48 kHz
         stop = threading.Event()
@@ -176,7 +147,7 @@ def test_demand_over_capacity_refuses_new_sessions_and_keeps_the_open_ones() -> 
         sender.start()
         try:
             time.sleep(2.5)  # two load windows
-            late = connect(bridge)
+            late = connect(bridge.request_port)
             with pytest.raises(BridgeError) as at_capacity:
                 late.open("motion")
             refused.append(at_capacity.value.code)
@@ -200,7 +171,7 @@ def test_demand_over_capacity_refuses_new_sessions_and_keeps_the_open_ones() -> 
 # ------------------------------------------------------------------------- 8. rate churn
 def test_sample_rate_changes_are_bounded_per_session(bridge: BridgeProcess, bystander: Bystander) -> None:
     before = tree_rss_mib(bridge.proc.pid)
-    churn = connect(bridge)
+    churn = connect(bridge.request_port)
     sid = churn.open("motion")["session"]
     sample = (np.zeros(1, "<i2")).tobytes()
     sock = churn.dealer
@@ -230,7 +201,7 @@ def test_sample_rate_changes_are_bounded_per_session(bridge: BridgeProcess, byst
 
 # ------------------------------------------------------------------------- 10, 11. ownership
 def test_a_batch_group_belongs_to_its_first_opener(bridge: BridgeProcess, bystander: Bystander) -> None:
-    owner, other = connect(bridge), connect(bridge)
+    owner, other = connect(bridge.request_port), connect(bridge.request_port)
     mine = owner.open("motion", batch_group="crowd")
     assert mine["batch_group"] == "crowd"
     with pytest.raises(BridgeError) as taken:

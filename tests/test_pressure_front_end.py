@@ -18,7 +18,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 
-import msgpack
 import pytest
 import zmq
 
@@ -27,8 +26,15 @@ from bridge.protocol import ErrorCode, pack
 from bridge.protocol.versions import DEFAULT_MAX_MESSAGE_BYTES
 from bridge.serving.front_end import CONTEXT_SOCKETS, RESERVED_SOCKETS, FrontEnd
 
-from .bystander import Bystander
-from .test_pressure_round_two import RSS_GROWTH_MIB, Attacker, deep_messages, junk_inputs, tree_rss_mib
+from .bystander import Bystander, streaming_beside
+from .pressure_support import (
+    RSS_GROWTH_MIB,
+    Attacker,
+    bloated_session_messages,
+    deep_messages,
+    junk_inputs,
+    tree_rss_mib,
+)
 
 WORKERS = 2
 
@@ -43,14 +49,8 @@ def bridge() -> Iterator[BridgeProcess]:
 @pytest.fixture
 def bystander(bridge: BridgeProcess) -> Iterator[Bystander]:
     """Streams for the test; on exit it must have kept every frame, and the front end must serve on."""
-    b = Bystander(bridge.request_port, drain_s=5.0, settle_s=1.0)
-    b.start()
-    t0 = time.monotonic()
-    yield b
-    time.sleep(max(0.0, 1.0 - (time.monotonic() - t0)))
-    report = b.stop()
-    assert report.clean, report
-    assert report.received >= 30, report
+    with streaming_beside(bridge.request_port, settle_s=1.0) as b:
+        yield b
     assert bridge.proc.poll() is None
 
 
@@ -79,12 +79,10 @@ def test_deep_messages_are_refused_and_the_front_end_serves_on(
 
 def test_a_bloated_session_field_is_refused_cheaply(bridge: BridgeProcess, bystander: Bystander) -> None:
     before = tree_rss_mib(bridge.proc.pid)
-    bloated = b"\xdd" + (4_000_000).to_bytes(4, "big") + b"\xc0" * 4_000_000  # 4M-element array
     attacker = Attacker(bridge.request_port)
     t0 = time.perf_counter()
-    for op in ("input", "ping", "close", "inputs") * 5:
-        head = msgpack.packb({"op": op, "id": 3})
-        attacker.sock.send(b"\x83" + head[1:] + b"\xa7session" + bloated)
+    for message in bloated_session_messages():
+        attacker.sock.send(message)
         (reply,) = attacker.replies(1)
         assert reply["code"] in (ErrorCode.BAD_TYPE, ErrorCode.MISSING_FIELD), reply
     assert time.perf_counter() - t0 < 8.0  # 20 messages of 4 MB through two processes

@@ -15,82 +15,27 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
 
-import msgpack
 import pytest
 import zmq
 
 from bridge.harness.process import BridgeProcess
-from bridge.protocol import ErrorCode, pack, unpack_map
+from bridge.protocol import ErrorCode, pack
 from bridge.protocol.requests import MAX_INPUT_ITEMS, MAX_ITEM_FAILURES
 from bridge.transport.zmq_sockets import TransportConfig
 
-from .bystander import Bystander
+from .bystander import Bystander, streaming_beside
 from .conftest import start_bridge, stop_bridge
-
-# Growth allowed over an attack: the attacks of issue 40 grew it by 100 MB to 3 GB.
-RSS_GROWTH_MIB = 60
-
-
-def rss_mib(pid: int | str = "self") -> float:
-    with open(f"/proc/{pid}/status") as f:
-        line = next(x for x in f if x.startswith("VmRSS:"))
-    return int(line.split()[1]) / 1024
-
-
-def tree_rss_mib(pid: int) -> float:
-    """The resident memory of a process and all its descendants."""
-    total, todo = 0.0, [pid]
-    while todo:
-        p = todo.pop()
-        try:
-            total += rss_mib(p)
-            for task in Path(f"/proc/{p}/task").iterdir():
-                todo += [int(c) for c in (task / "children").read_text().split()]
-        except (FileNotFoundError, ProcessLookupError):
-            continue  # it ended meanwhile
-    return total
-
-
-def deep(levels: int) -> bytes:
-    """An array nested `levels` deep around a nil: one byte per level."""
-    return b"\x91" * levels + b"\xc0"
-
-
-def deep_messages(levels: int) -> dict[str, bytes]:
-    """A deep structure in every position a request has."""
-    nest = deep(levels)
-    return {
-        "unknown key": b"\x83\xa2op\xa4ping\xa2id\x01\xa5extra" + nest,
-        "session": b"\x83\xa2op\xa4ping\xa2id\x01\xa7session" + nest,
-        "id": b"\x82\xa2op\xa4ping\xa2id" + nest,
-        "inputs item": b"\x83\xa2op\xa6inputs\xa2id\x01\xa5items\x92\x80" + nest,
-        "open options": b"\x83\xa2op\xa4open\xa8pipeline\xa6motion\xa7options\x81\xa1x" + nest,
-        "op": b"\x81\xa2op" + nest,
-        "whole message": nest,
-    }
-
-
-class Attacker:
-    """A raw DEALER: sends any bytes, reads replies as maps."""
-
-    def __init__(self, port: int, *, rcvhwm: int = 1000) -> None:
-        self.sock: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.DEALER)
-        self.sock.setsockopt(zmq.LINGER, 0)
-        self.sock.setsockopt(zmq.RCVHWM, rcvhwm)
-        self.sock.connect(f"tcp://127.0.0.1:{port}")
-
-    def replies(self, count: int, timeout_s: float = 10.0) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
-        deadline = time.monotonic() + timeout_s
-        while len(out) < count and self.sock.poll(max(1, int((deadline - time.monotonic()) * 1000))):
-            out.append(unpack_map(self.sock.recv()))
-        return out
-
-    def close(self) -> None:
-        self.sock.close(0)
+from .pressure_support import (
+    RSS_GROWTH_MIB,
+    Attacker,
+    bloated_session_messages,
+    deep_messages,
+    junk_inputs,
+    rss_mib,
+    tree_rss_mib,
+    until,
+)
 
 
 @pytest.fixture(scope="module")
@@ -102,14 +47,8 @@ def bridge() -> Iterator[BridgeProcess]:
 @pytest.fixture
 def bystander(bridge: BridgeProcess) -> Iterator[Bystander]:
     """Streams for the test; on exit it must have kept every frame, and the bridge must serve on."""
-    b = Bystander(bridge.request_port, drain_s=5.0, settle_s=1.0)
-    b.start()
-    t0 = time.monotonic()
-    yield b
-    time.sleep(max(0.0, 1.0 - (time.monotonic() - t0)))  # a second of frames at least
-    report = b.stop()
-    assert report.clean, report
-    assert report.received >= 30, report
+    with streaming_beside(bridge.request_port, settle_s=1.0) as b:  # a second of frames at least
+        yield b
     assert bridge.proc.poll() is None
 
 
@@ -133,11 +72,6 @@ def test_deep_messages_in_every_position_are_refused_and_the_bridge_serves_on(
     assert len(attacker.replies(200)) == 200
     attacker.close()
     assert tree_rss_mib(bridge.proc.pid) - before < RSS_GROWTH_MIB
-
-
-def junk_inputs(items: int = MAX_INPUT_ITEMS) -> bytes:
-    """A 4 KB `inputs` message of `items` junk items (empty maps), each one failing validation."""
-    return b"\x83\xa2op\xa6inputs\xa2id\x05\xa5items\xdc" + items.to_bytes(2, "big") + b"\x80" * items
 
 
 def test_inputs_amplification_costs_one_reply_and_shares_the_drain(
@@ -182,12 +116,10 @@ def test_inputs_amplification_costs_one_reply_and_shares_the_drain(
 
 def test_a_bloated_session_field_is_refused_cheaply(bridge: BridgeProcess, bystander: Bystander) -> None:
     before = tree_rss_mib(bridge.proc.pid)
-    bloated = b"\xdd" + (4_000_000).to_bytes(4, "big") + b"\xc0" * 4_000_000  # 4M-element array
     attacker = Attacker(bridge.request_port)
     t0 = time.perf_counter()
-    for op in ("input", "ping", "close", "inputs") * 5:
-        head = msgpack.packb({"op": op, "id": 3})
-        attacker.sock.send(b"\x83" + head[1:] + b"\xa7session" + bloated)
+    for message in bloated_session_messages():
+        attacker.sock.send(message)
         (reply,) = attacker.replies(1)
         assert reply["code"] in (ErrorCode.BAD_TYPE, ErrorCode.MISSING_FIELD), reply
     assert time.perf_counter() - t0 < 5.0  # 20 messages of 4 MB: mostly the transfer
@@ -232,17 +164,8 @@ def test_subscriptions_from_many_connections_are_bounded_and_counted() -> None:
         for sub in subs:
             sub.close()
         subs = []
-        assert _until(lambda: held.total == 0, 5.0), held.total  # their connections' counts end
+        assert until(lambda: held.total == 0, 5.0), held.total  # their connections' counts end
     finally:
         for sub in subs:
             sub.close()
         stop_bridge(server, thread)
-
-
-def _until(check: Any, timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while not check():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
