@@ -17,7 +17,7 @@ import cv2
 import numpy as np
 import numpy.typing as npt
 
-from bridge.pipelines.face_tracking_geometry import Roi, _weighted_nms
+from bridge.pipelines.face_tracking_geometry import Roi, decode_ssd, sigmoid, ssd_anchor_centres, weighted_nms
 
 F32 = npt.NDArray[np.float32]
 F64 = npt.NDArray[np.float64]
@@ -34,7 +34,6 @@ POSE_ROI_SCALE = 1.25
 HAND_FROM_POSE_SCALE = 2.7
 HAND_FROM_LANDMARKS_SCALE = 2.0
 HAND_SHIFT_Y = -0.1
-_SCORE_CLIP = 100.0
 # MediaPipe's ImageToTensor default outside the image: the edge pixels repeated (the body region of a
 # half-body shot reaches far below the frame; zeros there move the landmarks by several % of the torso).
 BORDER = cv2.BORDER_REPLICATE
@@ -50,20 +49,9 @@ PALM_SUBSET = np.array([0, 1, 2, 3, 5, 6, 9, 10, 13, 14, 17, 18], np.intp)
 _WRIST, _INDEX_MCP, _MIDDLE_MCP, _RING_MCP = 0, 5, 9, 13
 
 
-def _anchors() -> F32:
-    """BlazePose SSD anchor centres (2254 x (x, y) in [0, 1]): strides 8, 16, 32, 32, 32 with two
-    anchors per layer cell (aspect 1 and the interpolated scale), fixed size; equal strides share one
-    grid (so stride 32 has six anchors per cell)."""
-    centres = []
-    for stride, per_cell in ((8, 2), (16, 2), (32, 6)):
-        n = DETECTOR_SIZE // stride
-        y, x = np.mgrid[0:n, 0:n]
-        grid = np.stack([(x + 0.5) / n, (y + 0.5) / n], -1).reshape(-1, 1, 2)
-        centres.append(np.repeat(grid, per_cell, axis=1).reshape(-1, 2))
-    return np.concatenate(centres).astype(np.float32)
-
-
-ANCHORS = _anchors()
+# BlazePose (2254 anchors): strides 8, 16, 32, 32, 32 with two anchors per layer cell (aspect 1 and the
+# interpolated scale), fixed size.
+ANCHORS = ssd_anchor_centres(DETECTOR_SIZE, ((8, 2), (16, 2), (32, 6)))
 
 
 def letterbox(image: npt.NDArray[np.uint8], size: int = DETECTOR_SIZE) -> tuple[npt.NDArray[np.uint8], F64]:
@@ -81,17 +69,10 @@ def letterbox(image: npt.NDArray[np.uint8], size: int = DETECTOR_SIZE) -> tuple[
 def pose_roi_from_detection(raw: F32, logits: F32, back: F64) -> Roi | None:
     """The best detection's region: centred on its hip keypoint, side twice the distance to its
     size/rotation keypoint, rotated so that line points up, squared and scaled 1.25x."""
-    scores = 1.0 / (1.0 + np.exp(-np.clip(logits.astype(np.float64), -_SCORE_CLIP, _SCORE_CLIP)))
-    keep = np.flatnonzero(scores >= MIN_DETECTION_SCORE)
-    if keep.size == 0:
+    scores, boxes, kps = decode_ssd(raw, logits, ANCHORS, DETECTOR_SIZE, 4, MIN_DETECTION_SCORE)
+    if scores.size == 0:
         return None
-    a = ANCHORS[keep].astype(np.float64) * DETECTOR_SIZE
-    r = raw[keep].astype(np.float64)
-    centre = r[:, 0:2] + a
-    half = r[:, 2:4] / 2
-    boxes = np.concatenate([centre - half, centre + half], 1)
-    kps = r[:, 4:12].reshape(-1, 4, 2) + a[:, None, :]
-    found = _weighted_nms(scores[keep], boxes, kps)
+    found = weighted_nms(scores, boxes, kps)
     best = max(found, key=lambda d: d.score)
     points = best.keypoints @ back[:, :2].T + back[:, 2]
     return transform(alignment_roi(points[None, 0], points[None, 1], math.pi / 2), 0.0, POSE_ROI_SCALE)[0]
@@ -271,10 +252,6 @@ def rotate_world(points: F32, angles: F64) -> F64:
     x = p[..., 0] * c - p[..., 1] * s
     y = p[..., 0] * s + p[..., 1] * c
     return np.stack([x, y, p[..., 2]], -1)
-
-
-def sigmoid(x: F32) -> F64:
-    return 1.0 / (1.0 + np.exp(-np.clip(x.astype(np.float64), -_SCORE_CLIP, _SCORE_CLIP)))
 
 
 def _wrap(a: F64) -> F64:

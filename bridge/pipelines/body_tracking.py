@@ -130,7 +130,7 @@ class BodyTracker:
             states[i].roi = roi
         rows.found[present] = True
         rows.landmarks[present] = lm[:, : bgeo.NUM_POSE]
-        rows.visibility[present] = bgeo.sigmoid(raw[:, : bgeo.NUM_POSE, 3])
+        rows.visibility[present] = geo.sigmoid(raw[:, : bgeo.NUM_POSE, 3])
         rows.world[present] = world[:, : bgeo.NUM_POSE]
         self._hands(states, steps, rows, present)
         return rows
@@ -152,16 +152,10 @@ class BodyTracker:
         if wanted:
             points = np.stack([rows.landmarks[i, bgeo.HAND_FROM_POSE[side], :2] for i, side in wanted])
             search = bgeo.hand_rois_from_pose(points)
-            crops = self.recrop.input_buffer(
-                "hand.recrop_image", (len(wanted), bgeo.RECROP_SIZE, bgeo.RECROP_SIZE, 3), np.uint8
-            )
-            maps = []
-            for k, ((i, _), roi) in enumerate(zip(wanted, search, strict=True)):
-                crops[k], m = geo.crop(steps[i].image, roi, bgeo.RECROP_SIZE, bgeo.BORDER)
-                maps.append(m)
+            images = [steps[i].image for i, _ in wanted]
+            crops, m = _crop_into(self.recrop, "hand.recrop_image", images, search, bgeo.RECROP_SIZE)
             out, _ = self.recrop.run({"hand.recrop_image": crops})
             two = out["hand.recrop"].reshape(len(wanted), 2, 2).astype(np.float64)
-            m = np.stack(maps)
             two = two @ np.swapaxes(m[:, :, :2], 1, 2) + m[:, None, :, 2]
             rois = bgeo.hand_rois_from_recrop(two)
             for k, (i, side) in enumerate(wanted):
@@ -172,15 +166,8 @@ class BodyTracker:
                     and bgeo.keep_tracking(previous, rois[k], prev_lm)
                 ):
                     rois[k] = previous
-            crops = self.hand.input_buffer(
-                "hand.image", (len(wanted), bgeo.HAND_SIZE, bgeo.HAND_SIZE, 3), np.uint8
-            )
-            maps = []
-            for k, ((i, _), roi) in enumerate(zip(wanted, rois, strict=True)):
-                crops[k], m = geo.crop(steps[i].image, roi, bgeo.HAND_SIZE, bgeo.BORDER)
-                maps.append(m)
+            crops, m = _crop_into(self.hand, "hand.image", images, rois, bgeo.HAND_SIZE)
             out, _ = self.hand.run({"hand.image": crops})
-            m = np.stack(maps)
             lm = geo.project(out["hand.landmarks"].reshape(len(wanted), 21, 3), m)
             angles = np.arctan2(m[:, 1, 0], m[:, 0, 0])
             world = bgeo.rotate_world(out["hand.world_landmarks"].reshape(len(wanted), 21, 3), angles)
@@ -206,3 +193,14 @@ class BodyTracker:
                 else:
                     state.hand_landmarks[side] = None
                     state.hand_rois[side] = None
+
+
+def _crop_into(engine: Engine, name: str, images: list[U8], rois: list[Roi], size: int) -> tuple[U8, F64]:
+    """Each image's region cropped (size x size) into `engine`'s input buffer `name`, and the stacked
+    maps from crop pixels back to each image's."""
+    crops = engine.input_buffer(name, (len(rois), size, size, 3), np.uint8)
+    maps = []
+    for k, (image, roi) in enumerate(zip(images, rois, strict=True)):
+        crops[k], m = geo.crop(image, roi, size, bgeo.BORDER)
+        maps.append(m)
+    return crops, np.stack(maps)

@@ -47,19 +47,20 @@ BLENDSHAPE_SUBSET = np.array(
 LEFT_EYE_OUTER, RIGHT_EYE_OUTER = 33, 263  # the eye corners the tracking ROI is rotated by
 
 
-def _anchors() -> F32:
-    """BlazeFace short-range SSD anchor centres (896 x (x, y), in [0, 1]); fixed anchor size 1:
-    strides 8, 16, 16, 16 with two anchors per cell; layers of equal stride share one grid."""
+def ssd_anchor_centres(size: int, layers: tuple[tuple[int, int], ...]) -> F32:
+    """SSD anchor centres ((x, y) in [0, 1]) of fixed size 1: for each (stride, anchors per cell) a
+    grid of size / stride cells; layers of equal stride share one grid, so they come merged here."""
     centres = []
-    for stride, per_cell in ((8, 2), (16, 6)):
-        n = DETECTOR_SIZE // stride
+    for stride, per_cell in layers:
+        n = size // stride
         y, x = np.mgrid[0:n, 0:n]
         grid = np.stack([(x + 0.5) / n, (y + 0.5) / n], -1).reshape(-1, 1, 2)
         centres.append(np.repeat(grid, per_cell, axis=1).reshape(-1, 2))
     return np.concatenate(centres).astype(np.float32)
 
 
-ANCHORS = _anchors()
+# BlazeFace short-range (896 anchors): strides 8, 16, 16, 16 with two anchors per cell.
+ANCHORS = ssd_anchor_centres(DETECTOR_SIZE, ((8, 2), (16, 6)))
 
 
 @dataclass(frozen=True)
@@ -114,20 +115,34 @@ def letterbox(image: npt.NDArray[np.uint8]) -> tuple[F32, float, float, float]:
 
 def decode_detections(raw: F32, logits: F32, scale: float, px: float, py: float) -> list[Detection]:
     """Scores over the threshold, boxes and keypoints decoded against the anchors, weighted NMS."""
-    scores = 1.0 / (1.0 + np.exp(-np.clip(logits.astype(np.float64), -_SCORE_CLIP, _SCORE_CLIP)))
-    keep = np.flatnonzero(scores >= MIN_DETECTION_SCORE)
-    if keep.size == 0:
+    scores, boxes, kps = decode_ssd(raw, logits, ANCHORS, DETECTOR_SIZE, 6, MIN_DETECTION_SCORE)
+    if scores.size == 0:
         return []
-    a = ANCHORS[keep].astype(np.float64) * DETECTOR_SIZE
+    offset = np.array([px, py])
+    boxes = (boxes - np.tile(offset, 2)) / scale
+    kps = (kps - offset) / scale
+    return weighted_nms(scores, boxes, kps)
+
+
+def sigmoid(x: F32) -> F64:
+    """The logistic function in float64, its input clipped so exp cannot overflow."""
+    return 1.0 / (1.0 + np.exp(-np.clip(x.astype(np.float64), -_SCORE_CLIP, _SCORE_CLIP)))
+
+
+def decode_ssd(
+    raw: F32, logits: F32, anchors: F32, size: int, keypoints: int, min_score: float
+) -> tuple[F64, F64, F64]:
+    """An SSD detector's rows with a score of `min_score` or more: scores (n,), boxes (n, 4) x_min,
+    y_min, x_max, y_max and keypoints (n, keypoints, 2), decoded against the anchors in detector pixels."""
+    scores = sigmoid(logits)
+    keep = np.flatnonzero(scores >= min_score)
+    a = anchors[keep].astype(np.float64) * size
     r = raw[keep].astype(np.float64)
     centre = r[:, 0:2] + a
     half = r[:, 2:4] / 2
     boxes = np.concatenate([centre - half, centre + half], 1)
-    kps = r[:, 4:16].reshape(-1, 6, 2) + a[:, None, :]
-    offset = np.array([px, py])
-    boxes = (boxes - np.tile(offset, 2)) / scale
-    kps = (kps - offset) / scale
-    return _weighted_nms(scores[keep].astype(np.float64), boxes, kps)
+    kps = r[:, 4 : 4 + 2 * keypoints].reshape(-1, keypoints, 2) + a[:, None, :]
+    return scores[keep], boxes, kps
 
 
 def _iou(box: F64, boxes: F64) -> F64:
@@ -140,7 +155,7 @@ def _iou(box: F64, boxes: F64) -> F64:
     return result
 
 
-def _weighted_nms(scores: F64, boxes: F64, kps: F64) -> list[Detection]:
+def weighted_nms(scores: F64, boxes: F64, kps: F64) -> list[Detection]:
     """MediaPipe's WEIGHTED NMS: each cluster (IoU > threshold with its best box) becomes the
     score-weighted mean of its boxes and keypoints, with the best score."""
     order = np.argsort(-scores)
