@@ -19,8 +19,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from websockets.exceptions import InvalidStatus
-from websockets.sync.client import connect
 
 from bridge.cli.serve import face_tracking_dirs
 from bridge.harness.client import BridgeClient
@@ -31,7 +29,14 @@ from bridge.viewer.browser import CHROMIUM, launch_args
 from bridge.viewer.server import ViewerServer
 
 from .conftest import start_bridge, stop_bridge
-from .viewer_support import audio_feeder, features_feeder, image_feeder, page_built, viewer_on
+from .viewer_support import (
+    audio_feeder,
+    features_feeder,
+    flood_connections,
+    image_feeder,
+    page_built,
+    viewer_on,
+)
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 if not Path(CHROMIUM).exists() or not page_built():
@@ -280,15 +285,8 @@ def test_a_connection_flood_is_bounded_while_a_bystander_keeps_every_frame(
     try:
         wait_shown(page, session)
         before = state(page, session)["frames"]
-        accepted = refused = 0
         with ExitStack() as flood:
-            for _ in range(40):
-                try:
-                    flood.enter_context(connect(url, open_timeout=5, close_timeout=0.2))
-                    accepted += 1
-                except InvalidStatus as exc:
-                    assert exc.response.status_code == 503
-                    refused += 1
+            accepted, refused = flood_connections(url, 40, flood)
             time.sleep(1.0)
             assert viewer.connections() <= viewer.config.max_connections
         after = state(page, session)

@@ -1,4 +1,5 @@
-"""Shared by the viewer's tests: a viewer on a test bridge, and input feeders that run on a thread."""
+"""Shared by the viewer's tests: a viewer on a test bridge, input feeders that run on a thread, and a
+flood of connections."""
 
 from __future__ import annotations
 
@@ -6,10 +7,12 @@ import argparse
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import numpy as np
+from websockets.exceptions import InvalidStatus
+from websockets.sync.client import connect
 
 from bridge.harness.client import BridgeClient
 from bridge.serving.server import Bridge
@@ -32,6 +35,20 @@ def viewer_on(bridge: Bridge, avatar: Path | None = None) -> Iterator[ViewerServ
         yield viewer
     finally:
         viewer.stop()
+
+
+def flood_connections(url: str, count: int, stack: ExitStack) -> tuple[int, int]:
+    """`count` WebSocket connections to `url` that never read, held open on `stack`: how many the viewer
+    accepted and how many it refused (503)."""
+    accepted = refused = 0
+    for _ in range(count):
+        try:
+            stack.enter_context(connect(url, open_timeout=5, close_timeout=0.2))
+            accepted += 1
+        except InvalidStatus as exc:
+            assert exc.response.status_code == 503
+            refused += 1
+    return accepted, refused
 
 
 class Feeder:
