@@ -13,7 +13,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 import numpy as np
@@ -29,6 +29,7 @@ from bridge.transport.zmq_sockets import MAX_SUBSCRIPTION_BYTES, BridgeSockets, 
 
 from .bystander import Bystander
 from .conftest import running
+from .pressure_support import until
 from .test_outputs_helpers import OscCapture
 
 ROWS = np.random.default_rng(5).standard_normal((1024, 35)).astype(np.float32)
@@ -62,15 +63,6 @@ def metrics_get(bridge: Bridge, path: str, timeout: float = 5.0) -> tuple[int, b
             return int(r.status), bytes(r.read())
     except urllib.error.HTTPError as exc:
         return int(exc.code), exc.read()
-
-
-def until(predicate: Callable[[], bool], timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
 
 
 def replied(client: BridgeClient) -> bool:

@@ -13,7 +13,8 @@ from bridge.serving.server import Bridge
 from bridge.transport.zmq_sockets import BridgeSockets, TransportConfig, can_match
 
 from .conftest import running
-from .test_pressure_delivery import bystander, raw_sub, until
+from .pressure_support import until
+from .test_pressure_delivery import bystander, raw_sub
 
 LIMIT = 8
 
