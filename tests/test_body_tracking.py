@@ -11,7 +11,6 @@ venv's packages (it needs numpy < 2) and run in a subprocess.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -30,7 +29,7 @@ from bridge.rig import humanoid_solve as hs
 from bridge.rig.rotations import quat_to_matrix
 
 from .oracles.vmc_receiver import VmcReceiver
-from .test_outputs_helpers import wait_for
+from .test_outputs_helpers import udp_listener, wait_for
 from .test_sources import _llf_packet
 
 skimage_data = pytest.importorskip("skimage.data")
@@ -216,9 +215,7 @@ def test_serve_video_with_body_moves_the_arms_over_vmc(
         frame = astronaut if (i // 5) % 2 == 0 else np.ascontiguousarray(astronaut[:, ::-1])
         writer.write(cv2.cvtColor(frame, cv2.COLOR_RGB2BGR))
     writer.release()
-    llf = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    llf.bind(("127.0.0.1", 0))
-    llf.settimeout(60)
+    llf = udp_listener(60)
     outputs = [
         "--osc",
         f"vmc://127.0.0.1:{receiver.port}",

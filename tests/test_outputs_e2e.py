@@ -3,7 +3,6 @@ inputs (protocol section 4.5); VMC and Live Link Face packets arrive over UDP.""
 
 from __future__ import annotations
 
-import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +17,7 @@ from bridge.outputs.router import OutputRouter
 from bridge.outputs.vmc import VmcOutput
 from bridge.protocol import pack, unpack_map
 
-from .test_outputs_helpers import OscCapture, wait_for
+from .test_outputs_helpers import OscCapture, udp_listener, wait_for
 
 REPO = Path(__file__).resolve().parents[1]
 FEATURES = np.random.default_rng(0).standard_normal((1, 35)).astype("<f4")
@@ -110,9 +109,7 @@ def test_router_on_a_served_bridge_sends_vmc(osc: OscCapture) -> None:
 def test_serve_feeds_vmc_and_live_link_face_at_once(osc: OscCapture) -> None:
     from bridge.media.face_video import FaceVideo
 
-    llf = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    llf.bind(("127.0.0.1", 0))
-    llf.settimeout(10)
+    llf = udp_listener(10)
     extra = ["--osc", f"vmc://127.0.0.1:{osc.port}", "--livelink-face", f"127.0.0.1:{llf.getsockname()[1]}"]
     bridge = BridgeProcess(*extra).start()
     dealer = Dealer(bridge.request_port)

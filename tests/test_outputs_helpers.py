@@ -187,6 +187,15 @@ def osc_elements(dgram: bytes) -> list[tuple[str, str]]:
     return [(address, tags)]
 
 
+def udp_listener(timeout_s: float) -> socket.socket:
+    """A UDP socket bound to a free port on 127.0.0.1, reads timing out after `timeout_s`: where an
+    output under test sends."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.settimeout(timeout_s)
+    return sock
+
+
 def closed_udp_port() -> int:
     """A UDP port on 127.0.0.1 that nothing listens on (bound, then released)."""
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:

@@ -16,7 +16,7 @@ from scipy.spatial.transform import Rotation
 from bridge.outputs.livelink_face import LiveLinkFaceOutput
 from bridge.outputs.router import OutputRouter
 
-from .test_outputs_helpers import FACE_SESSION, Publisher, face_frame, face_rig, opened_event
+from .test_outputs_helpers import FACE_SESSION, Publisher, face_frame, face_rig, opened_event, udp_listener
 
 # Unreal's EARFaceBlendShape order, written out from the research notes (section 3).
 EAR_FACE_BLEND_SHAPE = [
@@ -124,11 +124,8 @@ def decode(data: bytes) -> Packet:
 
 @pytest.fixture
 def receiver() -> Iterator[socket.socket]:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    sock.bind(("127.0.0.1", 0))
-    sock.settimeout(5.0)
-    yield sock
-    sock.close()
+    with udp_listener(5.0) as sock:
+        yield sock
 
 
 def send_face_frames(

@@ -27,6 +27,8 @@ import soundfile
 
 from bridge.harness.client import BridgeClient
 
+from .test_outputs_helpers import udp_listener
+
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").is_file(), reason="reads the group from /proc")
 
 STOP_LIMIT_S = 5.0  # the target is 2 s (measured ~0.4 s on an idle two-core box)
@@ -53,11 +55,8 @@ def group_members(pgid: int) -> list[int]:
 @pytest.fixture
 def udp_receiver() -> Iterator[socket.socket]:
     """Where the outputs send (VMC and Live Link Face both land here)."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    sock.bind(("127.0.0.1", 0))
-    sock.settimeout(0.2)
-    yield sock
-    sock.close()
+    with udp_listener(0.2) as sock:
+        yield sock
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,6 @@ fake capture object, the microphone adapter is not run (bridge/sources/audio.py 
 
 from __future__ import annotations
 
-import socket
 import struct
 import subprocess
 import sys
@@ -29,7 +28,7 @@ from bridge.sources.feeder import FeederOptions, SourceFeeder
 from bridge.sources.specs import SourceSpec, open_source, parse_size
 from bridge.sources.video import CameraSource
 
-from .test_outputs_helpers import OscCapture, wait_for
+from .test_outputs_helpers import OscCapture, udp_listener, wait_for
 
 
 def _face_clip(path: Path, frames: int = 30, fps: float = 30.0) -> Path:
@@ -73,9 +72,7 @@ def osc() -> Iterator[OscCapture]:
 
 def test_video_file_drives_vmc_and_live_link_face(tmp_path: Path, osc: OscCapture) -> None:
     clip = _face_clip(tmp_path / "face.avi")
-    llf = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    llf.bind(("127.0.0.1", 0))
-    llf.settimeout(10)
+    llf = udp_listener(10)
     outputs = ["--osc", f"vmc://127.0.0.1:{osc.port}", "--livelink-face", f"127.0.0.1:{llf.getsockname()[1]}"]
     preview = tmp_path / "preview"
     bridge = BridgeProcess("--video", str(clip), "--loop", "--preview", str(preview), *outputs).start()
