@@ -11,7 +11,6 @@ has is checked and copied into the cache. Every copy is sha256-checked before it
 
 from __future__ import annotations
 
-import hashlib
 import importlib.metadata
 import shutil
 import subprocess
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import Literal
 
 from bridge.paths import user_cache_dir
+from bridge.runtime.manifest import sha256_file
 
 __all__ = [
     "Found",
@@ -34,7 +34,6 @@ __all__ = [
     "find",
     "find_set",
     "install",
-    "sha256_of",
 ]
 
 Source = Literal["auto", "package", "url"]
@@ -80,17 +79,9 @@ class Found:
     source: str  # "user path", "user cache", or "package NAME"
 
 
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def check(path: Path, file: ModelFile, where: str) -> None:
     """Raise ModelFileError unless `path` is exactly `file` (by sha256)."""
-    actual = sha256_of(path)
+    actual = sha256_file(path)
     if actual != file.sha256:
         raise ModelFileError(f"{path} ({where}) has sha256 {actual}, expected {file.sha256} ({file.name})")
 
@@ -115,7 +106,7 @@ def find(file: ModelFile, cache: Path, distribution: str, search_path: Sequence[
         if not path.is_file():
             looked.append(f"{path} ({source}: no file)")
             continue
-        actual = sha256_of(path)
+        actual = sha256_file(path)
         if actual != file.sha256:
             looked.append(f"{path} ({source}: sha256 {actual[:12]}..., expected {file.sha256[:12]}...)")
             continue
