@@ -65,6 +65,7 @@ from bridge.protocol.replies import error_reply
 from bridge.protocol.requests import MAX_INPUT_ITEMS, MAX_NAME_CHARS
 from bridge.protocol.versions import EVENT_TOPIC_PREFIX, SESSION_ID_LENGTH
 from bridge.serving.frames_forwarder import FramesForwarder
+from bridge.serving.group_owners import GroupOwners
 from bridge.serving.server import ServeConfig, _user_id, write_ports_file
 from bridge.serving.workers import WorkerProcess, WorkerSpecFactory
 from bridge.transport.curve import start_authenticator
@@ -236,8 +237,8 @@ class FrontEnd:
         self._item_maps: dict[zmq.Socket[bytes], list[int]] = {}
         self._events: dict[zmq.Socket[bytes], int] = {}  # a worker's event SUB -> worker index
         self._sessions: dict[str, tuple[int, _Client]] = {}  # session -> (worker, owner)
-        # Named batch groups: group -> (its owner, its open sessions), and each grouped session's group.
-        self._groups: dict[str, tuple[_Client, int]] = {}
+        # Named batch groups' owners, and each grouped session's group.
+        self._groups: GroupOwners[str, _Client] = GroupOwners()
         self._session_group: dict[str, str] = {}
         self._clients: dict[bytes, _Client] = {}  # owner key -> client
         self._link_ids = itertools.count()
@@ -514,8 +515,8 @@ class FrontEnd:
             )
             return None
         group = route.options.batch_group if route is not None and route.options is not None else None
-        holder = self._groups.get(group) if isinstance(group, str) else None
-        if holder is not None and holder[0] is not client:
+        holder = self._groups.owner(group) if isinstance(group, str) else None
+        if holder is not None and holder is not client:
             message = (
                 f"batch group '{group}' belongs to another client; open with batch_group: true for a new one"
             )
@@ -611,8 +612,7 @@ class FrontEnd:
             self._sessions[route.session] = (worker, client)
             client.sessions += 1
             if route.batch_group:
-                holder, held = self._groups.get(route.batch_group, (client, 0))
-                self._groups[route.batch_group] = (holder, held + 1)
+                self._groups.add(route.batch_group, client)
                 self._session_group[route.session] = route.batch_group
         else:
             self._load[worker] -= 1
@@ -635,11 +635,7 @@ class FrontEnd:
             entry[1].session_to.pop(session, None)
             group = self._session_group.pop(session, None)
             if group is not None:
-                holder, held = self._groups[group]
-                if held > 1:
-                    self._groups[group] = (holder, held - 1)
-                else:
-                    del self._groups[group]
+                self._groups.remove(group)
             entry[1].sessions -= 1
             self._load[worker] -= 1
 

@@ -71,6 +71,7 @@ from bridge.runtime.backend import BackendUnavailable, ModelRefused
 from bridge.runtime.engine import Engine
 from bridge.runtime.manifest import ManifestError, find_manifests
 from bridge.serving.calibrations import Calibrations
+from bridge.serving.group_owners import GroupOwners
 from bridge.serving.publisher import GatedOutlet
 from bridge.serving.scheduler import Scheduler
 from bridge.serving.sessions import Session, SessionTable
@@ -223,9 +224,7 @@ class Bridge:
         self._backlog_messages = 0
         self._backlog_bytes = 0
         self._debt: dict[bytes, int] = {}
-        # Batch groups by owner: group -> (the client that opened it first, its open sessions); a group
-        # is another client's until its last session ends.
-        self._group_owners: dict[bytes, tuple[bytes, int]] = {}
+        self._group_owners: GroupOwners[bytes, bytes] = GroupOwners()  # batch group -> its client
         self.calibrations = Calibrations()  # voice calibrations, off this thread
         self._stop = threading.Event()
 
@@ -624,8 +623,7 @@ class Bridge:
             self._live.add(session.topic)
             if group:
                 self._groups[session.topic] = group
-                held = self._group_owners.get(group, (owner, 0))[1]
-                self._group_owners[group] = (owner, held + 1)
+                self._group_owners.add(group, owner)
         self.stats.sessions_opened += 1
         description: dict[str, Any] = {
             "pipeline": pipeline.name,
@@ -660,8 +658,8 @@ class Bridge:
                 pass
             return group
         group = asked.encode()
-        holder = self._group_owners.get(group)
-        if holder is not None and holder[0] != owner:
+        holder = self._group_owners.owner(group)
+        if holder is not None and holder != owner:
             raise ProtocolError(
                 ErrorCode.NOT_OWNER,
                 f"batch group '{asked}' belongs to another client; open with batch_group: true for a new one",
@@ -767,11 +765,7 @@ class Bridge:
             self._live.discard(session.topic)
             group = self._groups.pop(session.topic, None)
             if group is not None:
-                holder, held = self._group_owners[group]
-                if held > 1:
-                    self._group_owners[group] = (holder, held - 1)
-                else:
-                    del self._group_owners[group]
+                self._group_owners.remove(group)
             closed = encode_closed_event(session.id, reason=reason, frames_published=session.frames_published)
             self.sockets.publish_event(event_topic(session.id), closed)
 
