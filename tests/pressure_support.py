@@ -117,6 +117,17 @@ def deep_messages(levels: int) -> dict[str, bytes]:
     }
 
 
+def deep_message_replies(attacker: Attacker) -> Iterator[tuple[str, int, dict[str, Any], dict[str, Any]]]:
+    """Each deep message (1000 and 100,000 levels, in every position) sent with a ping behind it: its
+    position, its depth, the reply to it and the ping's."""
+    for levels in (1000, 100_000):
+        for position, message in deep_messages(levels).items():
+            attacker.sock.send(message)
+            attacker.sock.send(pack({"op": "ping", "id": 77}))
+            reply, pong = attacker.replies(2)
+            yield position, levels, reply, pong
+
+
 def junk_inputs(items: int = MAX_INPUT_ITEMS) -> bytes:
     """A 4 KB `inputs` message of `items` junk items (empty maps), each one failing validation."""
     return b"\x83\xa2op\xa6inputs\xa2id\x05\xa5items\xdc" + items.to_bytes(2, "big") + b"\x80" * items

@@ -31,7 +31,7 @@ from .pressure_support import (
     RSS_GROWTH_MIB,
     Attacker,
     bloated_session_messages,
-    deep_messages,
+    deep_message_replies,
     junk_inputs,
     tree_rss_mib,
 )
@@ -66,13 +66,9 @@ def test_deep_messages_are_refused_and_the_front_end_serves_on(
 ) -> None:
     before = tree_rss_mib(bridge.proc.pid)
     attacker = Attacker(bridge.request_port)
-    for levels in (1000, 100_000):
-        for position, message in deep_messages(levels).items():
-            attacker.sock.send(message)
-            attacker.sock.send(pack({"op": "ping", "id": 77}))
-            reply, pong = attacker.replies(2)
-            assert pong["op"] == "pong", (position, levels)
-            assert reply["code"] in (ErrorCode.MALFORMED, ErrorCode.BAD_TYPE), (position, reply)
+    for position, levels, reply, pong in deep_message_replies(attacker):
+        assert pong["op"] == "pong", (position, levels)
+        assert reply["code"] in (ErrorCode.MALFORMED, ErrorCode.BAD_TYPE), (position, reply)
     attacker.close()
     assert tree_rss_mib(bridge.proc.pid) - before < RSS_GROWTH_MIB
 
@@ -195,7 +191,7 @@ def test_a_link_holds_a_bounded_number_of_bytes(tmp_path: Path) -> None:
     """A link to a worker that does not read holds at most 2 x max_message_bytes of large messages
     (the rest OVERLOADED), and takes more once libzmq has handed them on."""
     endpoint = f"ipc://{tmp_path}/worker"
-    context = zmq.Context.instance()
+    context: zmq.Context[zmq.Socket[bytes]] = zmq.Context.instance()
     dealer: zmq.Socket[bytes] = context.socket(zmq.DEALER)
     dealer.setsockopt(zmq.LINGER, 0)
     dealer.connect(endpoint)  # nobody there yet: libzmq queues

@@ -20,7 +20,7 @@ import pytest
 import zmq
 
 from bridge.harness.process import BridgeProcess
-from bridge.protocol import ErrorCode, pack
+from bridge.protocol import ErrorCode
 from bridge.protocol.requests import MAX_INPUT_ITEMS, MAX_ITEM_FAILURES
 from bridge.transport.zmq_sockets import TransportConfig
 
@@ -30,6 +30,7 @@ from .pressure_support import (
     RSS_GROWTH_MIB,
     Attacker,
     bloated_session_messages,
+    deep_message_replies,
     deep_messages,
     junk_inputs,
     rss_mib,
@@ -57,16 +58,12 @@ def test_deep_messages_in_every_position_are_refused_and_the_bridge_serves_on(
 ) -> None:
     before = tree_rss_mib(bridge.proc.pid)
     attacker = Attacker(bridge.request_port)
-    for levels in (1000, 100_000):
-        for position, message in deep_messages(levels).items():
-            attacker.sock.send(message)
-            attacker.sock.send(pack({"op": "ping", "id": 77}))
-            reply, pong = attacker.replies(2)
-            assert pong["op"] == "pong", (position, levels)
-            assert reply["op"] == "error" and reply["code"] in (ErrorCode.MALFORMED, ErrorCode.BAD_TYPE), (
-                position,
-                reply,
-            )
+    for position, levels, reply, pong in deep_message_replies(attacker):
+        assert pong["op"] == "pong", (position, levels)
+        assert reply["op"] == "error" and reply["code"] in (ErrorCode.MALFORMED, ErrorCode.BAD_TYPE), (
+            position,
+            reply,
+        )
     for _ in range(200):  # a stream of them, as fast as the bridge reads
         attacker.sock.send(deep_messages(1000)["unknown key"])
     assert len(attacker.replies(200)) == 200
