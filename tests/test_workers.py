@@ -14,7 +14,7 @@ import os
 import signal
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ from bridge.serving.workers import WorkerSpecFactory
 from bridge.transport.curve import generate_key_pair, load_secret_key
 from bridge.transport.zmq_sockets import TransportConfig
 from tests.bystander import Bystander
+from tests.pressure_support import until
 from tests.test_batch_groups import raw_sub, read, rows_by_session
 
 ROWS = np.random.default_rng(3).standard_normal((60, 35)).astype(np.float32)
@@ -62,15 +63,6 @@ def session_workers(bridge: BridgeProcess, sessions: list[str]) -> dict[str, str
                 labels = {k: v.strip('"') for k, v in (kv.split("=", 1) for kv in pairs)}
                 out[labels["session"]] = labels["worker"]
     return out
-
-
-def until(check: Callable[[], bool], timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 @pytest.fixture(scope="module")
