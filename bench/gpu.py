@@ -548,7 +548,10 @@ def _print_record(rec: dict[str, Any], per_w: list[dict[str, Any]], host: Window
     if host.scrapes_at:
         print(f"    scrapes at s: {' '.join(f'{t:.1f}' for t in host.scrapes_at)}", flush=True)
     by = host.cpu_by_second
-    print("    second  p99 ms  send lag ms  busy cores  runnable  front %  fwd %  workers max/sum %  gens %")
+    print(
+        "    second  p99 ms  send lag ms  busy cores  stolen  runnable  front %  fwd %  workers max/sum %"
+        "  gens %"
+    )
     forwarder = by["per_process_percent"].get("frames forwarder", [])
     front = by["per_process_percent"].get("front end", [])
     lag = rec["generator_send_lag_max_ms_by_second"]
@@ -557,7 +560,8 @@ def _print_record(rec: dict[str, Any], per_w: list[dict[str, Any]], host: Window
             break
         print(
             f"    {k:>6} {p99:>7.1f} {lag[k] if k < len(lag) else float('nan'):>12.1f} "
-            f"{by['host_busy_cores'][k]:>11.1f} {by['host_runnable_threads'][k]:>9} "
+            f"{by['host_busy_cores'][k]:>11.1f} {by['host_stolen_cores'][k]:>7.2f} "
+            f"{by['host_runnable_threads'][k]:>9} "
             f"{front[k] if k < len(front) else 0:>8.0f} {forwarder[k] if k < len(forwarder) else 0:>6.0f} "
             f"{by['workers_max_percent'][k]:>8.0f}/{by['workers_sum_percent'][k]:<8.0f} "
             f"{by['load_generators_sum_percent'][k]:>7.0f}",

@@ -105,23 +105,25 @@ def bridge_roles(front_end: int) -> dict[int, str]:
     return roles | ({helpers[0]: "frames forwarder"} if helpers else {})
 
 
-def _host() -> tuple[float, int]:
-    """Busy CPU seconds of the whole host so far, and its threads runnable now."""
-    busy = 0.0
+def _host() -> tuple[float, float, int]:
+    """Busy and stolen CPU seconds of the whole host so far (stolen: a virtual machine's vCPUs kept
+    off the real cores by its hypervisor), and its threads runnable now."""
+    busy = steal = 0.0
     running = 0
     with contextlib.suppress(OSError, ValueError, IndexError):
         for line in Path("/proc/stat").read_text().splitlines():
             if line.startswith("cpu "):
                 values = [int(v) for v in line.split()[1:]]
-                busy = (sum(values[:8]) - values[3] - values[4]) / TICK  # all but idle and iowait
+                busy = (sum(values[:7]) - values[3] - values[4]) / TICK  # all but idle, iowait, steal
+                steal = values[7] / TICK
             elif line.startswith("procs_running"):
                 running = int(line.split()[1])
-    return busy, running
+    return busy, steal, running
 
 
 class CpuSampler:
-    """Once a second from `start()`: each process's CPU % (100 = one core), the host's busy cores and
-    its runnable threads at that instant (more than the cores: something waits for one)."""
+    """Once a second from `start()`: each process's CPU % (100 = one core), the host's busy and stolen
+    cores and its runnable threads at that instant (more than the cores: something waits for one)."""
 
     def __init__(self, roles: dict[int, str], period_s: float = 1.0) -> None:
         self.roles = roles
@@ -130,6 +132,7 @@ class CpuSampler:
         self._thread = threading.Thread(target=self._loop, name="cpu-sampler", daemon=True)
         self.per_process: dict[str, list[float]] = {role: [] for role in roles.values()}
         self.host_busy_cores: list[float] = []
+        self.host_stolen_cores: list[float] = []
         self.runnable: list[int] = []
 
     def _read(self) -> dict[int, float]:
@@ -140,19 +143,20 @@ class CpuSampler:
         return out
 
     def _loop(self) -> None:
-        last, (busy_last, _), t_last = self._read(), _host(), time.monotonic()
+        last, (busy_last, steal_last, _), t_last = self._read(), _host(), time.monotonic()
         t0, k = t_last, 1
         while True:
             stopped = self._stop.wait(max(0.0, t0 + k * self.period_s - time.monotonic()))
-            now, (busy, running), t = self._read(), _host(), time.monotonic()
+            now, (busy, steal, running), t = self._read(), _host(), time.monotonic()
             dt = t - t_last
             if stopped and dt < 0.5 * self.period_s:  # a last part-second too short to read
                 return
             for pid, role in self.roles.items():
                 self.per_process[role].append(round(100 * (now.get(pid, 0.0) - last.get(pid, 0.0)) / dt, 1))
             self.host_busy_cores.append(round((busy - busy_last) / dt, 2))
+            self.host_stolen_cores.append(round((steal - steal_last) / dt, 2))
             self.runnable.append(running)
-            last, busy_last, t_last = now, busy, t
+            last, busy_last, steal_last, t_last = now, busy, steal, t
             k += 1
             if stopped:
                 return
@@ -174,6 +178,7 @@ class CpuSampler:
 
         return {
             "host_busy_cores": self.host_busy_cores,
+            "host_stolen_cores": self.host_stolen_cores,
             "host_runnable_threads": self.runnable,
             "workers_sum_percent": column(workers, sum),
             "workers_max_percent": column(workers, max),
