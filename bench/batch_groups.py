@@ -24,7 +24,7 @@ from typing import Any, cast
 import numpy as np
 import zmq
 
-from bridge.harness.run import write_bench_json
+from bridge.clients.harness.run import write_bench_json
 from bridge.protocol.batch_frames import ColumnFrames, batch_topic, decode_batch, motion_columns
 from bridge.serving.publisher import GatedOutlet, publish_call
 from bridge.serving.sessions import Session

@@ -2,7 +2,7 @@
 of the true tempo from 70 to 180 BPM).
 
 Grid: every `--bpm-step` BPM from 70 to 180, 4/4 and 3/4, straight and triplet swing, every timbre of
-bridge.media.songs, hi-hats on each beat or on every eighth (each point its own seed, so kick pitch,
+training.songs.synthetic, hi-hats on each beat or on every eighth (each point its own seed, so kick pitch,
 snare colour, key and progression vary too). Each song (`--seconds`, 24 s) is rendered at the analysis
 rate (fps·512 = 30720 Hz, so no resampler) and streamed through MusicFeatureBatch one frame of audio
 per tick with one `run()` per tick, as the motion pipeline does; the tracker's `meter` is read after
@@ -31,9 +31,9 @@ from typing import Any
 
 import numpy as np
 
-from bridge.harness.run import write_bench_json
-from bridge.media.songs import Song, synthesize_song
-from bridge.pipelines.music_features import HOP, MusicFeatureBatch
+from bridge.audio.music_features import HOP, MusicFeatureBatch
+from bridge.clients.harness.run import write_bench_json
+from training.songs.synthetic import Song, synthesize_song
 
 ROOT = Path(__file__).resolve().parents[1]
 FPS = 60.0
@@ -204,7 +204,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         {
             "benchmark": "beat_tracking",
             "command": "python bench/beat_tracking.py " + " ".join(sys.argv[1:] if argv is None else argv),
-            "input": f"bridge.media.songs at {RATE} Hz, {args.seconds} s, one frame of audio per tick",
+            "input": f"training.songs.synthetic at {RATE} Hz, {args.seconds} s, one frame of audio per tick",
             "warm_up_s": args.warm_up,
             "tolerance": TOLERANCE,
             "cpu_s": cpu_s,

@@ -37,7 +37,8 @@ from typing import Any
 import cv2
 import numpy as np
 
-from bridge.harness.run import percentile, write_bench_json
+from bridge.backends import load_engine
+from bridge.clients.harness.run import percentile, write_bench_json
 from bridge.models.mediapipe.body_convert import ensure_converted as convert_body
 from bridge.models.mediapipe.body_locate import VERSION
 from bridge.models.mediapipe.body_locate import locate as locate_body
@@ -47,7 +48,6 @@ from bridge.pipelines.body_tracking import BodyTracker
 from bridge.pipelines.face_body import FaceBodyPipeline
 from bridge.pipelines.face_tracking import FaceTrackingPipeline
 from bridge.protocol.requests import ImageInput
-from bridge.runtime.engine import Engine
 
 ROOT = Path(__file__).resolve().parents[1]
 ORACLE_DIR = Path(sys.prefix) / f"mediapipe-{VERSION}-oracle"
@@ -128,7 +128,7 @@ def jitter(args: argparse.Namespace) -> int:
 
     out = args.out if args.out != ROOT / "bench" / "results" / "body-cpu.json" else None
     out = out or ROOT / "bench" / "results" / "body-jitter.json"
-    tracker = FaceTrackingPipeline(Engine.load(ensure_converted(locate()) / f"{SERVED_NAME}.onnx"))
+    tracker = FaceTrackingPipeline(load_engine(ensure_converted(locate()) / f"{SERVED_NAME}.onnx"))
     pipeline = FaceBodyPipeline(tracker, BodyTracker(convert_body(locate_body())))
     frames = clip(args.frames)
     raw, filtered = _rotations(pipeline, frames, False), _rotations(pipeline, frames, True)
@@ -161,7 +161,7 @@ def main() -> int:
     if not (ORACLE_DIR / "mediapipe").is_dir():
         print(f"MediaPipe {VERSION} not installed at {ORACLE_DIR}: run scripts/install.sh --dev")
         return 1
-    tracker = FaceTrackingPipeline(Engine.load(ensure_converted(locate()) / f"{SERVED_NAME}.onnx"))
+    tracker = FaceTrackingPipeline(load_engine(ensure_converted(locate()) / f"{SERVED_NAME}.onnx"))
     pipeline = FaceBodyPipeline(tracker, BodyTracker(convert_body(locate_body())))
     state = pipeline.open_session({"body": True})
     frames = clip(args.frames + args.warmup)

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bridge.runtime.engine import Engine
+from bridge.backends import load_engine
 
 ROOT = Path(__file__).resolve().parents[1]
 FRAME_MS = 1000.0 / 30.0
@@ -63,7 +63,7 @@ def main() -> int:
         "hand_recrop": body / "hand_recrop.manifest.json",
         "hand": body / "hand_landmarks.manifest.json",
     }
-    engines = {name: Engine.load(path, args.backend, True, **options) for name, path in manifests.items()}
+    engines = {name: load_engine(path, args.backend, True, **options) for name, path in manifests.items()}
     rng = np.random.default_rng(0)
     results = []
     for n in counts:
@@ -103,7 +103,7 @@ def main() -> int:
             device = torch.cuda.get_device_name(0)
     except ImportError:
         pass
-    # Written here, not by bridge.harness.run: the device machine has none of the harness's packages.
+    # Written here, not by bridge.clients.harness.run: the device machine has none of the harness's packages.
     doc = {
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         **{

@@ -29,8 +29,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bridge.harness.client import BridgeClient, BridgeError
-from bridge.harness.process import BridgeProcess
+from bridge.clients.harness.client import BridgeClient, BridgeError
+from bridge.clients.harness.process import BridgeProcess
 from tests.bystander import Bystander
 
 RATE = 48_000

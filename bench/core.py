@@ -37,19 +37,19 @@ import msgpack
 import numpy as np
 import zmq
 
-from bridge.harness.client import BridgeClient
-from bridge.harness.process import BridgeProcess
-from bridge.harness.run import cpu_model, percentile, run_harness
+from bridge.audio.music_features import MusicFeatureStream
+from bridge.backends import load_engine
+from bridge.clients.harness.client import BridgeClient
+from bridge.clients.harness.process import BridgeProcess
+from bridge.clients.harness.run import cpu_model, percentile, run_harness
 from bridge.media.music import synthesize_music
 from bridge.pipelines.base import Step
 from bridge.pipelines.motion import MotionPipeline
-from bridge.pipelines.music_features import MusicFeatureStream
 from bridge.protocol.batch_frames import ColumnFrames, batch_topic, motion_columns
 from bridge.protocol.codec import pack
 from bridge.protocol.frames import decode_frame
 from bridge.protocol.motion_frames import encode_motion_frames
 from bridge.protocol.requests import decode_request
-from bridge.runtime.engine import Engine
 from bridge.serving.publisher import GatedOutlet, publish_call
 from bridge.serving.sessions import Session
 from bridge.transport.zmq_sockets import BridgeSockets, TransportConfig
@@ -217,7 +217,7 @@ def bench_publish(counts: tuple[int, ...] = (16, 256, 2048), repeats: int = 20) 
 
 def bench_batching(sessions: int = 16, repeats: int = 300) -> dict[str, float]:
     """Baseline vs scheduler: `sessions` batch-1 engine calls vs one batch-`sessions` call per tick."""
-    engine = Engine.load(ROOT / "engines" / "dance_lstm.manifest.json")
+    engine = load_engine(ROOT / "engines" / "dance_lstm.manifest.json")
     rng = np.random.default_rng(0)
 
     def inputs(batch: int) -> dict[str, np.ndarray]:
@@ -263,7 +263,7 @@ def bench_step(sessions: int = 16, repeats: int = 200) -> dict[str, float]:
     rows, post-processing with the model's foot planting, frame columns): each of `sessions` stepped in
     a call of its own against one call for all, per tick. What one call per session would cost a
     bridge that does not batch, fixed post-processing cost included."""
-    engine = Engine.load(ROOT / "engines" / "dance_lstm.manifest.json")
+    engine = load_engine(ROOT / "engines" / "dance_lstm.manifest.json")
     pipeline = MotionPipeline(engine)
     states = [pipeline.open_session({}) for _ in range(sessions)]
     ids = [f"{i:016x}" for i in range(sessions)]

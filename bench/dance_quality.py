@@ -8,8 +8,8 @@ Bailando's Beat Align Score against the songs' beats (after a 4 s warm-up), foot
 (m/s³), PFC, and diversity across songs.
 
 Music, three held-out blocks, each with its own table:
-- four synthetic songs (`bridge.media.songs`, seeds ≥ 9000, which training never draws; known beats);
-- real instruments: five songs we compose as MIDI (`bridge.media.midi_songs`: GM drum kit, bass,
+- four synthetic songs (`training.songs.synthetic`, seeds ≥ 9000, which training never draws; known beats);
+- real instruments: five songs we compose as MIDI (`training.songs.midi`: GM drum kit, bass,
   chords or lead; hip hop, waltz in 3/4, house, triplet swing, punk; 76-176 BPM) played by Debian's
   `fluidsynth` with `fluid-soundfont-gm`; the beats are the MIDI grid, known exactly. Skipped,
   saying so, without fluidsynth or the sound font;
@@ -43,8 +43,17 @@ import numpy.typing as npt
 import torch
 from scipy.ndimage import gaussian_filter1d
 
-from bridge.choreography.choreographer import choreograph
-from bridge.choreography.metrics import (
+from bridge.audio.music_features import MusicFeatureStream
+from bridge.backends import load_engine
+from bridge.clients.outputs.bvh import CM_PER_M, bvh_text
+from bridge.clients.outputs.session import DEFAULT_BODY_RIG
+from bridge.clients.outputs.video import write_contact_sheet, write_dance_video
+from bridge.models.motion import AIST_STYLES, DanceLSTM, build_dance_lstm
+from bridge.motion.choreographer import choreograph
+from bridge.rig.rotations import axis_angle_to_quat
+from bridge.runtime.engine import Engine
+from bridge.runtime.manifest import FOOT_PLANT
+from training.dance.metrics import (
     beat_align_score,
     diversity,
     foot_skating,
@@ -53,19 +62,11 @@ from bridge.choreography.metrics import (
     pfc,
     planted,
 )
-from bridge.choreography.train import served_rows
-from bridge.media.midi_songs import fluidsynth_available, midi_song
-from bridge.media.recordings import BENCH as BENCH_RECORDINGS
-from bridge.media.recordings import Recording
-from bridge.media.songs import synthesize_song
-from bridge.models.motion import AIST_STYLES, DanceLSTM, build_dance_lstm
-from bridge.outputs.bvh import CM_PER_M, bvh_text
-from bridge.outputs.session import DEFAULT_BODY_RIG
-from bridge.outputs.video import write_contact_sheet, write_dance_video
-from bridge.pipelines.music_features import MusicFeatureStream
-from bridge.rig.rotations import axis_angle_to_quat
-from bridge.runtime.engine import Engine
-from bridge.runtime.manifest import FOOT_PLANT
+from training.dance.train import served_rows
+from training.songs.midi import fluidsynth_available, midi_song
+from training.songs.recordings import BENCH as BENCH_RECORDINGS
+from training.songs.recordings import Recording
+from training.songs.synthetic import synthesize_song
 
 WARMUP = 240
 SONGS = ((97.0, 9001, 5), (143.0, 9002, 2), (78.0, 9003, 8), (172.0, 9004, 0))
@@ -312,14 +313,14 @@ def main() -> None:
         help="which music blocks to run (default all)",
     )
     a = ap.parse_args()
-    engine = Engine.load(ENGINES / "dance_lstm.manifest.json", warmup=False)
+    engine = load_engine(ENGINES / "dance_lstm.manifest.json", warmup=False)
     if a.video is not None:
         for path in write_pictures(a.video, served_dancer(engine)):
             print(f"wrote {path} ({path.stat().st_size / 1e3:.0f} kB)")
         return
     dancers: dict[str, Dancer] = {"student": served_dancer(engine)}
     if a.student is not None:
-        from bridge.choreography.export import load_trained
+        from training.dance.export import load_trained
 
         dancers["student (torch)"] = torch_dancer(load_trained(a.student)[0], plant=True)  # as served
     dancers["untrained LSTM"] = torch_dancer(build_dance_lstm())

@@ -30,11 +30,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.append(str(ROOT))  # tests.face_photos; appended so a `--before` tree's bridge/ comes first
 
-from bridge.harness.run import write_bench_json  # noqa: E402
+from bridge.backends import load_engine  # noqa: E402
+from bridge.clients.harness.run import write_bench_json  # noqa: E402
 from bridge.models.mediapipe.convert import SERVED_NAME, ensure_converted  # noqa: E402
 from bridge.models.mediapipe.locate import locate  # noqa: E402
 from bridge.pipelines.face_tracking import FaceTrackingPipeline  # noqa: E402
-from bridge.runtime.engine import Engine  # noqa: E402
 from tests import face_photos as fp  # noqa: E402
 
 MAX_MAE = 0.02  # the target per face (issue 45)
@@ -62,7 +62,7 @@ def random_groups(count: int, seed: int) -> dict[str, fp.Image]:
 def measure(layouts: int, seed: int) -> dict[str, Any]:
     """This tree's bridge against MediaPipe: per named photo, and the random layouts' totals."""
     bundle = locate()
-    pipeline = FaceTrackingPipeline(Engine.load(ensure_converted(bundle) / f"{SERVED_NAME}.onnx"))
+    pipeline = FaceTrackingPipeline(load_engine(ensure_converted(bundle) / f"{SERVED_NAME}.onnx"))
     oracle = fp.MediaPipeFaces(bundle.path)
 
     def compare(image: fp.Image) -> dict[str, Any]:
@@ -87,7 +87,7 @@ def measure(layouts: int, seed: int) -> dict[str, Any]:
     oracle.close()
     paired = [f for r in swept for f in r["faces"] if f["found"]]
     return {
-        "geometry": str(Path(sys.modules["bridge.pipelines.face_tracking_geometry"].__file__ or "")),
+        "geometry": str(Path(sys.modules["bridge.vision.face_geometry"].__file__ or "")),
         "photos": photos,
         "layouts": {
             "count": layouts,

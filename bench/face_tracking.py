@@ -36,13 +36,13 @@ from typing import Any
 
 import numpy as np
 
-from bridge.harness.run import percentile, write_bench_json
+from bridge.backends import load_engine
+from bridge.clients.harness.run import percentile, write_bench_json
 from bridge.media.face_video import FaceVideo
 from bridge.models.mediapipe.convert import SERVED_NAME, ensure_converted
 from bridge.models.mediapipe.locate import locate
 from bridge.pipelines.face_tracking import FaceTrackingPipeline
 from bridge.protocol.requests import ImageInput
-from bridge.runtime.engine import Engine
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -71,7 +71,7 @@ def main() -> int:
     from mediapipe.tasks.python import BaseOptions, vision
 
     bundle = locate()
-    pipeline = FaceTrackingPipeline(Engine.load(ensure_converted(bundle) / f"{SERVED_NAME}.onnx"))
+    pipeline = FaceTrackingPipeline(load_engine(ensure_converted(bundle) / f"{SERVED_NAME}.onnx"))
     state = pipeline.open_session({})
     landmarker = vision.FaceLandmarker.create_from_options(
         vision.FaceLandmarkerOptions(
@@ -138,7 +138,7 @@ def many_sessions(args: argparse.Namespace) -> int:
             raise SystemExit("--max-batch sets the torch backend's batch tiers")
         top = args.max_batch
         options["batch_tiers"] = sorted({1 << i for i in range(top.bit_length()) if 1 << i <= top} | {top})
-    engine = Engine.load(ensure_converted(bundle) / f"{SERVED_NAME}.onnx", backend=args.backend, **options)
+    engine = load_engine(ensure_converted(bundle) / f"{SERVED_NAME}.onnx", backend=args.backend, **options)
     pipeline = FaceTrackingPipeline(engine)
     n = args.sessions
     states = [pipeline.open_session({}) for _ in range(n)]

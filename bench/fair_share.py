@@ -28,7 +28,7 @@ import zmq
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bridge.harness.client import BridgeClient  # noqa: E402
+from bridge.clients.harness.client import BridgeClient  # noqa: E402
 from bridge.protocol import pack, unpack_map  # noqa: E402
 from tests.bystander import Bystander  # noqa: E402
 
@@ -39,7 +39,7 @@ PCM = (np.random.default_rng(40).standard_normal(RATE * 8) * 3000).astype("<i2")
 def serve(root: Path, ports: Path) -> subprocess.Popen[bytes]:
     args = ["--request-port", "0", "--frames-port", "0", "--ports-file", str(ports), "--no-face-tracking"]
     return subprocess.Popen(
-        [sys.executable, "-m", "bridge.cli.main", "serve", *args, "--idle-timeout", "10"],
+        [sys.executable, "-m", "bridge", "serve", *args, "--idle-timeout", "10"],
         cwd=root,
         stderr=subprocess.DEVNULL,
         env={**os.environ, "PYTHONPATH": str(root)},

@@ -1,7 +1,7 @@
 """Cost of the served foot planting: `python bench/foot_plant.py [--sessions 16 1024] [--json OUT]`.
 
 Times `MotionPost.step` (guard, joint limits, quaternions, no low-pass) with and without the
-`foot_plant` stage (bridge.rig.foot_plant.FootPlanter) over one batch of sessions dancing four moves
+`foot_plant` stage (bridge.motion.foot_plant.FootPlanter) over one batch of sessions dancing four moves
 (step-touch, kick, shuffle, bounce) at random phases, and prints the difference per call and per
 row: the best of 5 runs of 120 frames (40 at 1000+ sessions). A timing benchmark: run it under
 `flock /tmp/bench.lock nice`; docs/benchmarks.md's figures: `--json bench/results/dance_foot_plant.json`.
@@ -17,9 +17,9 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from bridge.choreography.moves import MOVES
-from bridge.pipelines.motion_post import MotionPost
-from bridge.pipelines.output_guard import GuardStats
+from bridge.filters.output_guard import GuardStats
+from bridge.motion.moves import MOVES
+from bridge.motion.post import MotionPost
 
 
 def poses(sessions: int, frames: int) -> npt.NDArray[np.float32]:

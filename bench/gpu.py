@@ -1,10 +1,10 @@
 """GPU benchmark: a real `avatar-bridge serve --workers N` on one GPU, driven from other processes.
 
-    avatar-bridge bench [--quick] [--seconds 5] [--warmup 1] [--only motion|face] [--workers 4]
+    python bench/gpu.py [--quick] [--seconds 5] [--warmup 1] [--only motion|face] [--workers 4]
                         [--generators 4] [--mps] [--out bench/results/gpu.json]
 
-What runs is what `serve` runs: the bridge is its own process tree (bridge.harness.process: the
-front end, bridge.serving.front_end, and N worker processes on the torch backend, FP16, CUDA graphs per
+What runs is what `serve` runs: the bridge is its own process tree (bridge.clients.harness.process: the
+front end, bridge.serving.cluster.front_end, and N worker processes on the torch backend, FP16, CUDA graphs per
 batch tier, device state slots), fed over loopback ZeroMQ by load-generator processes
 (bench/load_generator.py), so request decoding, the front end's routing, each worker's I/O thread,
 scheduling, pre- and post-processing, publishing and the frames forwarder are all inside the
@@ -53,9 +53,21 @@ from typing import Any
 
 import numpy as np
 import torch
-
 from bridge.cli.bench import add_arguments
-from bridge.harness.host_cpu import (
+
+from bridge.backends import load_engine
+from bridge.backends.torch.modules import reference_module
+from bridge.clients.harness.process import BridgeProcess
+from bridge.clients.harness.run import cpu_model, percentile, write_bench_json
+from bridge.media.face_video import FaceVideo
+from bridge.models.mediapipe.convert import SERVED_NAME, ensure_converted
+from bridge.models.mediapipe.locate import locate
+from bridge.pipelines.face_tracking import FaceTrackingPipeline
+from bridge.pipelines.motion import FEATURE_COLS
+from bridge.protocol.requests import ImageInput
+from bridge.runtime.manifest import ModelManifest, Profile, load_manifest
+from training.export import export_emoca_size
+from training.probes.host_cpu import (
     CpuSampler,
     available_cpus,
     bridge_roles,
@@ -64,18 +76,6 @@ from bridge.harness.host_cpu import (
     pin,
     thread_times,
 )
-from bridge.harness.process import BridgeProcess
-from bridge.harness.run import cpu_model, percentile, write_bench_json
-from bridge.media.face_video import FaceVideo
-from bridge.models.export import export_emoca_size
-from bridge.models.mediapipe.convert import SERVED_NAME, ensure_converted
-from bridge.models.mediapipe.locate import locate
-from bridge.pipelines.face_tracking import FaceTrackingPipeline
-from bridge.pipelines.motion import FEATURE_COLS
-from bridge.protocol.requests import ImageInput
-from bridge.runtime.engine import Engine
-from bridge.runtime.manifest import ModelManifest, Profile, load_manifest
-from bridge.runtime.torch.modules import reference_module
 
 ROOT = Path(__file__).resolve().parents[1]
 GENERATOR = Path(__file__).with_name("load_generator.py")
@@ -176,7 +176,7 @@ def baseline_tracking(
     JPEG decode). ms per session-frame, after 10 warm-up ticks. A CPU smoke run (--device cpu) runs
     ONNX Runtime: the torch backend's converted graphs take seconds a frame on a CPU."""
     onnx = ensure_converted(locate()) / f"{SERVED_NAME}.onnx"
-    engine = Engine.load(onnx, backend="torch") if device.type == "cuda" else Engine.load(onnx)
+    engine = load_engine(onnx, backend="torch") if device.type == "cuda" else load_engine(onnx)
     pipeline = FaceTrackingPipeline(engine)
     states = [pipeline.open_session({}) for _ in range(sessions)]
     width, height = (int(x) for x in frame_size.split("x"))
@@ -698,7 +698,7 @@ def run(args: argparse.Namespace) -> int:
     )
     if not device.type:
         print(
-            "avatar-bridge bench needs a CUDA GPU (torch sees none; --device cpu for a smoke run)",
+            "python bench/gpu.py needs a CUDA GPU (torch sees none; --device cpu for a smoke run)",
             file=sys.stderr,
         )
         return 2
@@ -776,7 +776,7 @@ def save(
         "host": f"{platform.machine()}, {os.cpu_count()} CPU cores, Python {platform.python_version()}",
         "torch": torch.__version__,
         "cuda": torch.version.cuda,
-        "command": "avatar-bridge bench " + " ".join(sys.argv[1:]),
+        "command": "python bench/gpu.py " + " ".join(sys.argv[1:]),
         "what_runs": "avatar-bridge serve --workers N (front end + worker processes), torch backend, "
         "float16, CUDA graphs per batch tier, device state slots; load generators in other processes",
         "mps": mps or "on",

@@ -20,9 +20,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from core import music_feature_rows  # noqa: E402
 
-from bridge.harness.client import BridgeClient  # noqa: E402
-from bridge.harness.process import BridgeProcess  # noqa: E402
-from bridge.harness.run import run_harness, write_bench_json  # noqa: E402
+from bridge.clients.harness.client import BridgeClient  # noqa: E402
+from bridge.clients.harness.process import BridgeProcess  # noqa: E402
+from bridge.clients.harness.run import run_harness, write_bench_json  # noqa: E402
 
 
 def scenario(port: int, sessions: int, seconds: float, multiplex: bool) -> dict[str, object]:

@@ -41,7 +41,7 @@ import numpy.typing as npt
 import zmq
 
 from bridge.media.face_video import FaceVideo
-from bridge.pipelines.face import CROP_SIZE
+from bridge.pipelines.face_flame import CROP_SIZE
 from bridge.protocol.batch_frames import BATCH_GROUP_OPTION, batch_topic, decode_batch
 from bridge.protocol.codec import pack, unpack_map
 from bridge.protocol.frames import frame_topic

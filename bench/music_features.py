@@ -7,7 +7,7 @@ it); per tick the features of every session are computed, in three ways, all in 
   motion pipeline does), tempo re-estimated every TEMPO_EVERY frames;
 - ``one_by_one``: the same code stepped one session at a time (each stream its own batch of one,
   ``push`` per session), tempo re-estimated every frame: the computation as it was organised before;
-- ``previous``: the implementation this replaced (bridge/pipelines/music_features.py at
+- ``previous``: the implementation this replaced (bridge/audio/music_features.py at
   PREVIOUS_REV, read from git: hand-written resampler, per-session state, tempo every frame), when
   the checkout has the git history.
 
@@ -33,9 +33,9 @@ from typing import Any
 
 import numpy as np
 
-from bridge.harness.run import write_bench_json
+from bridge.audio.music_features import TEMPO_EVERY, MusicFeatureBatch, MusicFeatureStream
+from bridge.clients.harness.run import write_bench_json
 from bridge.media.music import synthesize_music
-from bridge.pipelines.music_features import TEMPO_EVERY, MusicFeatureBatch, MusicFeatureStream
 
 ROOT = Path(__file__).resolve().parents[1]
 PREVIOUS_REV = "ea2d5f4"  # the last commit with the one-session-at-a-time implementation
@@ -52,7 +52,7 @@ def previous_module(rev: str) -> types.ModuleType | None:
     """The music-feature module at `rev`, from git; None without the history."""
     try:
         source = subprocess.run(
-            ["git", "-C", str(ROOT), "show", f"{rev}:bridge/pipelines/music_features.py"],
+            ["git", "-C", str(ROOT), "show", f"{rev}:bridge/audio/music_features.py"],
             capture_output=True,
             check=True,
             text=True,
@@ -61,7 +61,7 @@ def previous_module(rev: str) -> types.ModuleType | None:
         return None
     module = types.ModuleType("music_features_previous")
     sys.modules[module.__name__] = module  # its dataclasses look their module up
-    exec(compile(source, f"{rev}:bridge/pipelines/music_features.py", "exec"), module.__dict__)
+    exec(compile(source, f"{rev}:bridge/audio/music_features.py", "exec"), module.__dict__)
     return module
 
 

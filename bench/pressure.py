@@ -41,8 +41,8 @@ from prometheus_client.parser import text_string_to_metric_families
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # tests.bystander: the same bystander the tests use
 
-from bridge.harness.client import RESUME_AFTER_S, BridgeClient  # noqa: E402
-from bridge.harness.process import BridgeProcess  # noqa: E402
+from bridge.clients.harness.client import RESUME_AFTER_S, BridgeClient  # noqa: E402
+from bridge.clients.harness.process import BridgeProcess  # noqa: E402
 from bridge.protocol import decode_frame, pack, unpack_map  # noqa: E402
 from tests.bystander import Bystander, BystanderReport  # noqa: E402
 

@@ -26,11 +26,11 @@ import numpy as np
 import zmq
 from prometheus_client.parser import text_string_to_metric_families
 
-from bridge.harness.client import BridgeClient
-from bridge.harness.process import BridgeProcess
-from bridge.harness.run import SessionTrack, percentile
-from bridge.harness.sources import audio_chunks, face_frames
-from bridge.pipelines.music_features import MusicFeatureStream
+from bridge.audio.music_features import MusicFeatureStream
+from bridge.clients.harness.client import BridgeClient
+from bridge.clients.harness.process import BridgeProcess
+from bridge.clients.harness.run import SessionTrack, percentile
+from bridge.clients.harness.sources import audio_chunks, face_frames
 
 ROOT = Path(__file__).resolve().parents[1]
 MOTION_FPS = 60.0

@@ -22,9 +22,9 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from bridge.harness.client import BridgeClient
-from bridge.harness.process import BridgeProcess
-from bridge.harness.run import percentile, write_bench_json
+from bridge.clients.harness.client import BridgeClient
+from bridge.clients.harness.process import BridgeProcess
+from bridge.clients.harness.run import percentile, write_bench_json
 from bridge.media.face_video import FaceVideo
 
 ROOT = Path(__file__).resolve().parents[1]

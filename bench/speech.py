@@ -21,17 +21,17 @@ from typing import Any
 
 import numpy as np
 
-from bridge.harness.run import write_bench_json
+from bridge.backends import load_engine
+from bridge.clients.harness.run import write_bench_json
 from bridge.pipelines.base import Step
 from bridge.pipelines.speech import SpeechPipeline, SpeechState
 from bridge.protocol.frames import FaceFrame, decode_frame
 from bridge.protocol.requests import AudioInput
 from bridge.rig.arkit import ARKIT_INDEX
-from bridge.runtime.engine import Engine
 from bridge.runtime.manifest import load_manifest
-from bridge.speech import scoring
 from bridge.speech.corpus import calibration_clip, sentences, speak, voices
 from bridge.speech.espeak import viseme_track
+from training.speech import scoring
 
 ROOT = Path(__file__).resolve().parents[1]
 JAW = ARKIT_INDEX["JawOpen"]
@@ -148,7 +148,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "speech-cpu.json")
     args = parser.parse_args()
-    engine = Engine.load(load_manifest(ROOT / "engines" / "speech_visemes.manifest.json"), intra_op_threads=1)
+    engine = load_engine(load_manifest(ROOT / "engines" / "speech_visemes.manifest.json"), intra_op_threads=1)
     pipeline = SpeechPipeline(engine)
     acc = accuracy_run(pipeline)
     cost = cost_run(pipeline)

@@ -1,6 +1,6 @@
 """Triton benchmark on the CPU default: `serve --backend triton` against the local ONNX Runtime backend.
 
-In one run: a local Triton (bridge.runtime.triton.local_server: the nvidia-pytriton wheel's server, the
+In one run: a local Triton (training.tools.triton_local: the nvidia-pytriton wheel's server, the
 Python backend running ONNX Runtime) hosting the dance model; then for each backend a `serve` process
 and 16 motion sessions at 60 FPS from the harness. Per backend: frames lost, end-to-end latency
 p50/p99 and the engine time each frame reports (for Triton: the whole gRPC round trip); and the engine
@@ -18,13 +18,13 @@ from pathlib import Path
 
 import numpy as np
 
-from bridge.harness.client import BridgeClient
-from bridge.harness.process import BridgeProcess
-from bridge.harness.run import percentile, run_harness, write_bench_json
-from bridge.runtime.backend import create_backend
+from bridge.backends import create_backend
+from bridge.backends.triton.repository import write_repository
+from bridge.clients.harness.client import BridgeClient
+from bridge.clients.harness.process import BridgeProcess
+from bridge.clients.harness.run import percentile, run_harness, write_bench_json
 from bridge.runtime.manifest import load_manifest
-from bridge.runtime.triton.local_server import LocalTriton
-from bridge.runtime.triton.repository import write_repository
+from training.tools.triton_local import LocalTriton
 
 ROOT = Path(__file__).resolve().parents[1]
 MANIFEST = ROOT / "engines" / "dance_lstm.manifest.json"

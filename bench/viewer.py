@@ -29,16 +29,16 @@ from typing import Any
 
 import numpy as np
 
-from bridge.harness.client import BridgeClient
-from bridge.harness.run import write_bench_json
+from bridge.clients.harness.client import BridgeClient
+from bridge.clients.harness.run import write_bench_json
+from bridge.clients.viewer.avatar import ensure_default_avatar
+from bridge.clients.viewer.browser import CHROMIUM, launch_args
+from bridge.clients.viewer.process import ViewerProcess
+from bridge.clients.viewer.server import ViewerConfig
+from bridge.clients.viewer.vrm_check import load_avatar
 from bridge.paths import default_engines_dir
 from bridge.serving.server import Bridge, ServeConfig
 from bridge.transport.zmq_sockets import TransportConfig
-from bridge.viewer.avatar import ensure_default_avatar
-from bridge.viewer.browser import CHROMIUM, launch_args
-from bridge.viewer.process import ViewerProcess
-from bridge.viewer.server import ViewerConfig
-from bridge.viewer.vrm_check import load_avatar
 
 ROOT = Path(__file__).resolve().parents[1]
 FEATURE_COLS = 35

@@ -46,10 +46,10 @@ if [[ $dev == 1 ]] && command -v apt-get >/dev/null; then
 fi
 
 # The live viewer's page (viewer/: three.js, @pixiv/three-vrm, esbuild from the lockfile) bundled into
-# bridge/viewer/static/, where node exists; rebuilt only when its sources are newer than the bundle.
+# bridge/clients/viewer/static/, where node exists; rebuilt only when its sources are newer than the bundle.
 # Without node the viewer says how to build it (a wheel carries the built page: pip users need no node).
 build_viewer() {
-    local bundle=bridge/viewer/static/viewer.js
+    local bundle=bridge/clients/viewer/static/viewer.js
     if [[ -f $bundle && -z $(find viewer/src viewer/index.html viewer/build.mjs viewer/package-lock.json -newer "$bundle" 2>/dev/null) ]]; then
         return 0
     fi
@@ -105,6 +105,6 @@ if [[ $dev == 1 ]]; then
     "$PY" -m pip install -q --no-deps --upgrade --target "$VENV/mediapipe-0.10.21-oracle" -r constraints-mediapipe-oracle.txt
 fi
 echo "== compiling the motion post-processing kernels (numba, cached in the source tree's __pycache__)"
-"$PY" -c "from bridge.pipelines.motion_post import compile_all; compile_all()"
+"$PY" -c "from bridge.motion.post import compile_all; compile_all()"
 stamp_of "$mode" >"$VENV/.avatar-bridge-$mode"
 echo "== installed: $VENV/bin/avatar-bridge"

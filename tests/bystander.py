@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from bridge.harness.client import BridgeClient
+from bridge.clients.harness.client import BridgeClient
 
 _ROW = np.random.default_rng(11).standard_normal((1, 35)).astype(np.float32)
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bridge.harness.client import BridgeClient
+from bridge.clients.harness.client import BridgeClient
 from bridge.serving.server import Bridge, ServeConfig
 from bridge.transport.zmq_sockets import TransportConfig
 from tests.loopback_guard import loopback_only, no_traffic_left_loopback  # noqa: F401  (autouse: loopback only)

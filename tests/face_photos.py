@@ -22,8 +22,8 @@ import cv2
 import numpy as np
 import numpy.typing as npt
 
-from bridge.pipelines import face_tracking_geometry as geo
 from bridge.pipelines.face_tracking import FaceTrackingPipeline
+from bridge.vision import face_geometry as geo
 
 Image = npt.NDArray[np.uint8]
 F64 = npt.NDArray[np.float64]

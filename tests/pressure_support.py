@@ -10,7 +10,7 @@ from typing import Any
 
 import zmq
 
-from bridge.harness.client import BridgeClient
+from bridge.clients.harness.client import BridgeClient
 from bridge.protocol import pack, unpack_map
 from bridge.protocol.requests import MAX_INPUT_ITEMS
 

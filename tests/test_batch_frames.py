@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 import zmq
 
-from bridge.harness.client import BridgeClient, ReceivedFrame
-from bridge.harness.run import run_harness
+from bridge.backends import load_engine
+from bridge.clients.harness.client import BridgeClient, ReceivedFrame
+from bridge.clients.harness.run import run_harness
 from bridge.pipelines.motion import MotionPipeline
 from bridge.protocol.batch_frames import (
     ColumnFrames,
@@ -24,7 +25,6 @@ from bridge.protocol.batch_frames import (
 from bridge.protocol.codec import ProtocolError
 from bridge.protocol.frames import MotionFrame, decode_frame
 from bridge.protocol.requests import FeaturesInput
-from bridge.runtime.engine import Engine
 from bridge.serving.publisher import INLINE_FRAMES
 from bridge.serving.scheduler import Scheduler
 from bridge.serving.server import Bridge
@@ -236,7 +236,7 @@ def test_a_slow_batch_subscriber_loses_only_its_own_frames() -> None:
 def test_a_full_publish_queue_waits_for_motion_and_drops_whole_calls_of_droppable_pipelines(
     droppable: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    engine = Engine.load(ENGINES / "dance_lstm.manifest.json")
+    engine = load_engine(ENGINES / "dance_lstm.manifest.json")
     pipeline = MotionPipeline(engine)
     got: dict[str, list[int]] = defaultdict(list)
 

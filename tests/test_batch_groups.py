@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 import zmq
 
-from bridge.harness.client import BridgeClient, BridgeError
-from bridge.harness.run import run_harness
+from bridge.clients.harness.client import BridgeClient, BridgeError
+from bridge.clients.harness.run import run_harness
 from bridge.protocol.batch_frames import (
     ColumnFrames,
     MotionBatch,

@@ -9,18 +9,18 @@ from typing import Any, cast
 import numpy as np
 import pytest
 
+from bridge.backends import load_engine
 from bridge.filters.low_pass import smoothing_factor, time_constant
+from bridge.filters.output_guard import GuardStats
+from bridge.motion.post import BatchPost, MotionPost
 from bridge.pipelines.base import BatchResult, Step
-from bridge.pipelines.face import FacePipeline, FaceState
+from bridge.pipelines.face_flame import FacePipeline, FaceState
 from bridge.pipelines.motion import OFFLINE_MAX_STEPS, MotionPipeline, MotionState, smoothing_cutoff_hz
-from bridge.pipelines.motion_post import BatchPost, MotionPost
-from bridge.pipelines.output_guard import GuardStats
 from bridge.protocol.frames import FaceFrame, MotionFrame, decode_frame
 from bridge.protocol.motion_frames import encode_motion_frames
 from bridge.protocol.requests import FeaturesInput
 from bridge.rig import flame
 from bridge.rig.rotations import axis_angle_to_quat
-from bridge.runtime.engine import Engine
 from tests.oracles.frames import encode_motion_frame
 from tests.oracles.low_pass import QuatLowPass, VectorLowPass
 from tests.oracles.motion_guard import MotionOutputGuard
@@ -35,7 +35,7 @@ def motion(request: pytest.FixtureRequest) -> Iterator[MotionPipeline]:
     if backend == "torch":
         pytest.importorskip("torch")
     options = {"device_post": True} if post else {}
-    engine = Engine.load(ENGINES / "dance_lstm.manifest.json", backend=backend, **options)
+    engine = load_engine(ENGINES / "dance_lstm.manifest.json", backend=backend, **options)
     yield MotionPipeline(engine)
     engine.close()
 
@@ -130,7 +130,7 @@ def test_batched_post_processing_equals_per_session_filters(where: str) -> None:
     post: BatchPost = MotionPost(stats, dt)
     if where == "torch":
         torch = pytest.importorskip("torch")
-        from bridge.pipelines.motion_post_torch import DeviceMotionPost
+        from bridge.motion.post_torch import DeviceMotionPost
 
         post = DeviceMotionPost(stats, dt, torch.device("cpu"))
     post.prepare(n, np.arange(n))
@@ -199,7 +199,7 @@ def test_batched_face_equals_each_session_alone(backend: str) -> None:
     """Face rows come back to the session they came from (no face: no row, the others unmoved)."""
     if backend == "torch":
         pytest.importorskip("torch")
-    engine = Engine.load(ENGINES / "face_expression_small.manifest.json", backend=backend)
+    engine = load_engine(ENGINES / "face_expression_small.manifest.json", backend=backend)
     pipeline = FacePipeline(engine)
     crops = np.random.default_rng(1).integers(0, 256, (4, 224, 224, 3), dtype=np.uint8)
     payloads = [crops[0], None, crops[2], crops[3]]
@@ -217,7 +217,7 @@ def test_batched_face_post_processing_equals_each_session_alone() -> None:
     """finish_batch over a batch (guard, One-Euro filter, rotations, ARKit map as arrays) gives each
     session, bit for bit, what it gives that session alone: smoothing on and off, blendshapes on and
     off, rows without a face, bad rows held by the guard, duplicate timestamps, a hot restart."""
-    engine = Engine.load(ENGINES / "face_expression_small.manifest.json", backend="onnxruntime")
+    engine = load_engine(ENGINES / "face_expression_small.manifest.json", backend="onnxruntime")
     rng = np.random.default_rng(4)
     n = 6
     options = [{"cropped": True, "smoothing": i % 2 == 0, "blendshapes": i % 3 != 0} for i in range(n)]

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from bridge.media.songs import Song, synthesize_song
-from bridge.pipelines.music_features import HOP, MusicFeatureBatch, MusicFeatureStream
+from bridge.audio.music_features import HOP, MusicFeatureBatch, MusicFeatureStream
+from training.songs.synthetic import Song, synthesize_song
 
 FPS = 60.0
 RATE = round(FPS * HOP)  # the analysis rate: no resampler

@@ -20,13 +20,13 @@ import cv2
 import numpy as np
 import pytest
 
-from bridge.harness.process import BridgeProcess
+from bridge.clients.harness.process import BridgeProcess
 from bridge.models.mediapipe import body_locate
 from bridge.models.mediapipe.body_convert import NETWORKS, ensure_converted
-from bridge.pipelines import body_quality as q
 from bridge.pipelines.body_tracking import BodyRows, BodyTracker, BodyTrackState
 from bridge.rig import humanoid_solve as hs
 from bridge.rig.rotations import quat_to_matrix
+from training import body_quality as q
 
 from .oracles.vmc_receiver import VmcReceiver
 from .test_outputs_helpers import udp_listener, wait_for
@@ -249,8 +249,8 @@ def test_vmc_sends_every_humanoid_bone_fingers_included_within_the_datagram_limi
 ) -> None:
     """The receiver above knows no finger bones; the sender's messages for a body frame name them all, in
     bundles under the 1500-byte limit (split where needed)."""
-    from bridge.outputs.session import SessionInfo
-    from bridge.outputs.vmc import VmcOutput, pack_datagrams
+    from bridge.clients.outputs.session import SessionInfo
+    from bridge.clients.outputs.vmc import VmcOutput, pack_datagrams
     from bridge.protocol import decode_frame
     from bridge.protocol.events import FaceRig
     from bridge.protocol.frames import encode_face_frame

@@ -11,17 +11,17 @@ import pytest
 
 pytest.importorskip("tensorrt_rtx")
 
-from bridge.engine_builder.builder import BuildRequest, BuildResult, build_engine
-from bridge.engine_builder.compat import Mismatch, PlanMismatchError, check_plan, raise_on_mismatch
-from bridge.engine_builder.flavour import load_flavour
-from bridge.engine_builder.host import HostSnapshot, snapshot
-from bridge.engine_builder.plan_manifest import (
+from bridge.backends.tensorrt.builder.builder import BuildRequest, BuildResult, build_engine
+from bridge.backends.tensorrt.builder.compat import Mismatch, PlanMismatchError, check_plan, raise_on_mismatch
+from bridge.backends.tensorrt.builder.flavour import load_flavour
+from bridge.backends.tensorrt.builder.host import HostSnapshot, snapshot
+from bridge.backends.tensorrt.builder.plan_manifest import (
     BuildHost,
     PlanManifest,
     PlanManifestError,
     plan_manifest_path,
 )
-from bridge.engine_builder.rebuild import checked_plan
+from bridge.backends.tensorrt.builder.rebuild import checked_plan
 from bridge.runtime.cuda import CudaEnvironment, DeviceInfo
 
 ENGINES = Path(__file__).resolve().parents[1] / "engines"

@@ -10,10 +10,10 @@ import pytest
 
 pytest.importorskip("tensorrt_rtx")
 
-from bridge.engine_builder.builder import BuildRequest, build_engine
-from bridge.engine_builder.cli import main
-from bridge.engine_builder.doctor import diagnose
-from bridge.engine_builder.host import HostSnapshot
+from bridge.backends.tensorrt.builder.builder import BuildRequest, build_engine
+from bridge.backends.tensorrt.builder.doctor import diagnose
+from bridge.backends.tensorrt.builder.host import HostSnapshot
+from bridge.cli.build import main
 from bridge.runtime.cuda import CudaEnvironment, DeviceInfo
 
 ENGINES = Path(__file__).resolve().parents[1] / "engines"
@@ -49,7 +49,7 @@ def test_doctor_json(engines: Path, capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_doctor_on_a_described_gpu_machine(engines: Path) -> None:
-    from bridge.engine_builder.flavour import load_flavour
+    from bridge.backends.tensorrt.builder.flavour import load_flavour
 
     version = load_flavour("rtx").version
     gpus = (
@@ -69,7 +69,7 @@ def test_doctor_on_a_described_gpu_machine(engines: Path) -> None:
 
 
 def test_doctor_render_with_gpus_and_no_tensorrt(tmp_path: Path) -> None:
-    from bridge.engine_builder.doctor import render
+    from bridge.backends.tensorrt.builder.doctor import render
 
     gpu = DeviceInfo(0, "NVIDIA H200", (9, 0), 141 << 30)
     host = HostSnapshot({}, "Linux", "x86_64", CudaEnvironment(13000, 13030, "580.159.04", (gpu,)))

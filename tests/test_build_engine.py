@@ -12,10 +12,10 @@ import pytest
 
 pytest.importorskip("tensorrt_rtx")
 
-from bridge.engine_builder.builder import BuildRequest, build_engine
-from bridge.engine_builder.cli import main, register_commands
-from bridge.engine_builder.plan_manifest import PlanManifest, plan_manifest_path
-from bridge.engine_builder.progress import PhaseBars
+from bridge.backends.tensorrt.builder.builder import BuildRequest, build_engine
+from bridge.backends.tensorrt.builder.plan_manifest import PlanManifest, plan_manifest_path
+from bridge.backends.tensorrt.builder.progress import PhaseBars
+from bridge.cli.build import main, register_commands
 
 ENGINES = Path(__file__).resolve().parents[1] / "engines"
 

@@ -10,12 +10,12 @@ from onnx import TensorProto, helper
 
 pytest.importorskip("tensorrt_rtx")
 
-from bridge.engine_builder.builder import BuildRequest, build_engine
-from bridge.engine_builder.cli import main
-from bridge.engine_builder.errors import BuildError, ProfileError
-from bridge.engine_builder.flavour import load_flavour
-from bridge.engine_builder.network import OnnxParseError
-from bridge.engine_builder.profiles import parse_profile_flag
+from bridge.backends.tensorrt.builder.builder import BuildRequest, build_engine
+from bridge.backends.tensorrt.builder.errors import BuildError, ProfileError
+from bridge.backends.tensorrt.builder.flavour import load_flavour
+from bridge.backends.tensorrt.builder.network import OnnxParseError
+from bridge.backends.tensorrt.builder.profiles import parse_profile_flag
+from bridge.cli.build import main
 
 ENGINES = Path(__file__).resolve().parents[1] / "engines"
 FACE = ENGINES / "face_expression_small.onnx"

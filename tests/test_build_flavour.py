@@ -15,14 +15,14 @@ from onnx import TensorProto, helper
 
 trt = pytest.importorskip("tensorrt_rtx")
 
-from bridge.engine_builder.builder import BuildRequest, _targets, build_engine  # noqa: E402
-from bridge.engine_builder.cli import main  # noqa: E402
-from bridge.engine_builder.errors import BuildError, ProfileError  # noqa: E402
-from bridge.engine_builder.flavour import Flavour, FlavourUnavailable, load_flavour  # noqa: E402
-from bridge.engine_builder.plan_manifest import BuildHost  # noqa: E402
-from bridge.engine_builder.profiles import parse_profile_flag, select_profiles  # noqa: E402
-from bridge.engine_builder.timing_cache import attach_timing_cache, save_timing_cache  # noqa: E402
-from bridge.engine_builder.trtlog import trt_logger  # noqa: E402
+from bridge.backends.tensorrt.builder.builder import BuildRequest, _targets, build_engine  # noqa: E402
+from bridge.backends.tensorrt.builder.errors import BuildError, ProfileError  # noqa: E402
+from bridge.backends.tensorrt.builder.flavour import Flavour, FlavourUnavailable, load_flavour  # noqa: E402
+from bridge.backends.tensorrt.builder.plan_manifest import BuildHost  # noqa: E402
+from bridge.backends.tensorrt.builder.profiles import parse_profile_flag, select_profiles  # noqa: E402
+from bridge.backends.tensorrt.builder.timing_cache import attach_timing_cache, save_timing_cache  # noqa: E402
+from bridge.backends.tensorrt.builder.trtlog import trt_logger  # noqa: E402
+from bridge.cli.build import main  # noqa: E402
 from bridge.runtime.manifest import load_manifest  # noqa: E402
 
 ENGINES = Path(__file__).resolve().parents[1] / "engines"
@@ -80,7 +80,7 @@ def test_auto_flavour_follows_the_environment(monkeypatch: pytest.MonkeyPatch) -
         load_flavour()
     monkeypatch.delenv("BRIDGE_TENSORRT_FLAVOUR")
     monkeypatch.setattr(
-        "bridge.engine_builder.flavour._MODULES", {"tensorrt": "no_such_trt", "tensorrt_rtx": "no_such_rtx"}
+        "bridge.backends.tensorrt.builder.flavour._MODULES", {"tensorrt": "no_such_trt", "tensorrt_rtx": "no_such_rtx"}
     )
     with pytest.raises(FlavourUnavailable, match="no TensorRT flavour is installed"):
         load_flavour()
@@ -149,7 +149,7 @@ def test_per_tier_with_flag_profiles(tmp_path: Path) -> None:
 def test_argument_edges() -> None:
     import argparse
 
-    from bridge.engine_builder.arguments import parse_compute_capability, request_from_command
+    from bridge.backends.tensorrt.builder.arguments import parse_compute_capability, request_from_command
 
     with pytest.raises(argparse.ArgumentTypeError, match="not a compute capability"):
         parse_compute_capability("sm86")
@@ -158,8 +158,8 @@ def test_argument_edges() -> None:
 
 
 def test_build_failure_carries_tensorrts_reasons(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import bridge.engine_builder.builder as builder_mod
-    from bridge.engine_builder.network import ParsedNetwork, parse_onnx
+    import bridge.backends.tensorrt.builder.builder as builder_mod
+    from bridge.backends.tensorrt.builder.network import ParsedNetwork, parse_onnx
 
     real = parse_onnx
 
@@ -187,7 +187,7 @@ def test_build_failure_carries_tensorrts_reasons(tmp_path: Path, monkeypatch: py
 def test_unfinished_bars_close() -> None:
     import io
 
-    from bridge.engine_builder.progress import PhaseBars
+    from bridge.backends.tensorrt.builder.progress import PhaseBars
 
     out = io.StringIO()
     bars = PhaseBars(file=out)

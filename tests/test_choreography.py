@@ -5,10 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bridge.choreography.choreographer import Choreographer, choreograph
-from bridge.choreography.metrics import beat_align_score, joints_of, kinematic_beats
-from bridge.media.songs import synthesize_song
-from bridge.pipelines.music_features import MusicFeatureStream
+from bridge.audio.music_features import MusicFeatureStream
+from bridge.backends import load_engine
+from bridge.motion.choreographer import Choreographer, choreograph
+from training.dance.metrics import beat_align_score, joints_of, kinematic_beats
+from training.songs.synthetic import synthesize_song
 
 FPS = 60
 
@@ -55,11 +56,10 @@ def test_style_changes_the_move_set() -> None:
 def test_served_as_a_backend_behind_the_dance_manifest() -> None:
     from pathlib import Path
 
-    from bridge.runtime.engine import Engine
 
     manifest = Path(__file__).resolve().parents[1] / "engines" / "dance_lstm.manifest.json"
     rows, _, _ = _rows(12.0, 120.0, seed=7)
-    with Engine.load(manifest, backend="choreographer", warmup=False) as engine:
+    with load_engine(manifest, backend="choreographer", warmup=False) as engine:
         state = engine.initial_state(1)
         poses = []
         for i in range(0, len(rows), 60):  # chunked calls continue from the state rows

@@ -8,15 +8,15 @@ import sys
 import urllib.request
 from pathlib import Path
 
-from bridge.harness.client import BridgeClient
-from bridge.harness.process import BridgeProcess
+from bridge.clients.harness.client import BridgeClient
+from bridge.clients.harness.process import BridgeProcess
 
 REPORT_KEYS = {"frames_received", "frames_lost", "latency_ms_p50", "latency_ms_p99"}
 
 
 def avatar_bridge(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "bridge.cli.main", *args], capture_output=True, text=True, timeout=timeout
+        [sys.executable, "-m", "bridge", *args], capture_output=True, text=True, timeout=timeout
     )
 
 
@@ -90,7 +90,7 @@ def test_serve_refuses_a_folder_without_models(tmp_path: Path) -> None:
 
 def test_the_demo_counts_answered_overload_as_a_note_not_a_failure() -> None:
     from bridge.cli.demo import _worked
-    from bridge.harness.run import HarnessReport
+    from bridge.clients.harness.run import HarnessReport
 
     def report(errors: list[str], lost: int = 0) -> HarnessReport:
         return HarnessReport("motion", 1, 8.0, 60.0, 480, 474, 474, lost, 0, errors, 1, 2, 3, 0.5, 1, 59)

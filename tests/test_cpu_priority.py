@@ -1,4 +1,4 @@
-"""Camera pipelines' threads yield the CPU to the motion path (bridge.pipelines.cpu_priority)."""
+"""Camera pipelines' threads yield the CPU to the motion path (bridge.runtime.cpu_priority)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from bridge.pipelines.cpu_priority import CAMERA_NICE, yield_to_realtime
+from bridge.runtime.cpu_priority import CAMERA_NICE, yield_to_realtime
 
 
 def _nice() -> int:

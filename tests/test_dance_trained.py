@@ -9,12 +9,12 @@ from pathlib import Path
 import numpy as np
 from scipy.ndimage import gaussian_filter1d
 
-from bridge.choreography.export import WEIGHTS, export_trained, load_trained
-from bridge.choreography.metrics import beat_align_score, foot_skating, joints_of, planted
-from bridge.media.songs import synthesize_song
-from bridge.pipelines.music_features import MusicFeatureStream
-from bridge.runtime.engine import Engine
+from bridge.audio.music_features import MusicFeatureStream
+from bridge.backends import load_engine
 from bridge.runtime.manifest import ModelManifest, load_manifest
+from training.dance.export import WEIGHTS, export_trained, load_trained
+from training.dance.metrics import beat_align_score, foot_skating, joints_of, planted
+from training.songs.synthetic import synthesize_song
 
 ENGINES = Path(__file__).resolve().parents[1] / "engines"
 WARMUP = 240
@@ -25,7 +25,7 @@ def test_trained_student_beats_random_motion_on_a_held_out_song() -> None:
     rows = MusicFeatureStream(song.sample_rate, 60.0).push(song.pcm)
     beats = np.round(song.beats * 60).astype(int)
     beats = beats[(beats > WARMUP) & (beats < len(rows) - 10)] - WARMUP
-    with Engine.load(ENGINES / "dance_lstm.manifest.json", warmup=False) as engine:
+    with load_engine(ENGINES / "dance_lstm.manifest.json", warmup=False) as engine:
         assert engine.manifest.trained
         state = engine.initial_state(1)
         prev, poses = np.zeros((1, 75), np.float32), []
@@ -60,7 +60,7 @@ def test_export_reproduces_the_committed_model(tmp_path: Path) -> None:
         "pose.previous": (0.2 * rng.standard_normal((2, 75))).astype(np.float32),
         "style": np.array([1, 7]),
     }
-    with Engine.load(committed, warmup=False) as a, Engine.load(fresh, warmup=False) as b:
+    with load_engine(committed, warmup=False) as a, load_engine(fresh, warmup=False) as b:
         want, _ = a.run(inputs, a.initial_state(2))
         got, _ = b.run(inputs, b.initial_state(2))
     for role, value in want.items():

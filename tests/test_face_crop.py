@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from skimage import data
 
-from bridge.pipelines.face_crop import (
+from bridge.vision.face_crop import (
     CROP_SCALE,
     CROP_SHIFT_DOWN,
     Box,

@@ -7,10 +7,10 @@ import time
 import numpy as np
 from skimage import data
 
-from bridge.harness.client import BridgeClient
-from bridge.pipelines.face import CROP_SIZE
-from bridge.pipelines.face_crop import FaceDetector, crop_face
+from bridge.clients.harness.client import BridgeClient
+from bridge.pipelines.face_flame import CROP_SIZE
 from bridge.protocol import ErrorCode, FaceFrame
+from bridge.vision.face_crop import FaceDetector, crop_face
 
 ASTRONAUT: np.ndarray = data.astronaut()  # type: ignore[no-untyped-call]
 

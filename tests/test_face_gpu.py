@@ -1,5 +1,5 @@
 """The face tracker's batched torch geometry (bridge.vision.face_gpu) against the CPU path's
-(bridge.pipelines.face_tracking_geometry), with torch on the CPU: the same crops, detector inputs and
+(bridge.vision.face_geometry), with torch on the CPU: the same crops, detector inputs and
 projected landmarks for faces of the demo's clip, rolled and cut by the frame's edge."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from bridge.media.face_video import FaceVideo  # noqa: E402
-from bridge.pipelines import face_tracking_geometry as geo  # noqa: E402
+from bridge.vision import face_geometry as geo  # noqa: E402
 from bridge.vision.face_gpu import crop_batch, letterbox_batch, project_batch  # noqa: E402
 
 

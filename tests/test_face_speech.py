@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from bridge.harness.client import BridgeClient, BridgeError
+from bridge.backends import load_engine
+from bridge.clients.harness.client import BridgeClient, BridgeError
 from bridge.models.mediapipe import locate as loc
 from bridge.models.mediapipe.convert import SERVED_NAME, ensure_converted
 from bridge.pipelines.base import Step
@@ -28,7 +29,6 @@ from bridge.protocol import FaceFrame, decode_frame
 from bridge.protocol.errors import ErrorCode
 from bridge.protocol.requests import AudioInput, ImageInput, Input
 from bridge.rig.arkit import ARKIT_INDEX
-from bridge.runtime.engine import Engine
 from bridge.runtime.manifest import load_manifest
 from bridge.serving.server import Bridge
 from bridge.speech.corpus import Voice, speak
@@ -96,7 +96,7 @@ def frames_of(
 
 def reference_jaw(pcm: np.ndarray, rate: int, chunk: int) -> np.ndarray:
     """JawOpen of a plain speech session fed the same chunks (one frame each)."""
-    speech = SpeechPipeline(Engine.load(load_manifest(ENGINES / "speech_visemes.manifest.json")))
+    speech = SpeechPipeline(load_engine(load_manifest(ENGINES / "speech_visemes.manifest.json")))
     state = speech.open_session({})
     jaw = []
     for start in range(0, len(pcm) - chunk + 1, chunk):
@@ -207,8 +207,8 @@ def test_bad_audio_and_options_get_their_codes(client: BridgeClient) -> None:
 # ------------------------------------------------------------------------------ in process
 @pytest.fixture(scope="module")
 def voiced(models: Path) -> Iterator[FaceSpeechPipeline]:
-    tracker = FaceTrackingPipeline(Engine.load(models / f"{SERVED_NAME}.onnx"))
-    speech = SpeechPipeline(Engine.load(load_manifest(ENGINES / "speech_visemes.manifest.json")))
+    tracker = FaceTrackingPipeline(load_engine(models / f"{SERVED_NAME}.onnx"))
+    speech = SpeechPipeline(load_engine(load_manifest(ENGINES / "speech_visemes.manifest.json")))
     yield FaceSpeechPipeline(tracker, speech)
     for engine in (tracker.engine, tracker.detector, tracker.blendshape_engine, speech.engine):
         engine.close()
@@ -237,9 +237,9 @@ def test_a_newer_image_supersedes_a_queued_one(voiced: FaceSpeechPipeline) -> No
 
 
 def test_vmc_and_live_link_face_carry_the_mixed_channels(voiced: FaceSpeechPipeline) -> None:
-    from bridge.outputs.livelink_face import CURVES, LiveLinkFaceOutput
-    from bridge.outputs.session import SessionInfo
-    from bridge.outputs.vmc import VmcOutput
+    from bridge.clients.outputs.livelink_face import CURVES, LiveLinkFaceOutput
+    from bridge.clients.outputs.session import SessionInfo
+    from bridge.clients.outputs.vmc import VmcOutput
 
     state = voiced.open_session({"speech": True})
     u = speak(VOICE, "Ah, ah.")

@@ -19,17 +19,17 @@ import cv2
 import numpy as np
 import pytest
 
-from bridge.harness.client import BridgeClient, BridgeError
+from bridge.backends import load_engine
+from bridge.clients.harness.client import BridgeClient, BridgeError
 from bridge.media.face_video import load_face_photo
 from bridge.models.mediapipe import locate as loc
 from bridge.models.mediapipe.convert import NETWORKS, PARTS, SERVED_NAME, ensure_converted
 from bridge.pipelines.base import Step
 from bridge.pipelines.face_tracking import ARKIT_FROM_MP, FaceTrackingPipeline, TrackingState
-from bridge.pipelines.face_tracking_geometry import BLENDSHAPE_SUBSET
 from bridge.protocol import FaceFrame
 from bridge.protocol.requests import ImageInput
-from bridge.runtime.engine import Engine
 from bridge.runtime.images import rgb_planes
+from bridge.vision.face_geometry import BLENDSHAPE_SUBSET
 
 from .conftest import start_bridge, stop_bridge
 from .face_photos import rotate
@@ -52,7 +52,7 @@ def models(bundle: loc.Bundle, tmp_path_factory: pytest.TempPathFactory) -> Path
 
 @pytest.fixture(scope="module")
 def pipeline(models: Path) -> Iterator[FaceTrackingPipeline]:
-    p = FaceTrackingPipeline(Engine.load(models / f"{SERVED_NAME}.onnx"))
+    p = FaceTrackingPipeline(load_engine(models / f"{SERVED_NAME}.onnx"))
     yield p
     for engine in (p.engine, p.detector, p.blendshape_engine):
         engine.close()
@@ -131,7 +131,7 @@ def test_conversion_matches_litert_on_real_images(bundle: loc.Bundle, models: Pa
         interpreter.invoke()
         reference = [interpreter.get_tensor(d["index"]) for d in interpreter.get_output_details()]
         folder = models if net.name == SERVED_NAME else models / PARTS
-        engine = Engine.load(folder / f"{net.name}.onnx", warmup=False)
+        engine = load_engine(folder / f"{net.name}.onnx", warmup=False)
         outputs, _ = engine.run({engine.manifest.inputs[0].role: np.ascontiguousarray(onnx_in)})
         for spec, role in zip(net.outputs, net.output_roles, strict=True):
             want = reference[spec.tflite_index].reshape(1, -1).astype(np.float64)
@@ -325,7 +325,7 @@ def test_torch_backend_runs_the_converted_networks(models: Path) -> None:
     results = {}
     for backend in ("onnxruntime", "torch"):
         # No warm-up of the mesh at its largest tier: eager torch on a CPU takes tens of seconds there.
-        p = FaceTrackingPipeline(Engine.load(models / f"{SERVED_NAME}.onnx", backend=backend, warmup=False))
+        p = FaceTrackingPipeline(load_engine(models / f"{SERVED_NAME}.onnx", backend=backend, warmup=False))
         try:
             assert p.detector.backend.name == p.blendshape_engine.backend.name == backend
             state = p.open_session({"smoothing": False})

@@ -7,9 +7,9 @@ import struct
 
 import numpy as np
 
-from bridge.outputs.livelink_face import CURVES, LiveLinkFaceOutput
-from bridge.outputs.session import SessionInfo
-from bridge.outputs.vmc import VmcOutput
+from bridge.clients.outputs.livelink_face import CURVES, LiveLinkFaceOutput
+from bridge.clients.outputs.session import SessionInfo
+from bridge.clients.outputs.vmc import VmcOutput
 from bridge.protocol import FaceFrame, decode_frame
 from bridge.protocol.events import FACE_EYELID_NAMES, FaceRig
 from bridge.protocol.frames import encode_face_frame

@@ -26,7 +26,7 @@ TIMEOUT_S = 60.0
 
 def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "bridge.cli.main", *args],
+        [sys.executable, "-m", "bridge", *args],
         capture_output=True,
         text=True,
         timeout=TIMEOUT_S,
@@ -117,8 +117,8 @@ def test_numba_kernels_without_a_cache_are_announced_before_they_compile(
     subprocess with NUMBA_CACHE_DIR pointing at an empty folder), and MotionPost logs before the
     compile starts."""
     probe = (
-        "import sys; from bridge.compiled import uncached; "
-        "import bridge.pipelines.motion_post as m, bridge.rig.foot_plant as f; print(uncached(m, f))"
+        "import sys; from bridge.motion.compiled import uncached; "
+        "import bridge.motion.post as m, bridge.motion.foot_plant as f; print(uncached(m, f))"
     )
     result = subprocess.run(
         [sys.executable, "-c", probe],
@@ -129,8 +129,8 @@ def test_numba_kernels_without_a_cache_are_announced_before_they_compile(
     )
     assert result.stdout.strip() == "True", result.stderr
 
-    from bridge.pipelines import motion_post
-    from bridge.pipelines.output_guard import GuardStats
+    from bridge.filters.output_guard import GuardStats
+    from bridge.motion import post as motion_post
 
     logged_at_compile: list[int] = []  # how many records were logged when the first call ran
     monkeypatch.setattr(motion_post, "uncached", lambda *_: True)

@@ -21,8 +21,8 @@ import numpy as np
 import pytest
 import zmq
 
-from bridge.harness.client import BridgeClient
-from bridge.harness.process import BridgeProcess
+from bridge.clients.harness.client import BridgeClient
+from bridge.clients.harness.process import BridgeProcess
 from bridge.protocol import ErrorCode, pack
 from bridge.serving.server import Bridge, ServeConfig
 from bridge.transport.zmq_sockets import TransportConfig
@@ -37,7 +37,7 @@ BURST = 10_000
 STREAMING_CLIENT = """
 import sys, time
 import numpy as np
-from bridge.harness.client import BridgeClient
+from bridge.clients.harness.client import BridgeClient
 client = BridgeClient("127.0.0.1", int(sys.argv[1]), timeout_s=30)
 client.hello()
 session = client.open("motion")["session"]

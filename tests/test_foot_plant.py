@@ -1,4 +1,4 @@
-"""Served foot planting (bridge.rig.foot_plant.FootPlanter, the motion post's `foot_plant` stage): a foot
+"""Served foot planting (bridge.motion.foot_plant.FootPlanter, the motion post's `foot_plant` stage): a foot
 on the floor stays put while the model slides it (two-bone leg IK), a foot let go eases back to the
 model's without a jump, rows are independent, and the IK reaches what it can without stretching."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from bridge.choreography.moves import MOVES, base_pose
-from bridge.rig.foot_plant import DRIFT_OFF_M, FLOOR_Y, LEG_ROTATIONS, FootPlanter, leg_ik, leg_joints
+from bridge.motion.foot_plant import DRIFT_OFF_M, FLOOR_Y, LEG_ROTATIONS, FootPlanter, leg_ik, leg_joints
+from bridge.motion.moves import MOVES, base_pose
 from bridge.rig.forward_kinematics import forward_kinematics_quat
 from bridge.rig.rotations import axis_angle_to_quat
 

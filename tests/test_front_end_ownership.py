@@ -11,8 +11,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from bridge.harness.client import BridgeError
-from bridge.harness.process import BridgeProcess
+from bridge.clients.harness.client import BridgeError
+from bridge.clients.harness.process import BridgeProcess
 from bridge.protocol import ErrorCode
 
 from .bystander import Bystander, streaming_beside

@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from bridge.harness.client import BridgeClient
-from bridge.pipelines.output_guard import (
+from bridge.clients.harness.client import BridgeClient
+from bridge.filters.output_guard import (
     GROSS_ROOT_SPEED_M_S,
     MAX_ROOT_SPEED_M_S,
     RESTART_AFTER,

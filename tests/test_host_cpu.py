@@ -1,4 +1,4 @@
-"""bench/gpu.py's host readings (bridge.harness.host_cpu): the core layout, the per-second sampler and
+"""bench/gpu.py's host readings (training.probes.host_cpu): the core layout, the per-second sampler and
 the roles of a real `serve --workers 2`."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from bridge.harness.host_cpu import CpuSampler, bridge_roles, cpu_layout, pin
-from bridge.harness.process import BridgeProcess
+from bridge.clients.harness.process import BridgeProcess
+from training.probes.host_cpu import CpuSampler, bridge_roles, cpu_layout, pin
 
 linux = pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
 

@@ -52,9 +52,9 @@ def _offenders(subpackage: str, forbidden: tuple[str, ...]) -> list[str]:
 
 
 _ALL = (
-    "bridge.cli", "bridge.serving", "bridge.transport", "bridge.pipelines", "bridge.outputs",
-    "bridge.harness", "bridge.runtime", "bridge.engine_builder", "bridge.quantize", "bridge.models",
-    "bridge.rig", "bridge.filters", "bridge.media", "bridge.sources",
+    "bridge.cli", "bridge.serving", "bridge.transport", "bridge.pipelines", "bridge.clients.outputs",
+    "bridge.clients.harness", "bridge.runtime", "bridge.backends.tensorrt.builder", "bridge.backends.tensorrt.quantize", "bridge.models",
+    "bridge.rig", "bridge.filters", "bridge.media", "bridge.clients.sources",
 )  # fmt: skip
 
 
@@ -71,9 +71,9 @@ RULES: list[tuple[str, tuple[str, ...], str]] = [
             "bridge.pipelines",
             "bridge.serving",
             "bridge.transport",
-            "bridge.outputs",
+            "bridge.clients.outputs",
             "bridge.cli",
-            "bridge.harness",
+            "bridge.clients.harness",
         ),
         "a backend offers capabilities (a device, state rows); pipelines own their rules",
     ),
@@ -82,9 +82,9 @@ RULES: list[tuple[str, tuple[str, ...], str]] = [
         (
             "bridge.serving",
             "bridge.transport",
-            "bridge.outputs",
+            "bridge.clients.outputs",
             "bridge.cli",
-            "bridge.harness",
+            "bridge.clients.harness",
             "zmq",
             "socket",
         ),
@@ -103,10 +103,10 @@ RULES: list[tuple[str, tuple[str, ...], str]] = [
     ),
     (
         "sources",
-        _all_but("bridge.harness", "bridge.rig", "bridge.media"),
+        _all_but("bridge.clients.harness", "bridge.rig", "bridge.media"),
         "a live source is a client of the bridge, like the harness",
     ),
-    ("engine_builder", ("bridge.runtime.tensorrt",), "the TensorRT runtime depends on the builder, not back"),
+    ("engine_builder", ("bridge.backends.tensorrt",), "the TensorRT runtime depends on the builder, not back"),
     ("rig", _all_but(), "rig tables are facts about skeletons and faces"),
     ("filters", _all_but("bridge.rig"), "filters are maths"),
 ]

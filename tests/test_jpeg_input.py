@@ -14,7 +14,9 @@ import cv2
 import numpy as np
 import pytest
 
-from bridge.harness.client import BridgeClient
+from bridge.clients.harness.client import BridgeClient
+from bridge.clients.sources.feeder import FeederOptions, SourceFeeder
+from bridge.clients.sources.specs import SourceSpec, open_source
 from bridge.pipelines.face_tracking import FaceTrackingPipeline
 from bridge.protocol import ErrorCode, FaceFrame, decode_frame, pack
 from bridge.protocol.codec import ProtocolError
@@ -30,8 +32,6 @@ from bridge.protocol.requests import (
     decode_request,
 )
 from bridge.serving.server import Bridge
-from bridge.sources.feeder import FeederOptions, SourceFeeder
-from bridge.sources.specs import SourceSpec, open_source
 from bridge.vision import jpeg
 from bridge.vision.jpeg import decoded
 

@@ -16,13 +16,13 @@ import numpy as np
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from bridge.harness.client import BridgeClient
+from bridge.clients.harness.client import BridgeClient
 from bridge.media.face_video import FaceVideo
 from bridge.protocol import FaceFrame, MotionFrame
+from bridge.serving.cluster.workers import worker_config
 from bridge.serving.heap import GC_PAUSES, frozen_objects, time_collection
 from bridge.serving.metrics import GpuMemory, HeapCollector
 from bridge.serving.server import Bridge, ServeConfig
-from bridge.serving.workers import worker_config
 
 from .conftest import start_bridge, stop_bridge
 
@@ -215,7 +215,7 @@ def test_collections_are_timed_by_generation() -> None:
 def test_front_end_merges_worker_texts_by_family_with_a_worker_label() -> None:
     from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-    from bridge.serving.front_metrics import worker_text
+    from bridge.serving.cluster.front_metrics import worker_text
 
     texts = []
     for index in range(2):

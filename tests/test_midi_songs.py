@@ -1,4 +1,4 @@
-"""Songs on real instrument samples (bridge.media.midi_songs): the MIDI grid is the ground truth,
+"""Songs on real instrument samples (training.songs.midi): the MIDI grid is the ground truth,
 FluidSynth plays it, and the served beat tracker hears the tempo that was written."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bridge.media.midi_songs import compose, midi_song
-from bridge.pipelines.music_features import MusicFeatureStream
+from bridge.audio.music_features import MusicFeatureStream
+from training.songs.midi import compose, midi_song
 
 
 def test_the_beats_are_the_midi_grid() -> None:

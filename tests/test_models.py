@@ -14,12 +14,12 @@ onnx = pytest.importorskip("onnx")
 
 from onnx import numpy_helper  # noqa: E402
 
-from bridge.choreography.export import load_trained  # noqa: E402
-from bridge.models.export import REFERENCE_EXPORTS, SEED, export_emoca_size  # noqa: E402
+from bridge.backends import load_engine  # noqa: E402
 from bridge.models.face import DECA_LAYOUT, build_emoca_size, build_face_small  # noqa: E402
 from bridge.models.motion import build_dance_lstm  # noqa: E402
-from bridge.runtime import Engine  # noqa: E402
 from bridge.runtime.manifest import ModelManifest, find_manifests, sha256_file  # noqa: E402
+from training.dance.export import load_trained  # noqa: E402
+from training.export import REFERENCE_EXPORTS, SEED, export_emoca_size  # noqa: E402
 
 ENGINES = Path(__file__).resolve().parents[1] / "engines"
 
@@ -93,7 +93,7 @@ def test_face_onnxruntime_matches_torch() -> None:
     images = rng.random((3, 3, 224, 224), dtype=np.float32)
     with torch.no_grad():
         expected = build_face_small()(torch.from_numpy(images))
-    with Engine.load(ENGINES / "face_expression_small.onnx", warmup=False) as engine:
+    with load_engine(ENGINES / "face_expression_small.onnx", warmup=False) as engine:
         out, _ = engine.run({"image": images})
     for role, value in zip(
         ["flame.expression", "flame.jaw", "flame.head", "flame.eyelids"], expected, strict=True
@@ -114,7 +114,7 @@ def test_dance_onnxruntime_matches_torch() -> None:
         pose, h_out, c_out = load_trained()[0](
             *(torch.from_numpy(a) for a in (features, pose_prev, style, h, c))
         )
-    with Engine.load(ENGINES / "dance_lstm.onnx", warmup=False) as engine:
+    with load_engine(ENGINES / "dance_lstm.onnx", warmup=False) as engine:
         out, state = engine.run(
             {"features": features, "pose.previous": pose_prev, "style": style}, {"h_in": h, "c_in": c}
         )
@@ -152,7 +152,7 @@ def _beat_music(frames: int) -> np.ndarray:
 
 def test_untrained_dance_is_bounded_and_follows_the_music(tmp_path: Path) -> None:
     untrained = REFERENCE_EXPORTS["dance_lstm"](tmp_path, SEED)  # engines/ holds the trained one
-    with Engine.load(untrained, warmup=False) as engine:
+    with load_engine(untrained, warmup=False) as engine:
 
         def dance(features: np.ndarray) -> np.ndarray:
             """Realtime loop: T=1 steps, each output fed back as pose.previous."""
@@ -192,7 +192,7 @@ def test_emoca_layout_is_describable_with_slices(tmp_path: Path) -> None:
         params = net(torch.from_numpy(images)).numpy()
         expression = net.expression_head(net.expression_encoder(torch.from_numpy(images))).numpy()
     np.testing.assert_allclose(params[:, 150:200], expression, atol=1e-5)  # E_expression replaced exp
-    with Engine.load(manifest) as engine:
+    with load_engine(manifest) as engine:
         out, _ = engine.run({"image": images})
     np.testing.assert_allclose(out["flame.expression"], expression, atol=1e-4)
     np.testing.assert_allclose(out["flame.head"], params[:, 200:203], atol=1e-4)

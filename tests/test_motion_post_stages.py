@@ -11,20 +11,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bridge.choreography.moves import MOVES
-from bridge.media.songs import synthesize_song
-from bridge.models.export import export_dance_lstm
+from bridge.audio.music_features import MusicFeatureStream
+from bridge.backends import load_engine
+from bridge.filters.output_guard import GuardStats
+from bridge.motion.foot_plant import FLOOR_Y, feet
+from bridge.motion.moves import MOVES
+from bridge.motion.post import NEUTRAL, MotionPost
 from bridge.pipelines.motion import MotionPipeline
-from bridge.pipelines.motion_post import NEUTRAL, MotionPost
-from bridge.pipelines.music_features import MusicFeatureStream
-from bridge.pipelines.output_guard import GuardStats
 from bridge.protocol.codec import ProtocolError
 from bridge.protocol.errors import ErrorCode
 from bridge.protocol.requests import FeaturesInput
-from bridge.rig.foot_plant import FLOOR_Y, feet
 from bridge.rig.smpl import JOINT_LIMIT_ROWS
-from bridge.runtime.engine import Engine
 from bridge.runtime.manifest import ManifestError, load_manifest
+from training.export import export_dance_lstm
+from training.songs.synthetic import synthesize_song
 
 ENGINES = Path(__file__).resolve().parents[1] / "engines"
 
@@ -82,7 +82,7 @@ def test_only_a_manifest_that_asks_for_it_plants_feet(tmp_path: Path) -> None:
         (reference, "onnxruntime", False),
         (committed, "choreographer", False),  # the teacher plants its own feet
     ):
-        with Engine.load(manifest, backend=backend, warmup=False) as engine:
+        with load_engine(manifest, backend=backend, warmup=False) as engine:
             post = MotionPipeline(engine).post
             assert isinstance(post, MotionPost) and post.foot_plant is planted
     raw = _steps(4, 0.0)
@@ -109,7 +109,7 @@ def test_a_manifest_names_known_stages_of_its_task(tmp_path: Path) -> None:
 def test_device_post_leaves_foot_planting_on_the_host(caplog: pytest.LogCaptureFixture) -> None:
     pytest.importorskip("torch")
     manifest = ENGINES / "dance_lstm.manifest.json"
-    with Engine.load(manifest, backend="torch", device_post=True) as engine, caplog.at_level(logging.WARNING):
+    with load_engine(manifest, backend="torch", device_post=True) as engine, caplog.at_level(logging.WARNING):
         post = MotionPipeline(engine).post
     assert isinstance(post, MotionPost) and post.foot_plant
     assert "device_post skipped" in caplog.text and "foot_plant" in caplog.text
@@ -133,7 +133,7 @@ def test_energy_scales_the_angles_around_the_neutral_stance() -> None:
 
 
 def test_energy_is_a_validated_session_option(tmp_path: Path) -> None:
-    with Engine.load(export_dance_lstm(tmp_path), warmup=False) as engine:
+    with load_engine(export_dance_lstm(tmp_path), warmup=False) as engine:
         pipeline = MotionPipeline(engine)
         assert pipeline.open_session({"energy": 1.25}).energy == 1.25
         assert pipeline.open_session({}).energy == 1.0
@@ -149,7 +149,7 @@ def test_energy_is_a_validated_session_option(tmp_path: Path) -> None:
 
 def test_device_post_scales_energy_as_the_host_post() -> None:
     torch = pytest.importorskip("torch")
-    from bridge.pipelines.motion_post_torch import DeviceMotionPost
+    from bridge.motion.post_torch import DeviceMotionPost
 
     raw = np.stack([_steps(5, 0.1), _steps(5, 0.6)])
     energy = np.array([0.6, 1.4], np.float32)
@@ -169,7 +169,7 @@ def test_device_post_scales_energy_as_the_host_post() -> None:
 def test_offline_chunks_of_a_model_on_its_previous_pose_equal_realtime() -> None:
     song = synthesize_song(4.0, 128.0, seed=9301)
     rows = MusicFeatureStream(song.sample_rate, 60.0).push(song.pcm)[:150]
-    with Engine.load(ENGINES / "dance_lstm.manifest.json", warmup=False) as engine:
+    with load_engine(ENGINES / "dance_lstm.manifest.json", warmup=False) as engine:
         assert engine.manifest.steps_on_previous_pose
         pipeline = MotionPipeline(engine)
         poses = []

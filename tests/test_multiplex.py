@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 import zmq
 
-from bridge.harness.client import BridgeClient
-from bridge.harness.run import run_harness
+from bridge.clients.harness.client import BridgeClient
+from bridge.clients.harness.run import run_harness
 from bridge.protocol import ErrorCode, MotionFrame, pack, unpack_map
 from bridge.protocol.requests import MAX_INPUT_ITEMS, Input
 from bridge.serving.server import Bridge, ServeConfig

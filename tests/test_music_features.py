@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from bridge.audio.music_features import FEATURE_DIM, MusicFeatureBatch, MusicFeatureStream
+from bridge.backends import load_engine
 from bridge.media.music import synthesize_music
-from bridge.pipelines.music_features import FEATURE_DIM, MusicFeatureBatch, MusicFeatureStream
 
 FPS = 60.0
 SR = 30720  # FACT's analysis rate at 60 FPS: no resampling, rows compare 1:1 with librosa
@@ -171,10 +172,9 @@ def test_the_motion_pipeline_computes_all_sessions_audio_in_one_run() -> None:
 
     from bridge.pipelines.motion import MotionPipeline
     from bridge.protocol.requests import AudioInput
-    from bridge.runtime.engine import Engine
 
     manifest = Path(__file__).resolve().parents[1] / "engines" / "dance_lstm.manifest.json"
-    engine = Engine.load(manifest, backend="onnxruntime")
+    engine = load_engine(manifest, backend="onnxruntime")
     try:
         motion = MotionPipeline(engine)
         rates = [48000, 44100, 16000]

@@ -21,7 +21,7 @@ import pytest
 
 from bridge.cli.serve import add_arguments, config_from_args
 from bridge.cli.serve_config import ConfigError, load_serve_table
-from bridge.outputs.recorder import LOG_FORMAT, LOG_VERSION
+from bridge.clients.outputs.recorder import LOG_FORMAT, LOG_VERSION
 
 from .test_outputs_export import run, write_log
 from .test_outputs_helpers import (
@@ -160,7 +160,7 @@ def cli(*argv: str, limit_mib: int = 3000) -> subprocess.CompletedProcess[str]:
         resource.setrlimit(resource.RLIMIT_AS, (limit_mib << 20, limit_mib << 20))
 
     return subprocess.run(
-        [sys.executable, "-m", "bridge.cli.main", *argv],
+        [sys.executable, "-m", "bridge", *argv],
         capture_output=True,
         text=True,
         timeout=60,

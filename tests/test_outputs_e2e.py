@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 import zmq
 
-from bridge.harness.process import BridgeProcess
-from bridge.outputs.router import OutputRouter
-from bridge.outputs.vmc import VmcOutput
+from bridge.clients.harness.process import BridgeProcess
+from bridge.clients.outputs.router import OutputRouter
+from bridge.clients.outputs.vmc import VmcOutput
 from bridge.protocol import pack, unpack_map
 
 from .test_outputs_helpers import OscCapture, udp_listener, wait_for

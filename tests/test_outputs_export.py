@@ -13,13 +13,13 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
-from bridge.outputs.cli import add_output_arguments, build_outputs, build_router, register_commands
-from bridge.outputs.livelink_face import LiveLinkFaceOutput
-from bridge.outputs.process import RouterProcess
-from bridge.outputs.recorder import Recorder
-from bridge.outputs.router import Received
-from bridge.outputs.udp import parse_host_port
-from bridge.outputs.vmc import VmcOutput
+from bridge.cli.outputs import add_output_arguments, build_outputs, build_router, register_commands
+from bridge.clients.outputs.livelink_face import LiveLinkFaceOutput
+from bridge.clients.outputs.process import RouterProcess
+from bridge.clients.outputs.recorder import Recorder
+from bridge.clients.outputs.router import Received
+from bridge.clients.outputs.udp import parse_host_port
+from bridge.clients.outputs.vmc import VmcOutput
 from bridge.rig import arkit, smpl
 
 from .test_outputs_helpers import (

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
-from bridge.outputs.livelink_face import LiveLinkFaceOutput
-from bridge.outputs.router import OutputRouter
+from bridge.clients.outputs.livelink_face import LiveLinkFaceOutput
+from bridge.clients.outputs.router import OutputRouter
 
 from .test_outputs_helpers import FACE_SESSION, Publisher, face_frame, face_rig, opened_event, udp_listener
 

@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 import zmq
 
-from bridge.outputs.livelink_face import LiveLinkFaceOutput
-from bridge.outputs.recorder import Recorder, load_recordings, read_log
-from bridge.outputs.replay import replay
-from bridge.outputs.router import Output, OutputRouter, Received
-from bridge.outputs.session import SessionEvent, SessionInfo
-from bridge.outputs.vmc import VmcOutput
+from bridge.clients.outputs.livelink_face import LiveLinkFaceOutput
+from bridge.clients.outputs.recorder import Recorder, load_recordings, read_log
+from bridge.clients.outputs.replay import replay
+from bridge.clients.outputs.router import Output, OutputRouter, Received
+from bridge.clients.outputs.session import SessionEvent, SessionInfo
+from bridge.clients.outputs.vmc import VmcOutput
 from bridge.protocol import Frame, MotionFrame
 
 from .test_outputs_helpers import (

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
-from bridge.outputs.router import OutputRouter
-from bridge.outputs.vmc import MAX_DATAGRAM, VmcOutput
+from bridge.clients.outputs.router import OutputRouter
+from bridge.clients.outputs.vmc import MAX_DATAGRAM, VmcOutput
+from bridge.motion.foot_plant import FLOOR_Y
 from bridge.rig import arkit, smpl
-from bridge.rig.foot_plant import FLOOR_Y
 
 from .test_outputs_helpers import (
     FACE_SESSION,

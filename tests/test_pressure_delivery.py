@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 import zmq
 
-from bridge.harness.client import BridgeClient
-from bridge.outputs.process import OutputSpec, RouterProcess
+from bridge.clients.harness.client import BridgeClient
+from bridge.clients.outputs.process import OutputSpec, RouterProcess
 from bridge.protocol.errors import ErrorCode
 from bridge.protocol.frames import decode_frame
 from bridge.serving.server import Bridge

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import zmq
 
-from bridge.harness.client import BridgeClient, BridgeError
+from bridge.clients.harness.client import BridgeClient, BridgeError
 from bridge.pipelines import motion as motion_module
 from bridge.protocol import ErrorCode, decode_frame, pack, unpack_map
 from bridge.protocol.batch_frames import MotionColumns, decode_batch, motion_columns

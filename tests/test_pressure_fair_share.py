@@ -19,8 +19,8 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
-from bridge.harness.client import BridgeError
-from bridge.harness.process import BridgeProcess
+from bridge.clients.harness.client import BridgeError
+from bridge.clients.harness.process import BridgeProcess
 from bridge.protocol import ErrorCode, pack, unpack_map
 from bridge.protocol.requests import MAX_CALIBRATION_S, MAX_ITEM_FAILURES
 
@@ -239,7 +239,7 @@ def test_a_looped_chunk_does_not_fail_the_shared_feature_call() -> None:
     """The same 1/60 s chunk again and again (as bench/capacity.py streams) makes every envelope window
     flat; the beat tracker's comb then had no row and raised, failing the engine call of every session
     batched with it (INTERNAL to the bystander too)."""
-    from bridge.pipelines.music_features import MusicFeatureBatch
+    from bridge.audio.music_features import MusicFeatureBatch
 
     batch = MusicFeatureBatch(60.0)
     stream = batch.open(48_000)

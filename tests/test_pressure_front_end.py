@@ -21,10 +21,10 @@ from types import SimpleNamespace
 import pytest
 import zmq
 
-from bridge.harness.process import BridgeProcess
+from bridge.clients.harness.process import BridgeProcess
 from bridge.protocol import ErrorCode, pack
 from bridge.protocol.versions import DEFAULT_MAX_MESSAGE_BYTES
-from bridge.serving.front_end import CONTEXT_SOCKETS, RESERVED_SOCKETS, FrontEnd
+from bridge.serving.cluster.front_end import CONTEXT_SOCKETS, RESERVED_SOCKETS, FrontEnd
 
 from .bystander import Bystander, streaming_beside
 from .pressure_support import (

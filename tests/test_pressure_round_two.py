@@ -19,7 +19,7 @@ from collections.abc import Iterator
 import pytest
 import zmq
 
-from bridge.harness.process import BridgeProcess
+from bridge.clients.harness.process import BridgeProcess
 from bridge.protocol import ErrorCode
 from bridge.protocol.requests import MAX_INPUT_ITEMS, MAX_ITEM_FAILURES
 from bridge.transport.zmq_sockets import TransportConfig

@@ -13,8 +13,8 @@ import onnx
 import pytest
 from onnx import TensorProto, numpy_helper
 
-from bridge.engine_builder.cli import main
-from bridge.quantize.command import QuantizeRequest, quantize
+from bridge.cli.build import main
+from bridge.cli.quantize import QuantizeRequest, quantize
 from bridge.runtime.manifest import ManifestError, load_manifest, validate_against_onnx
 
 ENGINES = Path(__file__).resolve().parents[1] / "engines"
@@ -78,7 +78,7 @@ def test_int8_face_from_a_folder_of_crops(tmp_path: Path) -> None:
     assert m.name == "face_expression_small_int8"
     validate_against_onnx(m)
     if importlib.util.find_spec("tensorrt_rtx"):  # the Q/DQ graph is one TensorRT parses and builds
-        from bridge.engine_builder.builder import BuildRequest, build_engine
+        from bridge.backends.tensorrt.builder.builder import BuildRequest, build_engine
 
         [b] = build_engine(BuildRequest(r.manifest_path, out_dir=tmp_path, flavour="rtx", progress=False))
         assert b.manifest.precision == "int8"
@@ -118,7 +118,7 @@ def test_fp16_face_is_mixed_with_fp32_io_and_builds(
 
 def test_bf16_dance_is_emulated_for_the_report_and_builds(tmp_path: Path) -> None:
     pytest.importorskip("tensorrt_rtx")
-    from bridge.engine_builder.builder import BuildRequest, build_engine
+    from bridge.backends.tensorrt.builder.builder import BuildRequest, build_engine
 
     r = quantize(QuantizeRequest(copy_model("dance_lstm", tmp_path), "bf16", holdout_samples=4))
     assert "emulated" in r.report.evaluated_as and r.report.high_precision_ops["LSTM"] == 2
@@ -178,7 +178,7 @@ def test_single_sequence_holds_out_its_last_quarter(tmp_path: Path) -> None:
 
 
 def test_other_inputs(tmp_path: Path) -> None:
-    from bridge.quantize.mixed import convert_mixed
+    from bridge.backends.tensorrt.quantize.mixed import convert_mixed
 
     text = tmp_path / "model.txt"
     text.write_text("")

@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import soundfile
 
-from bridge.choreography.train import recording_pieces
-from bridge.media.recordings import BENCH, TRAINING, VALIDATION, Recording, missing, read_mono
-from bridge.media.songs import synthesize_song
-from bridge.pipelines.music_features import BEAT_COLUMN, MusicFeatureStream
+from bridge.audio.music_features import BEAT_COLUMN, MusicFeatureStream
+from training.dance.train import recording_pieces
+from training.songs.recordings import BENCH, TRAINING, VALIDATION, Recording, missing, read_mono
+from training.songs.synthetic import synthesize_song
 
 
 def test_training_and_validation_never_hear_the_benchmark_packages() -> None:

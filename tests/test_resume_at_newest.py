@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 
-from bridge.harness.client import BridgeClient, ReceivedFrame
+from bridge.clients.harness.client import BridgeClient, ReceivedFrame
 from bridge.serving.server import Bridge
 
 from .bystander import Bystander

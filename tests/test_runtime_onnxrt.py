@@ -10,15 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bridge.runtime import (
-    BackendUnavailable,
-    Engine,
-    available_backends,
-    create_backend,
-    load_manifest,
-    register_backend,
-)
-from bridge.runtime.backend import _REGISTRY
+from bridge.backends import _REGISTRY, available_backends, create_backend, load_engine, register_backend
+from bridge.runtime import BackendUnavailable, Engine, load_manifest
 
 ENGINES = Path(__file__).resolve().parents[1] / "engines"
 RNG = np.random.default_rng(7)
@@ -26,13 +19,13 @@ RNG = np.random.default_rng(7)
 
 @pytest.fixture(scope="module")
 def face() -> Iterator[Engine]:
-    with Engine.load(ENGINES / "face_expression_small.onnx") as engine:
+    with load_engine(ENGINES / "face_expression_small.onnx") as engine:
         yield engine
 
 
 @pytest.fixture(scope="module")
 def dance() -> Iterator[Engine]:
-    with Engine.load(ENGINES / "dance_lstm.manifest.json") as engine:
+    with load_engine(ENGINES / "dance_lstm.manifest.json") as engine:
         yield engine
 
 
@@ -180,7 +173,7 @@ def test_registry_errors(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_timing_cli(capsys: pytest.CaptureFixture[str]) -> None:
-    from bridge.runtime.timing import main
+    from training.probes.timing import main
 
     assert main([str(ENGINES / "dance_lstm.onnx"), "--batch", "1", "2", "--seconds", "0.05"]) == 0
     out = capsys.readouterr().out

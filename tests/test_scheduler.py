@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from bridge.backends import load_engine
 from bridge.pipelines.base import BatchResult, Step
 from bridge.pipelines.motion import MotionPipeline, MotionState
 from bridge.protocol.errors import ErrorCode
@@ -29,7 +30,7 @@ ENGINES = Path(__file__).resolve().parents[1] / "engines"
 
 @pytest.fixture(scope="module")
 def engine() -> Iterator[Engine]:
-    e = Engine.load(ENGINES / "dance_lstm.manifest.json")
+    e = load_engine(ENGINES / "dance_lstm.manifest.json")
     yield e
     e.close()
 

@@ -20,10 +20,11 @@ import numpy as np
 import pytest
 import zmq
 
+from bridge.backends import load_engine
 from bridge.cli.serve import add_arguments, config_from_args
 from bridge.cli.serve_config import ConfigError, load_serve_table
 from bridge.pipelines.base import BatchResult, Pipeline, Step
-from bridge.pipelines.face import FacePipeline
+from bridge.pipelines.face_flame import FacePipeline
 from bridge.pipelines.motion import MotionPipeline
 from bridge.protocol import ErrorCode, pack, unpack_map
 from bridge.protocol.requests import FeaturesInput, ImageInput
@@ -45,14 +46,14 @@ SMALL = np.zeros((120, 160, 3), np.uint8)  # 1 unit
 
 @pytest.fixture(scope="module")
 def motion() -> Iterator[Engine]:
-    e = Engine.load(ENGINES / "dance_lstm.manifest.json")
+    e = load_engine(ENGINES / "dance_lstm.manifest.json")
     yield e
     e.close()
 
 
 @pytest.fixture(scope="module")
 def face() -> Iterator[Engine]:
-    e = Engine.load(ENGINES / "face_expression_small.manifest.json")
+    e = load_engine(ENGINES / "face_expression_small.manifest.json")
     yield e
     e.close()
 

@@ -14,7 +14,7 @@ import zmq
 
 from bridge.cli.main import build_parser, main
 from bridge.cli.serve import config_from_args
-from bridge.harness.client import BridgeClient
+from bridge.clients.harness.client import BridgeClient
 from bridge.serving.server import Bridge
 from bridge.transport.curve import KeyFileError, load_public_key, load_public_keys, load_secret_key
 from bridge.transport.zmq_sockets import BridgeSockets, TransportConfig

@@ -116,7 +116,7 @@ def test_choreographer_dances_while_onnxruntime_serves_the_faces(tmp_path: Path)
     dance manifest); per model, both serve."""
     import numpy as np
 
-    from bridge.harness.client import BridgeClient
+    from bridge.clients.harness.client import BridgeClient
     from bridge.pipelines.motion import FEATURE_COLS
     from bridge.protocol import FaceFrame, MotionFrame
     from bridge.serving.server import Bridge

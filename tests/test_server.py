@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import zmq
 
-from bridge.harness.client import BridgeClient, BridgeError
-from bridge.harness.run import run_harness
+from bridge.clients.harness.client import BridgeClient, BridgeError
+from bridge.clients.harness.run import run_harness
 from bridge.media.face_video import FaceVideo
 from bridge.protocol import ErrorCode, FaceFrame, MotionFrame, pack, unpack_map
 from bridge.serving.server import Bridge

@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 import soundfile
 
-from bridge.harness.client import BridgeClient
+from bridge.clients.harness.client import BridgeClient
 
 from .test_outputs_helpers import udp_listener
 
@@ -82,7 +82,7 @@ class Serve:
         self.stderr_path = tmp_path / "stderr.txt"
         with self.stderr_path.open("wb") as stderr:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "bridge.cli.main", "serve", "--request-port", "0",
+                [sys.executable, "-m", "bridge", "serve", "--request-port", "0",
                  "--frames-port", "0", "--ports-file", str(self.ports_file), "--no-face-tracking", *args],
                 stdout=subprocess.DEVNULL,
                 stderr=stderr,
@@ -202,7 +202,7 @@ def test_a_parent_that_exits_without_stopping_its_outputs_still_exits() -> None:
     which ignores SIGTERM; the parent's end of the pipe closes first, so the child goes and so does the
     parent (this hung before the atexit close)."""
     script = (
-        "from bridge.outputs.process import OutputSpec, RouterProcess\n"
+        "from bridge.clients.outputs.process import OutputSpec, RouterProcess\n"
         "RouterProcess([OutputSpec('vmc', '127.0.0.1', 9, None)], 'tcp://127.0.0.1:9').start()\n"
         "raise SystemExit(3)\n"
     )

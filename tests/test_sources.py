@@ -1,6 +1,6 @@
 """Live sources: `serve --video/--audio` end to end to VMC and Live Link Face with no client code, and every
 source fault's answer. Cameras and microphones do not exist here: the camera adapter is driven through a
-fake capture object, the microphone adapter is not run (bridge/sources/audio.py says so)."""
+fake capture object, the microphone adapter is not run (bridge/clients/sources/audio.py says so)."""
 
 from __future__ import annotations
 
@@ -18,15 +18,15 @@ import numpy as np
 import pytest
 import soundfile
 
-from bridge.harness.client import BridgeClient
-from bridge.harness.process import BridgeProcess
+from bridge.clients.harness.client import BridgeClient
+from bridge.clients.harness.process import BridgeProcess
+from bridge.clients.sources.base import SourceError
+from bridge.clients.sources.feeder import FeederOptions, SourceFeeder
+from bridge.clients.sources.specs import SourceSpec, open_source, parse_size
+from bridge.clients.sources.video import CameraSource
 from bridge.media.face_video import FaceVideo
 from bridge.media.music import synthesize_music
 from bridge.serving.server import Bridge
-from bridge.sources.base import SourceError
-from bridge.sources.feeder import FeederOptions, SourceFeeder
-from bridge.sources.specs import SourceSpec, open_source, parse_size
-from bridge.sources.video import CameraSource
 
 from .test_outputs_helpers import OscCapture, udp_listener, wait_for
 
@@ -104,7 +104,7 @@ def test_a_file_that_is_not_media_fails_at_start_naming_it(tmp_path: Path, flag:
     bogus = tmp_path / "notes.txt"
     bogus.write_text("not media at all\n")
     result = subprocess.run(
-        [sys.executable, "-m", "bridge.cli.main", "serve", "--request-port", "0", "--frames-port", "0", flag,
+        [sys.executable, "-m", "bridge", "serve", "--request-port", "0", "--frames-port", "0", flag,
          str(bogus)],
         capture_output=True,
         timeout=120,
@@ -119,7 +119,7 @@ def test_a_video_on_untrained_weights_is_refused_with_the_fix(tmp_path: Path, os
     bundled FLAME encoder's untrained weights: refused at start, naming the command that fixes it;
     --allow-untrained runs it anyway."""
     clip = _face_clip(tmp_path / "face.avi", frames=10)
-    serve = [sys.executable, "-m", "bridge.cli.main", "serve", "--request-port", "0", "--frames-port", "0",
+    serve = [sys.executable, "-m", "bridge", "serve", "--request-port", "0", "--frames-port", "0",
              "--no-face-tracking", "--video", str(clip)]  # fmt: skip
     result = subprocess.run(serve, capture_output=True, timeout=120, text=True)
     assert result.returncode == 2, result.stderr

@@ -11,20 +11,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bridge.harness.client import BridgeClient, BridgeError
+from bridge.backends import load_engine
+from bridge.clients.harness.client import BridgeClient, BridgeError
 from bridge.pipelines.base import Step
 from bridge.pipelines.speech import SpeechPipeline, SpeechState
 from bridge.protocol.errors import ErrorCode
 from bridge.protocol.frames import FaceFrame, decode_frame
 from bridge.protocol.requests import AudioInput
 from bridge.rig.arkit import ARKIT_INDEX
-from bridge.runtime.engine import Engine
 from bridge.runtime.manifest import load_manifest
 from bridge.serving.server import Bridge
-from bridge.speech import scoring
 from bridge.speech.corpus import Voice, calibration_clip, sentences, speak
 from bridge.speech.espeak import viseme_track
 from bridge.speech.visemes import SIL
+from training.speech import scoring
 
 ENGINES = Path(__file__).resolve().parents[1] / "engines"
 VOICES = (Voice("en-us", "m6"), Voice("de", "f4"), Voice("fr", "Annie"))
@@ -33,7 +33,7 @@ JAW = ARKIT_INDEX["JawOpen"]
 
 @pytest.fixture(scope="module")
 def pipeline() -> SpeechPipeline:
-    return SpeechPipeline(Engine.load(load_manifest(ENGINES / "speech_visemes.manifest.json")))
+    return SpeechPipeline(load_engine(load_manifest(ENGINES / "speech_visemes.manifest.json")))
 
 
 def run(
@@ -146,8 +146,8 @@ def test_speech_session_over_the_wire(bridge: Bridge, client: BridgeClient) -> N
 
 
 def test_vmc_sends_the_speech_vowels(pipeline: SpeechPipeline) -> None:
-    from bridge.outputs.session import SessionInfo
-    from bridge.outputs.vmc import VmcOutput
+    from bridge.clients.outputs.session import SessionInfo
+    from bridge.clients.outputs.vmc import VmcOutput
 
     state = pipeline.open_session({})
     u = speak(VOICES[0], "Ah, ah.")
@@ -183,8 +183,8 @@ def test_mixing_rule_mouth_from_voice_rest_from_camera() -> None:
 
 
 def test_live_link_face_carries_the_mouth(pipeline: SpeechPipeline) -> None:
-    from bridge.outputs.livelink_face import CURVES, LiveLinkFaceOutput
-    from bridge.outputs.session import SessionInfo
+    from bridge.clients.outputs.livelink_face import CURVES, LiveLinkFaceOutput
+    from bridge.clients.outputs.session import SessionInfo
 
     state = pipeline.open_session({})
     u = speak(VOICES[0], "Ah, ah.")

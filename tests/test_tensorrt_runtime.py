@@ -27,19 +27,19 @@ import pytest
 
 pytest.importorskip("tensorrt_rtx")
 
+import bridge.backends.tensorrt.loader as loader_mod
+import bridge.backends.tensorrt.runner as runner_mod
 import bridge.runtime.cuda.api as cuda_api
-import bridge.runtime.tensorrt.loader as loader_mod
-import bridge.runtime.tensorrt.runner as runner_mod
-from bridge.engine_builder.builder import BuildRequest, BuildResult, build_engine
-from bridge.engine_builder.compat import PlanMismatchError
-from bridge.engine_builder.flavour import Flavour, load_flavour
-from bridge.engine_builder.host import HostSnapshot
-from bridge.runtime.backend import create_backend
+from bridge.backends import create_backend
+from bridge.backends.tensorrt.builder.builder import BuildRequest, BuildResult, build_engine
+from bridge.backends.tensorrt.builder.compat import PlanMismatchError
+from bridge.backends.tensorrt.builder.flavour import Flavour, load_flavour
+from bridge.backends.tensorrt.builder.host import HostSnapshot
+from bridge.backends.tensorrt.loader import EngineLoadError, LoadedEngine, find_plans, load_plan
+from bridge.backends.tensorrt.runner import TensorRTBackend
+from bridge.backends.tensorrt.tiers import select_tier
 from bridge.runtime.cuda import CudaEnvironment, CudaError, DeviceInfo, query_environment
 from bridge.runtime.manifest import ModelManifest, load_manifest
-from bridge.runtime.tensorrt.loader import EngineLoadError, LoadedEngine, find_plans, load_engine
-from bridge.runtime.tensorrt.runner import TensorRTBackend
-from bridge.runtime.tensorrt.tiers import select_tier
 from tests.conftest import ENGINES
 
 # The dance model's realtime feeds: one session, one frame.
@@ -327,7 +327,7 @@ def fake_backend(
 ) -> tuple[TensorRTBackend, FakeEngine]:
     engine = FakeEngine(manifest.onnx_path, list(result.manifest.profiles), cudart)
     loaded = LoadedEngine(Flavour(flavour, FakeTrt, "0.fake"), None, engine, result.manifest, result.plan)  # type: ignore[arg-type]
-    monkeypatch.setattr(runner_mod, "load_engine", lambda *a, **k: loaded)
+    monkeypatch.setattr(runner_mod, "load_plan", lambda *a, **k: loaded)
     backend = create_backend("tensorrt", manifest, plan=result.plan, **options)
     assert isinstance(backend, TensorRTBackend)
     return backend, engine
@@ -505,7 +505,7 @@ def test_real_loader_reaches_tensorrt_and_reports_its_refusal(
     )
     monkeypatch.setattr(loader_mod, "set_device", lambda index: None)
     with pytest.raises(EngineLoadError, match=r"refuses face_expression_small\.rtx\.plan") as e:
-        load_engine(result.plan, host=host)
+        load_plan(result.plan, host=host)
     assert result.manifest.rebuild_command_line in str(e.value)
 
 

@@ -21,23 +21,22 @@ import pytest
 
 pytest.importorskip("tensorrt_rtx")
 
+import bridge.backends.tensorrt.runner as runner_mod
 import bridge.runtime.cuda.api as cuda_api
-import bridge.runtime.tensorrt.runner as runner_mod
+from bridge.backends import create_backend, load_engine
+from bridge.backends.tensorrt.builder.builder import BuildRequest, BuildResult, build_engine
+from bridge.backends.tensorrt.builder.compat import PlanMismatchError
+from bridge.backends.tensorrt.builder.flavour import Flavour, load_flavour
+from bridge.backends.tensorrt.builder.host import HostSnapshot
+from bridge.backends.tensorrt.builder.plan_manifest import PlanManifest, plan_manifest_path
+from bridge.backends.tensorrt.loader import EngineLoadError, LoadedEngine, find_plans
+from bridge.backends.tensorrt.runner import TensorRTBackend
+from bridge.backends.tensorrt.tiers import padded_tier
 from bridge.cli.serve import add_arguments, config_from_args
 from bridge.cli.serve_config import ConfigError
-from bridge.engine_builder.builder import BuildRequest, BuildResult, build_engine
-from bridge.engine_builder.compat import PlanMismatchError
-from bridge.engine_builder.flavour import Flavour, load_flavour
-from bridge.engine_builder.host import HostSnapshot
-from bridge.engine_builder.plan_manifest import PlanManifest, plan_manifest_path
 from bridge.pipelines.registry import PIPELINES
-from bridge.runtime.backend import create_backend
 from bridge.runtime.cuda import CudaEnvironment, DeviceInfo
-from bridge.runtime.engine import Engine
 from bridge.runtime.manifest import ModelManifest, load_manifest
-from bridge.runtime.tensorrt.loader import EngineLoadError, LoadedEngine, find_plans
-from bridge.runtime.tensorrt.runner import TensorRTBackend
-from bridge.runtime.tensorrt.tiers import padded_tier
 from bridge.serving.server import Bridge
 from tests.conftest import ENGINES
 from tests.test_tensorrt_runtime import (
@@ -88,7 +87,7 @@ def _per_tier(model: ModelManifest, flags: tuple[str, ...] = ()) -> list[BuildRe
 def _fake_loads(
     monkeypatch: pytest.MonkeyPatch, cudart: FakeCudart, model: ModelManifest
 ) -> list[FakeEngine]:
-    """runner.load_engine -> a fake engine per plan, with that plan's manifest (its real tiers)."""
+    """runner.load_plan -> a fake engine per plan, with that plan's manifest (its real tiers)."""
     engines: list[FakeEngine] = []
 
     def load(plan: Path, **_: Any) -> LoadedEngine:
@@ -96,7 +95,7 @@ def _fake_loads(
         engines.append(FakeEngine(model.onnx_path, list(pm.profiles), cudart))
         return LoadedEngine(Flavour("tensorrt", FakeTrt, "0.fake"), None, engines[-1], pm, plan)
 
-    monkeypatch.setattr(runner_mod, "load_engine", load)
+    monkeypatch.setattr(runner_mod, "load_plan", load)
     return engines
 
 
@@ -175,7 +174,7 @@ def test_static_tier_plans_pad_the_batch_and_set_the_pipeline_tiers(
     model = _model(tmp_path)
     _per_tier(model, STATIC_TIERS)  # the ONNX manifest says (1, 8); these plans hold 1, 4 or 8 rows
     engines = _fake_loads(monkeypatch, cudart, model)
-    engine = Engine.load(model, backend="tensorrt")  # as serve loads it: warm-up at the plans' tiers
+    engine = load_engine(model, backend="tensorrt")  # as serve loads it: warm-up at the plans' tiers
     backend = engine.backend
     assert isinstance(backend, TensorRTBackend) and backend.batch_tiers == (1, 4, 8)
     pipeline = PIPELINES[model.task](engine)
@@ -198,7 +197,7 @@ def test_a_plan_of_fewer_tiers_than_the_onnx_manifest_loads_and_bounds_the_batch
     model = _model(tmp_path)
     build_engine(BuildRequest(model.path, flavour="rtx", tiers=("realtime",), progress=False))
     _fake_loads(monkeypatch, cudart, model)
-    engine = Engine.load(model, backend="tensorrt")  # the manifest's batch 8 is not warmed up: no tier
+    engine = load_engine(model, backend="tensorrt")  # the manifest's batch 8 is not warmed up: no tier
     assert PIPELINES[model.task](engine).max_batch == 1  # not the ONNX manifest's 8
     engine.close()
 
@@ -263,7 +262,7 @@ def test_a_stale_tier_plan_is_refused_with_its_rebuild_command_or_rebuilt(
     pm_path = plan_manifest_path(batched.plan)
     d = json.loads(pm_path.read_text())
     pm_path.write_text(json.dumps(d | {"tensorrt_version": "0.0.1"}))  # built by another TensorRT
-    monkeypatch.setattr("bridge.runtime.tensorrt.loader.set_device", lambda index: None)
+    monkeypatch.setattr("bridge.backends.tensorrt.loader.set_device", lambda index: None)
     with pytest.raises(
         PlanMismatchError, match=r"TensorRT version: plan built for tensorrt_rtx 0\.0\.1"
     ) as e:

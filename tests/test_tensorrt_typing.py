@@ -12,10 +12,10 @@ import pytest
 pytest.importorskip("tensorrt_rtx")
 pytest.importorskip("mypy")
 
-from bridge.engine_builder.typestubs import generate
+from training.tools.tensorrt_typestubs import generate
 
 ROOT = Path(__file__).resolve().parents[1]
-TENSORRT_CODE = ["bridge/engine_builder", "bridge/runtime/tensorrt"]
+TENSORRT_CODE = ["bridge/backends/tensorrt/builder", "bridge/backends/tensorrt"]
 
 
 def test_tensorrt_modules_type_check_against_the_bindings(tmp_path: Path) -> None:
@@ -36,7 +36,7 @@ def test_tensorrt_modules_type_check_against_the_bindings(tmp_path: Path) -> Non
 
 
 def test_stub_fixer_defaults_only_positional_parameters() -> None:
-    from bridge.engine_builder.typestubs import _fix
+    from training.tools.tensorrt_typestubs import _fix
 
     assert _fix("    def f(self, a: dict[str, int] = ..., b: int) -> None: ...") == (
         "    def f(self, a: dict[str, int] = ..., b: int = ...) -> None: ..."

@@ -8,15 +8,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bridge.runtime.backend import available_backends
+from bridge.backends import available_backends
 from bridge.runtime.engine import Engine
 from bridge.runtime.images import rgb_planes
-from bridge.runtime.state_slots import HostStateSlots, SlotPool, create_state_slots
+from bridge.runtime.state_rows import HostStateSlots, create_state_slots
+from bridge.state.slots import SlotPool
 
 pytest.importorskip("torch")
 
-from bridge.runtime.torch.runner import TorchBackend
-from bridge.runtime.torch.state_slots import DeviceStateSlots
+from bridge.backends import load_engine
+from bridge.backends.torch.runner import TorchBackend
+from bridge.backends.torch.state_slots import DeviceStateSlots
 
 ENGINES = Path(__file__).resolve().parents[1] / "engines"
 DANCE = ENGINES / "dance_lstm.manifest.json"
@@ -25,7 +27,7 @@ FACE = ENGINES / "face_expression_small.manifest.json"
 
 @pytest.fixture(scope="module")
 def dance() -> Iterator[tuple[Engine, Engine]]:
-    ort, pt = Engine.load(DANCE), Engine.load(DANCE, backend="torch")
+    ort, pt = load_engine(DANCE), load_engine(DANCE, backend="torch")
     yield ort, pt
     ort.close()
     pt.close()
@@ -61,7 +63,7 @@ def test_dance_matches_onnxruntime(dance: tuple[Engine, Engine]) -> None:
 
 
 def test_face_matches_onnxruntime() -> None:
-    ort, pt = Engine.load(FACE), Engine.load(FACE, backend="torch")
+    ort, pt = load_engine(FACE), load_engine(FACE, backend="torch")
     image = np.random.default_rng(1).random((3, 3, 224, 224), dtype=np.float32)
     want, _ = ort.run({"image": image})
     got, _ = pt.run({"image": image})
@@ -120,7 +122,7 @@ def test_slot_pool_reuses_lowest_free_row() -> None:
 
 
 def test_tiers_and_precision() -> None:
-    manifest = Engine.load(DANCE, warmup=False).manifest
+    manifest = load_engine(DANCE, warmup=False).manifest
     backend = TorchBackend(manifest, device="cpu")
     assert backend.batch_tiers == (1, 2, 4, 8, 16, 32, 64)  # powers of two up to the largest profile
     assert backend.tier_for(5) == 5  # no CUDA graphs on the CPU: exact batches
@@ -136,7 +138,7 @@ def test_tiers_and_precision() -> None:
     bf16.backend.activate()
     rng = np.random.default_rng(3)
     inputs = dance_inputs(rng, 4)
-    want, _ = Engine.load(DANCE).run(inputs)
+    want, _ = load_engine(DANCE).run(inputs)
     got, _ = bf16.run(inputs)
     np.testing.assert_allclose(got["pose.axis_angle"], want["pose.axis_angle"], atol=0.05)
 
@@ -145,8 +147,8 @@ def test_batch_norm_is_folded_into_convolutions(tmp_path: Path) -> None:
     """A ResNet (EMOCA-size, shrunk) runs with its batch norms folded in, giving the module's outputs."""
     import torch
 
-    from bridge.models.export import export_emoca_size
     from bridge.models.face import build_emoca_size
+    from training.export import export_emoca_size
 
     manifest = export_emoca_size(tmp_path, layers=(1, 1, 1, 1), base_width=8)
     net = build_emoca_size(layers=(1, 1, 1, 1), base_width=8).eval()
@@ -160,7 +162,7 @@ def test_batch_norm_is_folded_into_convolutions(tmp_path: Path) -> None:
     image = np.random.default_rng(2).random((2, 3, 224, 224), dtype=np.float32)
     with torch.no_grad():
         want = net(torch.from_numpy(image)).numpy()
-    engine = Engine.load(manifest, backend="torch", module=net)
+    engine = load_engine(manifest, backend="torch", module=net)
     assert isinstance(engine.backend, TorchBackend) and engine.backend._net is not None
     assert not any(isinstance(m, torch.nn.BatchNorm2d) for m in engine.backend._net.modules())
     got, _ = engine.run({"image": image})
@@ -172,7 +174,7 @@ def test_batch_norm_is_folded_into_convolutions(tmp_path: Path) -> None:
 def test_a_module_torch_fx_cannot_trace_runs_unfolded(caplog: pytest.LogCaptureFixture) -> None:
     import torch
 
-    from bridge.runtime.torch.runner import _fused_conv_bn
+    from bridge.backends.torch.runner import _fused_conv_bn
 
     class Branchy(torch.nn.Module):  # control flow on a tensor's value: not traceable
         def __init__(self) -> None:
@@ -189,7 +191,7 @@ def test_a_module_torch_fx_cannot_trace_runs_unfolded(caplog: pytest.LogCaptureF
 def test_an_image_fed_as_bytes_is_the_image_as_planes() -> None:
     """[N, H, W, 3] uint8 = [N, 3, H, W] float32 in [0, 1] (bridge.runtime.images), on onnxruntime (the
     engine converts on the host) and torch (the backend does, after the copy), staged bytes included."""
-    ort, pt = Engine.load(FACE), Engine.load(FACE, backend="torch")
+    ort, pt = load_engine(FACE), load_engine(FACE, backend="torch")
     rgb = np.random.default_rng(2).integers(0, 256, (3, 224, 224, 3), dtype=np.uint8)
     want, _ = ort.run({"image": rgb_planes(rgb)})
     from_bytes, _ = ort.run({"image": rgb})
@@ -216,7 +218,7 @@ def test_an_image_fed_as_bytes_is_the_image_as_planes() -> None:
 
 
 def test_only_an_image_input_takes_bytes() -> None:
-    dance = Engine.load(ENGINES / "dance_lstm.manifest.json")
+    dance = load_engine(ENGINES / "dance_lstm.manifest.json")
     role = dance.manifest.inputs[0].role
     with pytest.raises(ValueError, match="is not an image"):
         dance.input_buffer(role, (1, 35), np.uint8)
@@ -225,7 +227,7 @@ def test_only_an_image_input_takes_bytes() -> None:
 
 def test_compiled_module_matches_eager(dance: tuple[Engine, Engine]) -> None:
     """compile=True: torch.compile (Inductor, dynamic batch) gives the eager module's outputs."""
-    compiled = Engine.load(DANCE, backend="torch", compile=True)
+    compiled = load_engine(DANCE, backend="torch", compile=True)
     assert isinstance(compiled.backend, TorchBackend)
     assert compiled.backend._net is not compiled.backend._eager  # really the compiled one
     rng = np.random.default_rng(4)
@@ -252,7 +254,7 @@ def test_a_failing_compile_falls_back_to_eager(
         return fail
 
     monkeypatch.setattr(torch, "compile", broken)
-    engine = Engine.load(DANCE, backend="torch", compile=True)
+    engine = load_engine(DANCE, backend="torch", compile=True)
     inputs = dance_inputs(np.random.default_rng(5), 3)
     got, _ = engine.run(inputs)
     want, _ = dance[1].run(inputs)

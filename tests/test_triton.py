@@ -17,17 +17,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from bridge.backends import create_backend
+from bridge.backends.tensorrt.builder.compat import PlanMismatchError
+from bridge.backends.tensorrt.builder.plan_manifest import BuildHost, PlanManifest, plan_manifest_path
+from bridge.backends.triton.repository import checked_plans, model_config, write_repository
+from bridge.backends.triton.runner import TritonUnavailable
 from bridge.cli import triton_repo
-from bridge.engine_builder.compat import PlanMismatchError
-from bridge.engine_builder.plan_manifest import BuildHost, PlanManifest, plan_manifest_path
-from bridge.harness.client import BridgeClient
-from bridge.harness.process import BridgeProcess
-from bridge.harness.run import HarnessReport, run_harness
-from bridge.runtime.backend import create_backend
+from bridge.clients.harness.client import BridgeClient
+from bridge.clients.harness.process import BridgeProcess
+from bridge.clients.harness.run import HarnessReport, run_harness
 from bridge.runtime.manifest import ModelManifest, load_manifest, sha256_file
-from bridge.runtime.triton.local_server import LocalTriton
-from bridge.runtime.triton.repository import checked_plans, model_config, write_repository
-from bridge.runtime.triton.runner import TritonUnavailable
+from training.tools.triton_local import LocalTriton
 
 ENGINES = Path(__file__).resolve().parents[1] / "engines"
 MODELS = ["dance_lstm", "face_expression_small"]

@@ -21,13 +21,13 @@ import pytest
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import ClientConnection, connect
 
-from bridge.harness.client import BridgeClient
+from bridge.clients.harness.client import BridgeClient
+from bridge.clients.viewer.avatar import BONES, PRESETS, build_default_avatar
+from bridge.clients.viewer.cli import parse_address, start_viewer
+from bridge.clients.viewer.server import ViewerConfig, ViewerServer
+from bridge.clients.viewer.vrm_check import AvatarError, load_avatar
 from bridge.rig.arkit import ARKIT_NAMES, to_apple_name
 from bridge.serving.server import Bridge
-from bridge.viewer.avatar import BONES, PRESETS, build_default_avatar
-from bridge.viewer.cli import parse_address, start_viewer
-from bridge.viewer.server import ViewerConfig, ViewerServer
-from bridge.viewer.vrm_check import AvatarError, load_avatar
 
 from .conftest import start_bridge, stop_bridge
 from .viewer_support import features_feeder, flood_connections, viewer_on

@@ -21,12 +21,12 @@ import numpy as np
 import pytest
 
 from bridge.cli.serve import face_tracking_dirs
-from bridge.harness.client import BridgeClient
+from bridge.clients.harness.client import BridgeClient
+from bridge.clients.viewer.avatar import build_default_avatar
+from bridge.clients.viewer.browser import CHROMIUM, launch_args
+from bridge.clients.viewer.server import ViewerServer
 from bridge.media.music import synthesize_music
 from bridge.serving.server import Bridge
-from bridge.viewer.avatar import build_default_avatar
-from bridge.viewer.browser import CHROMIUM, launch_args
-from bridge.viewer.server import ViewerServer
 
 from .conftest import start_bridge, stop_bridge
 from .viewer_support import (

@@ -20,13 +20,13 @@ import pytest
 import soundfile
 from scipy.spatial.transform import Rotation
 
-from bridge.harness.process import BridgeProcess
+from bridge.cli.outputs import add_output_arguments, build_outputs
+from bridge.clients.harness.process import BridgeProcess
+from bridge.clients.outputs.router import Output, OutputRouter
+from bridge.clients.outputs.vmc import VmcOutput
 from bridge.media.face_video import load_face_photo
 from bridge.media.music import synthesize_music
 from bridge.models.mediapipe.locate import FaceModelError, locate
-from bridge.outputs.cli import add_output_arguments, build_outputs
-from bridge.outputs.router import Output, OutputRouter
-from bridge.outputs.vmc import VmcOutput
 
 from .oracles.vmc_receiver import REST, Pose, VmcReceiver
 from .test_outputs_helpers import (

@@ -1,6 +1,6 @@
 """`serve --workers N`: one front end, worker processes behind it, over real loopback sockets.
 
-Each test runs a real `avatar-bridge serve --workers 2` (bridge.harness.process) with the bundled ONNX
+Each test runs a real `avatar-bridge serve --workers 2` (bridge.clients.harness.process) with the bundled ONNX
 engines: the harness loses nothing with sessions on both workers; ownership and quotas hold across
 workers (by connection, and by CURVE key); an `inputs` message over both workers is answered item by
 item; a killed worker is restarted, its session closed with reason `worker_lost`, and a bystander
@@ -22,14 +22,14 @@ import numpy as np
 import pytest
 import zmq
 
-from bridge.harness.client import BridgeClient, BridgeError
-from bridge.harness.process import BridgeProcess
-from bridge.harness.run import run_harness
+from bridge.clients.harness.client import BridgeClient, BridgeError
+from bridge.clients.harness.process import BridgeProcess
+from bridge.clients.harness.run import run_harness
 from bridge.protocol.batch_frames import MotionBatch, batch_topic
 from bridge.protocol.codec import pack, unpack_map
 from bridge.protocol.errors import ErrorCode
+from bridge.serving.cluster.workers import WorkerSpecFactory
 from bridge.serving.server import ServeConfig
-from bridge.serving.workers import WorkerSpecFactory
 from bridge.transport.curve import generate_key_pair, load_secret_key
 from bridge.transport.zmq_sockets import TransportConfig
 from tests.bystander import Bystander

@@ -14,10 +14,10 @@ import numpy as np
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
-from bridge.harness.client import BridgeClient
+from bridge.clients.harness.client import BridgeClient
+from bridge.clients.viewer.cli import viewer_config
+from bridge.clients.viewer.server import ViewerServer, static_dir
 from bridge.serving.server import Bridge
-from bridge.viewer.cli import viewer_config
-from bridge.viewer.server import ViewerServer, static_dir
 
 
 def page_built() -> bool:

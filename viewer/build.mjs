@@ -1,8 +1,8 @@
-// Bundle the page into the Python package (bridge/viewer/static/, gitignored; the wheel carries it).
+// Bundle the page into the Python package (bridge/clients/viewer/static/, gitignored; the wheel carries it).
 import { build } from 'esbuild';
 import { copyFileSync, mkdirSync } from 'node:fs';
 
-const out = new URL('../bridge/viewer/static/', import.meta.url);
+const out = new URL('../bridge/clients/viewer/static/', import.meta.url);
 mkdirSync(out, { recursive: true });
 await build({
   entryPoints: [new URL('src/main.js', import.meta.url).pathname],

@@ -1,6 +1,6 @@
 """`avatar-bridge dance SONG [SONG ...] --out DIR`: whole songs, many at once, with the served dance model.
 
-Offline, no server: each file is decoded as `serve --audio` decodes it (bridge.sources.audio), the
+Offline, no server: each file is decoded as `serve --audio` decodes it (bridge.clients.sources.audio), the
 features of all songs come from one `MusicFeatureBatch` (the served extractor), and every frame step
 is one batched engine call over all songs still playing, through the motion pipeline's own
 `run_batch` (state slots, `pose.previous` from the guard) and its post-processing (`post.step`:
@@ -24,18 +24,19 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from bridge.choreography.styles import style_for_text
-from bridge.outputs.bvh import CM_PER_M, bvh_text
-from bridge.outputs.session import DEFAULT_BODY_RIG
+from bridge.audio.music_features import MusicFeatureStream
+from bridge.backends import load_engine
+from bridge.clients.outputs.bvh import CM_PER_M, bvh_text
+from bridge.clients.outputs.session import DEFAULT_BODY_RIG
+from bridge.clients.sources.audio import AudioFileSource
+from bridge.clients.sources.base import SourceError
+from bridge.motion.styles import style_for_text
 from bridge.paths import default_engines_dir
 from bridge.pipelines.base import Step
 from bridge.pipelines.motion import DEFAULT_SMOOTHING, DEFAULT_STYLE, MotionPipeline
-from bridge.pipelines.music_features import MusicFeatureStream
 from bridge.protocol.codec import ProtocolError
 from bridge.protocol.requests import MAX_AUDIO_RATE, MIN_AUDIO_RATE
 from bridge.runtime.engine import Engine
-from bridge.sources.audio import AudioFileSource
-from bridge.sources.base import SourceError
 
 __all__ = ["Danced", "add_arguments", "dance_songs", "read_song", "run"]
 
@@ -156,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"dance: {exc}", file=sys.stderr)
         return 2
     t_read = time.perf_counter()
-    engine = Engine.load(
+    engine = load_engine(
         (args.engines or default_engines_dir()) / MANIFEST, backend="onnxruntime", warmup=False
     )
     try:

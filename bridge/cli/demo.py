@@ -4,7 +4,7 @@ Starts a bridge on the bundled engines, drives a face session with a generated w
 motion session with generated music at the same time, then writes a BVH of the dance, a PNG of
 latency and channels, and a JSON summary; a synthesized phrase drives a speech session (speech.png).
 With `--video PATH`, the dance as received is also drawn (the skeleton from a front camera) into an
-MP4 with the music it danced to muxed in (bridge.outputs.video; needs matplotlib and ffmpeg).
+MP4 with the music it danced to muxed in (bridge.clients.outputs.video; needs matplotlib and ffmpeg).
 """
 
 from __future__ import annotations
@@ -22,23 +22,23 @@ import soundfile
 
 from bridge.cli.demo_speech import talk
 from bridge.cli.serve import face_tracking_dirs
-from bridge.harness.client import BridgeClient
-from bridge.harness.plots import plot_run
-from bridge.harness.run import HarnessReport, run_harness
-from bridge.harness.sources import AUDIO_RATE, face_frames, read_wav
+from bridge.clients.harness.client import BridgeClient
+from bridge.clients.harness.plots import plot_run
+from bridge.clients.harness.run import HarnessReport, run_harness
+from bridge.clients.harness.sources import AUDIO_RATE, face_frames, read_wav
+from bridge.clients.outputs.bvh import fill_gaps, write_bvh
+from bridge.clients.outputs.recorder import Recording
+from bridge.clients.outputs.session import SessionInfo
+from bridge.clients.outputs.video import VideoError, check_video_tools, write_dance_video
+from bridge.clients.viewer.demo import add_demo_viewer_arguments, start_demo_viewer
 from bridge.media.music import synthesize_music
 from bridge.models.mediapipe.locate import how_to_get
-from bridge.outputs.bvh import fill_gaps, write_bvh
-from bridge.outputs.recorder import Recording
-from bridge.outputs.session import SessionInfo
-from bridge.outputs.video import VideoError, check_video_tools, write_dance_video
 from bridge.paths import default_engines_dir
 from bridge.protocol.events import BodyRig, decode_rig
 from bridge.protocol.frames import MotionFrame
 from bridge.rig.forward_kinematics import forward_kinematics_quat
 from bridge.serving.server import Bridge, ServeConfig
 from bridge.transport.zmq_sockets import TransportConfig
-from bridge.viewer.demo import add_demo_viewer_arguments, start_demo_viewer
 
 # matplotlib (the picture) and tqdm (the progress bar) are the `demo` extra, not core dependencies.
 DEMO_EXTRA = "pip install 'avatar-bridge[demo]' adds it"

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from bridge.harness.client import BridgeClient
+from bridge.clients.harness.client import BridgeClient
 from bridge.protocol.frames import FaceFrame
 from bridge.rig.arkit import ARKIT_INDEX
 from bridge.speech.corpus import TEST_VARIANTS, Voice, calibration_clip, speak

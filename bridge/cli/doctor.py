@@ -4,7 +4,7 @@ need, and the command that fixes each one missing.
 Uses, in order: serving on the CPU (the main job: ONNX Runtime, the bundled models, the ports, the
 compiled motion kernels), webcam face tracking (the face model found and converted, OpenCV's video
 decoding, cameras), sound (PortAudio), `demo --video` (ffmpeg), other installable models, and GPU
-serving (TensorRT, CUDA, GPUs and plans: bridge.engine_builder.doctor). It exits 0 when the main job
+serving (TensorRT, CUDA, GPUs and plans: bridge.backends.tensorrt.builder.doctor). It exits 0 when the main job
 can run and 1 when it cannot; a missing optional piece only prints its fix. Nothing here changes the
 machine: it reads, imports, opens a camera for a moment and binds a port for a moment.
 """
@@ -144,9 +144,9 @@ def _command_on_path() -> Check:
 
 
 def _motion_kernels() -> Check:
-    from bridge.compiled import uncached
-    from bridge.pipelines import motion_post
-    from bridge.rig import foot_plant
+    from bridge.motion import foot_plant
+    from bridge.motion import post as motion_post
+    from bridge.motion.compiled import uncached
 
     if uncached(motion_post, foot_plant):
         detail = "not compiled yet: the first serve compiles them (15-40 s on two cores, said in its log)"
@@ -251,7 +251,7 @@ GPU_USE = "GPU serving (--backend tensorrt; optional)"
 
 
 def _gpu(engines: Path, rebuild_on_mismatch: bool) -> tuple[list[Check], Any]:
-    from bridge.engine_builder.doctor import diagnose
+    from bridge.backends.tensorrt.builder.doctor import diagnose
 
     report = diagnose(engines, rebuild_on_mismatch=rebuild_on_mismatch)
     cuda = report.host.cuda
@@ -279,7 +279,7 @@ def _gpu(engines: Path, rebuild_on_mismatch: bool) -> tuple[list[Check], Any]:
 
 
 def collect(args: argparse.Namespace) -> tuple[list[Check], Any]:
-    """Every check, in the order they print, and the GPU report (bridge.engine_builder.doctor)."""
+    """Every check, in the order they print, and the GPU report (bridge.backends.tensorrt.builder.doctor)."""
     engines = args.engines or default_engines_dir()
     steps: list[Callable[[], Check | list[Check]]] = [
         _onnxruntime,
@@ -307,7 +307,7 @@ def main_job_runs(checks: list[Check]) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bridge.engine_builder.doctor import render
+    from bridge.backends.tensorrt.builder.doctor import render
 
     checks, report = collect(args)
     runs = main_job_runs(checks)

@@ -12,10 +12,10 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from bridge.backends import load_engine
 from bridge.models.mediapipe.convert import SERVED_NAME
 from bridge.pipelines.face_tracking import FaceTrackingPipeline, TrackedFace
 from bridge.protocol.requests import ImageInput
-from bridge.runtime.engine import Engine
 
 AXIS_CM = 8.0  # drawn length of each head axis, canonical centimetres
 # Wire axes X (subject's left), Y (up), Z (towards the camera): red, green, blue (drawn on RGB).
@@ -25,7 +25,7 @@ _COLOURS = ((255, 0, 0), (0, 200, 0), (0, 80, 255))
 def write_previews(models: Path, frames: Iterable[np.ndarray], out: Path, every: int = 10) -> list[Path]:
     """Track `frames` and write every `every`-th one with its landmarks and head axes as PNG."""
     out.mkdir(parents=True, exist_ok=True)
-    pipeline = FaceTrackingPipeline(Engine.load(models / f"{SERVED_NAME}.onnx"))
+    pipeline = FaceTrackingPipeline(load_engine(models / f"{SERVED_NAME}.onnx"))
     written = []
     try:
         state = pipeline.open_session({"smoothing": False})

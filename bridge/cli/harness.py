@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bridge.harness.client import BridgeClient, BridgeError
-from bridge.harness.run import HarnessReport, run_harness
+from bridge.clients.harness.client import BridgeClient, BridgeError
+from bridge.clients.harness.run import HarnessReport, run_harness
 from bridge.protocol.versions import DEFAULT_REQUEST_PORT
 from bridge.transport.curve import load_public_key, load_secret_key
 

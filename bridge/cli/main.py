@@ -8,8 +8,8 @@ from collections.abc import Sequence
 
 from bridge import __version__
 from bridge.cli import bench, dance, demo, doctor, harness, keys, models, serve, triton_repo
-from bridge.engine_builder import cli as build_cli
-from bridge.outputs import cli as outputs_cli
+from bridge.cli import build as build_cli
+from bridge.cli import outputs as outputs_cli
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -13,20 +13,20 @@ from typing import Any
 
 import zmq
 
+from bridge.backends.tensorrt.builder.plan_manifest import PRECISIONS
+from bridge.cli.outputs import add_output_arguments, build_router
 from bridge.cli.serve_config import ServeTable, TensorRTTable, TorchTable, check_flags, load_serve_table
 from bridge.cli.sources import add_source_arguments, device_listing, source_specs, start_feeders
-from bridge.engine_builder.plan_manifest import PRECISIONS
-from bridge.outputs.cli import add_output_arguments, build_router
+from bridge.clients.sources.base import SourceError
+from bridge.clients.sources.feeder import SourceFeeder
+from bridge.clients.sources.specs import check_sources
+from bridge.clients.viewer.cli import add_viewer_arguments, start_viewer
 from bridge.paths import default_engines_dir
-from bridge.serving.front_end import FrontEnd
+from bridge.serving.cluster.front_end import FrontEnd
 from bridge.serving.heap import freeze_startup_heap
 from bridge.serving.server import Bridge, ServeConfig
-from bridge.sources.base import SourceError
-from bridge.sources.feeder import SourceFeeder
-from bridge.sources.specs import check_sources
 from bridge.transport.curve import load_public_keys, load_secret_key
 from bridge.transport.zmq_sockets import TransportConfig
-from bridge.viewer.cli import add_viewer_arguments, start_viewer
 
 log = logging.getLogger("avatar-bridge")
 DEFAULT_TRITON_URL = "127.0.0.1:8001"  # Triton's own default gRPC port
@@ -352,7 +352,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_front_end(args: argparse.Namespace, table: ServeTable, config: ServeConfig, workers: int) -> int:
-    """`serve --workers N`: the front end and its worker processes (bridge.serving.front_end)."""
+    """`serve --workers N`: the front end and its worker processes (bridge.serving.cluster.front_end)."""
     gpus = args.worker_gpus or table.worker_gpus
     envs = [{"CUDA_VISIBLE_DEVICES": g.strip()} for g in gpus.split(",")] if gpus else None
     try:

@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from bridge.engine_builder.plan_manifest import Precision
+from bridge.backends.tensorrt.builder.plan_manifest import Precision
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -38,7 +38,7 @@ class ConfigError(ValueError):
 
 
 class TensorRTTable(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
-    """The `[serve.tensorrt]` table: options of the `tensorrt` backend (bridge.runtime.tensorrt.runner),
+    """The `[serve.tensorrt]` table: options of the `tensorrt` backend (bridge.backends.tensorrt.runner),
     for every model it serves. None means "not in the file" (the backend's default)."""
 
     cuda_graphs: bool | None = None
@@ -52,7 +52,7 @@ class TensorRTTable(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=Tr
 
 
 class TorchTable(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
-    """The `[serve.torch]` table: options of the `torch` backend (bridge.runtime.torch.runner).
+    """The `[serve.torch]` table: options of the `torch` backend (bridge.backends.torch.runner).
     None means "not in the file" (the backend's default)."""
 
     compile: bool | None = None  # torch.compile (Inductor) at activation: GPU serving
@@ -98,7 +98,7 @@ class ServeTable(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True)
     gpu_metrics: bool | None = None
     workers: Annotated[int, msgspec.Meta(ge=1, le=256)] | None = None
     worker_gpus: str | None = None
-    # Outputs (bridge.outputs.cli reads these under the same names as its flags).
+    # Outputs (bridge.cli.outputs reads these under the same names as its flags).
     osc: str | list[str] | None = None
     livelink_face: str | list[str] | None = None
     osc_no_bundle: bool | None = None

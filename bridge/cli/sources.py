@@ -10,14 +10,14 @@ from typing import Any
 
 import zmq
 
-from bridge.harness.client import BridgeClient
+from bridge.clients.harness.client import BridgeClient
+from bridge.clients.sources.audio import audio_devices
+from bridge.clients.sources.base import SourceError
+from bridge.clients.sources.feeder import FeederOptions, SourceFeeder
+from bridge.clients.sources.specs import SourceSpec, open_source, parse_size
+from bridge.clients.sources.video import camera_devices
 from bridge.models.mediapipe.locate import INSTALL_COMMAND
 from bridge.serving.server import Bridge
-from bridge.sources.audio import audio_devices
-from bridge.sources.base import SourceError
-from bridge.sources.feeder import FeederOptions, SourceFeeder
-from bridge.sources.specs import SourceSpec, open_source, parse_size
-from bridge.sources.video import camera_devices
 
 __all__ = ["add_source_arguments", "device_listing", "refuse_untrained", "source_specs", "start_feeders"]
 

@@ -7,13 +7,13 @@ import logging
 from pathlib import Path
 from typing import get_args
 
-from bridge.engine_builder.compat import PlanMismatchError
-from bridge.engine_builder.host import HostSnapshot
-from bridge.engine_builder.plan_manifest import PlanManifestError
+from bridge.backends.tensorrt.builder.compat import PlanMismatchError
+from bridge.backends.tensorrt.builder.host import HostSnapshot
+from bridge.backends.tensorrt.builder.plan_manifest import PlanManifestError
+from bridge.backends.triton.repository import Runtime, checked_plans, write_repository
 from bridge.paths import default_engines_dir
 from bridge.runtime.cuda import CudaEnvironment, DeviceInfo
 from bridge.runtime.manifest import ManifestError, find_manifests
-from bridge.runtime.triton.repository import Runtime, checked_plans, write_repository
 
 log = logging.getLogger("avatar-bridge")
 

@@ -116,7 +116,7 @@ def build_dance_lstm(seed: int = 0) -> DanceLSTM:
 
 
 def load_dance_lstm(path: Path) -> DanceLSTM:
-    """Trained weights from a checkpoint of bridge.choreography.train ({"state_dict", "training"})."""
+    """Trained weights from a checkpoint of training.dance.train ({"state_dict", "training"})."""
     state = torch.load(path, weights_only=True)["state_dict"]
     model = DanceLSTM(hidden=int(state["lstm.weight_hh_l0"].shape[1]))
     model.load_state_dict(state)

@@ -2,7 +2,7 @@
 
 Pipelines know nothing of sockets: they turn decoded inputs into engine steps and engine outputs into
 encoded frame payloads. All per-session state lives in the object `open_session` returns (recurrent
-engine state may live in rows of a batched store that the state indexes, bridge.runtime.state_slots).
+engine state may live in rows of a batched store that the state indexes, bridge.state.slots).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, TypeVar
 
-from bridge.pipelines.output_guard import GuardStats
+from bridge.filters.output_guard import GuardStats
 from bridge.protocol.events import Rig
 from bridge.protocol.requests import ImageInput, Input, JpegInput
 from bridge.runtime.engine import Engine

@@ -17,11 +17,12 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from bridge.backends import load_engine
 from bridge.models.mediapipe.body_convert import MANIFESTS
-from bridge.pipelines import body_geometry as bgeo
-from bridge.pipelines import face_tracking_geometry as geo
-from bridge.pipelines.face_tracking_geometry import Roi
 from bridge.runtime.engine import Engine
+from bridge.vision import body_geometry as bgeo
+from bridge.vision import face_geometry as geo
+from bridge.vision.face_geometry import Roi
 
 F32 = npt.NDArray[np.float32]
 F64 = npt.NDArray[np.float64]
@@ -76,10 +77,10 @@ class BodyTracker:
     """The four engines and the per-batch steps; sessions keep a BodyTrackState each."""
 
     def __init__(self, folder: Path, backend: str = "onnxruntime") -> None:
-        self.detector = Engine.load(folder / MANIFESTS["pose_detector"], backend=backend)
-        self.pose = Engine.load(folder / MANIFESTS["pose_landmarks"], backend=backend)
-        self.recrop = Engine.load(folder / MANIFESTS["hand_recrop"], backend=backend)
-        self.hand = Engine.load(folder / MANIFESTS["hand_landmarks"], backend=backend)
+        self.detector = load_engine(folder / MANIFESTS["pose_detector"], backend=backend)
+        self.pose = load_engine(folder / MANIFESTS["pose_landmarks"], backend=backend)
+        self.recrop = load_engine(folder / MANIFESTS["hand_recrop"], backend=backend)
+        self.hand = load_engine(folder / MANIFESTS["hand_landmarks"], backend=backend)
 
     def prepare(self, state: BodyTrackState, image: U8, t: float) -> BodyStep:
         """Detect when not tracking; crop the body region. `t`: the frame's capture time, seconds."""

@@ -33,10 +33,9 @@ import cv2
 import numpy as np
 import numpy.typing as npt
 
+from bridge.backends import load_engine
 from bridge.filters.one_euro import D_CUTOFF_DEFAULT, one_euro_rows
-from bridge.pipelines import face_tracking_geometry as geo
 from bridge.pipelines.base import BatchResult, Pipeline, Step
-from bridge.pipelines.cpu_priority import yield_to_realtime
 from bridge.pipelines.options import check_options
 from bridge.protocol.codec import ProtocolError
 from bridge.protocol.errors import ErrorCode
@@ -46,7 +45,9 @@ from bridge.protocol.requests import Calibrate, ImageInput, Input
 from bridge.rig.arkit import ARKIT_NAMES
 from bridge.rig.canonical_face import parse_canonical_mesh
 from bridge.rig.rotations import axis_angle_to_quat, matrix_to_quat, quat_to_axis_angle
+from bridge.runtime.cpu_priority import yield_to_realtime
 from bridge.runtime.engine import Engine
+from bridge.vision import face_geometry as geo
 
 F32 = npt.NDArray[np.float32]
 F64 = npt.NDArray[np.float64]
@@ -215,11 +216,11 @@ class FaceTrackingPipeline(Pipeline[TrackingState, TrackStep]):
         super().__init__(engine)
         parts = engine.manifest.onnx_path.parent / PARTS
         backend = engine.backend.name
-        self.detector = Engine.load(parts / DETECTOR_MANIFEST, backend=backend)
+        self.detector = load_engine(parts / DETECTOR_MANIFEST, backend=backend)
         # The blendshape model runs on the mesh's rows: on torch (CUDA graphs per tier) at the mesh
         # engine's tiers, so a top tier set above the manifest's 32 serves both in one call each.
         tiers = getattr(engine.backend, "batch_tiers", None) if backend == "torch" else None
-        self.blendshape_engine = Engine.load(
+        self.blendshape_engine = load_engine(
             parts / BLENDSHAPES_MANIFEST, backend=backend, **({"batch_tiers": tiers} if tiers else {})
         )
         self.canonical = parse_canonical_mesh(Path(parts / GEOMETRY).read_bytes())
@@ -297,7 +298,7 @@ class FaceTrackingPipeline(Pipeline[TrackingState, TrackStep]):
 
     # ------------------------------------------------------------------ pre-process
     def prepare(self, state: TrackingState, item: Input) -> list[Step[TrackStep]]:
-        yield_to_realtime()  # camera work runs below motion and speech (bridge.pipelines.cpu_priority)
+        yield_to_realtime()  # camera work runs below motion and speech (bridge.runtime.cpu_priority)
         assert isinstance(item, ImageInput)
         image = item.pixels
         if state.mirror:

@@ -8,8 +8,8 @@ frame's previous pose) a chunk is stepped frame by frame instead, its outputs fe
 
 A session's recurrent state (h, c) is one row of the engine's batched state store and its guard
 and filter state one row of `MotionPost`, both at the session's slot index: a batch gathers and
-scatters rows by index (bridge.runtime.state_slots), and post-processing and frame encoding run once per
-batch over all of its sessions (bridge.pipelines.motion_post, bridge.protocol.motion_frames).
+scatters rows by index (bridge.state.slots), and post-processing and frame encoding run once per
+batch over all of its sessions (bridge.motion.post, bridge.protocol.motion_frames).
 """
 
 from __future__ import annotations
@@ -24,12 +24,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from bridge.audio.music_features import MusicFeatureBatch, MusicFeatureStream
 from bridge.filters.low_pass import smoothing_factor, time_constant
+from bridge.filters.output_guard import RESTART_AFTER
+from bridge.motion.post import ENERGY_RANGE, create_motion_post
 from bridge.pipelines.base import BatchResult, FailedRow, Pipeline, Step
-from bridge.pipelines.motion_post import ENERGY_RANGE, create_motion_post
-from bridge.pipelines.music_features import MusicFeatureBatch, MusicFeatureStream
 from bridge.pipelines.options import check_options
-from bridge.pipelines.output_guard import RESTART_AFTER
 from bridge.protocol.batch_frames import ColumnFrames, motion_columns
 from bridge.protocol.codec import ProtocolError
 from bridge.protocol.errors import ErrorCode
@@ -37,7 +37,8 @@ from bridge.protocol.events import BodyRig
 from bridge.protocol.requests import AudioInput, FeaturesInput, Input
 from bridge.rig import smpl
 from bridge.runtime.engine import Engine
-from bridge.runtime.state_slots import SlotLease, SlotPool, create_state_slots
+from bridge.runtime.state_rows import create_state_slots
+from bridge.state.slots import SlotLease, SlotPool
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +62,7 @@ class MotionState:
     offline: bool
     options: dict[str, Any]  # what it was opened with, to rebuild it on a hot restart
     features: MusicFeatureStream | None = None
-    energy: float = 1.0  # amplitude around the neutral stance (bridge.pipelines.motion_post)
+    energy: float = 1.0  # amplitude around the neutral stance (bridge.motion.post)
 
 
 def smoothing_cutoff_hz(smoothing: float, fps: float) -> float:

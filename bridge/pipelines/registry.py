@@ -6,7 +6,7 @@ import logging
 from typing import Any
 
 from bridge.pipelines.base import Pipeline
-from bridge.pipelines.face import FacePipeline
+from bridge.pipelines.face_flame import FacePipeline
 from bridge.pipelines.face_tracking import FaceTrackingPipeline
 from bridge.pipelines.face_tracking_speech import FaceSpeechPipeline
 from bridge.pipelines.motion import MotionPipeline

@@ -1,7 +1,7 @@
 """Speech pipeline: PCM -> causal MFCC frames -> viseme classifier -> mouth shapes -> face frames.
 
 One frame per output frame time j/fps (the manifest's fps; 30 for speech_visemes), from the audio up
-to that time: the features look 0 samples ahead (bridge.speech.features), so a frame is ready the
+to that time: the features look 0 samples ahead (bridge.audio.speech_features), so a frame is ready the
 moment its audio has arrived. Frames are face frames with the ARKit mouth channels (the rest 0),
 a jaw rotation from JawOpen, VRM A/I/U/E/O, the 15 viseme weights and a voice-activity flag.
 Each session keeps its feature stream, calibration and smoothing; one engine call classifies one
@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from bridge.audio.speech_features import SpeechFeatureStream
 from bridge.pipelines.base import BatchResult, Pipeline, Step
 from bridge.pipelines.options import check_options
 from bridge.protocol.codec import ProtocolError
@@ -29,7 +30,6 @@ from bridge.rig.flame_to_arkit import _JAW_OPEN_FULL
 from bridge.rig.rotations import axis_angle_to_quat
 from bridge.runtime.engine import Engine
 from bridge.speech.calibration import CalibrationError, load_reference, measure, offset, reference_path
-from bridge.speech.features import SpeechFeatureStream
 from bridge.speech.mouth import MouthFrames, MouthState, mouth_frames
 from bridge.speech.visemes import SPEECH_CHANNELS
 

@@ -1,17 +1,11 @@
-"""Inference runtime: model manifests, backends (ONNX Runtime, TensorRT, torch) and the Engine.
+"""Inference runtime: model manifests, the backend interface and the Engine.
 
 Importing this package needs numpy only; each backend imports its framework when it is created.
 """
 
 from __future__ import annotations
 
-from bridge.runtime.backend import (
-    Backend,
-    BackendUnavailable,
-    available_backends,
-    create_backend,
-    register_backend,
-)
+from bridge.runtime.backend import Backend, BackendUnavailable
 from bridge.runtime.engine import Engine
 from bridge.runtime.manifest import (
     INPUT_ROLES,
@@ -37,10 +31,7 @@ __all__ = [
     "Profile",
     "StatePair",
     "TensorSpec",
-    "available_backends",
-    "create_backend",
     "find_manifests",
     "load_manifest",
-    "register_backend",
     "validate_against_onnx",
 ]

@@ -1,18 +1,14 @@
-"""Backend interface and registry.
+"""The backend interface: what every framework's runner offers the Engine.
 
-The shape follows NVIDIA Polygraphy's `backend/` package: one folder per framework, each with a
-`loader.py` of small build steps and a `runner.py` whose runner has an activate / infer / deactivate
-lifecycle. Framework modules are imported only when a backend of that kind is created, so a missing
-framework never breaks `import bridge`.
+The registry that names the runners lives in bridge.backends.
 """
 
 from __future__ import annotations
 
-import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from types import TracebackType
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
@@ -22,9 +18,6 @@ __all__ = [
     "Backend",
     "BackendUnavailable",
     "ModelRefused",
-    "available_backends",
-    "create_backend",
-    "register_backend",
 ]
 
 
@@ -37,14 +30,6 @@ class ModelRefused(RuntimeError):
     what fixes it, so it is shown as it is."""
 
 
-# kind -> "module:Class". Registering a backend is one line here (or one register_backend call).
-_REGISTRY: dict[str, str] = {
-    "onnxruntime": "bridge.runtime.onnxrt.runner:OnnxRuntimeBackend",
-    "torch": "bridge.runtime.torch.runner:TorchBackend",
-    "tensorrt": "bridge.runtime.tensorrt.runner:TensorRTBackend",
-    "choreographer": "bridge.choreography.backend:ChoreographerBackend",
-    "triton": "bridge.runtime.triton.runner:TritonBackend",
-}
 
 
 class Backend(ABC):
@@ -106,45 +91,3 @@ class Backend(ABC):
     def __repr__(self) -> str:
         state = "active" if self._active else "inactive"
         return f"<{type(self).__name__} {self.manifest.name} {state}>"
-
-
-def register_backend(kind: str, target: str) -> None:
-    """Register `kind` as "package.module:ClassName"; the module is imported on first use only."""
-    if ":" not in target:
-        raise ValueError(f"backend target must be 'module:Class', got {target!r}")
-    _REGISTRY[kind] = target
-
-
-def _load_class(kind: str) -> type[Backend]:
-    target = _REGISTRY.get(kind)
-    if target is None:
-        raise ValueError(f"unknown backend {kind!r}; registered: {sorted(_REGISTRY)}")
-    module_name, _, class_name = target.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as e:
-        raise BackendUnavailable(
-            f"backend {kind!r} is not available here: {e} (install its extra, e.g. "
-            f"`pip install avatar-bridge[{kind}]`)"
-        ) from e
-    cls = getattr(module, class_name)
-    if not (isinstance(cls, type) and issubclass(cls, Backend)):
-        raise TypeError(f"{target} is not a Backend subclass")
-    return cls
-
-
-def create_backend(kind: str, manifest: ModelManifest, **options: Any) -> Backend:
-    """Create (not activate) a backend of `kind` for `manifest`; options go to its constructor."""
-    return _load_class(kind)(manifest, **options)
-
-
-def available_backends() -> list[str]:
-    """Registered kinds whose framework imports here (imports each runner module to find out)."""
-    kinds = []
-    for kind in sorted(_REGISTRY):
-        try:
-            _load_class(kind)
-        except BackendUnavailable:
-            continue
-        kinds.append(kind)
-    return kinds

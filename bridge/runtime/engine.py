@@ -10,15 +10,14 @@ session and does no spec lookups.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from types import TracebackType
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from bridge.runtime.backend import Backend, create_backend
+from bridge.runtime.backend import Backend
 from bridge.runtime.images import is_image_input, rgb_planes
-from bridge.runtime.manifest import ModelManifest, Profile, load_manifest, validate_against_onnx
+from bridge.runtime.manifest import ModelManifest, Profile
 
 __all__ = ["Engine"]
 
@@ -49,7 +48,7 @@ class _StatePlan(NamedTuple):
 
 
 class Engine:
-    """One model ready to run. Build with `Engine.load`; call `run` per tick; `close` when done."""
+    """One model ready to run. Built by `bridge.backends.load_engine`; call `run` per tick; `close` when done."""
 
     def __init__(self, manifest: ModelManifest, backend: Backend) -> None:
         self.manifest = manifest
@@ -82,34 +81,6 @@ class Engine:
             for p in manifest.state
         )
 
-    @classmethod
-    def load(
-        cls,
-        manifest_or_path: ModelManifest | str | Path,
-        backend: str = "onnxruntime",
-        warmup: bool = True,
-        **options: Any,
-    ) -> Engine:
-        """Load the manifest (or the one beside an .onnx), validate it, activate a backend, warm up.
-
-        `options` go to the backend constructor (e.g. `intra_op_threads=2`, `device="cuda"`).
-        """
-        manifest = (
-            manifest_or_path
-            if isinstance(manifest_or_path, ModelManifest)
-            else load_manifest(manifest_or_path)
-        )
-        validate_against_onnx(manifest)
-        runner = create_backend(backend, manifest, **options)
-        runner.activate()
-        engine = cls(manifest, runner)
-        if warmup:
-            try:
-                engine.warmup()
-            except BaseException:
-                runner.deactivate()
-                raise
-        return engine
 
     # -------------------------------------------------------------------------------------------
 

@@ -66,7 +66,7 @@ Task = Literal[
 TASKS: tuple[str, ...] = get_args(Task)
 # Optional post-processing stages a manifest may ask for, and the task whose pipeline runs each:
 # foot_plant = both feet pinned while in contact (leg IK) and the root from the stance foot
-# (bridge.rig.foot_plant, run by bridge.pipelines.motion_post).
+# (bridge.motion.foot_plant, run by bridge.motion.post).
 FOOT_PLANT = "foot_plant"
 POST_STAGES: dict[str, str] = {FOOT_PLANT: "motion"}
 

@@ -2,7 +2,7 @@
 
 Measuring a voice's five vowels costs tens of milliseconds per clip (about 23 ms for 8 s at 192 kHz);
 on the I/O thread three clients calibrating in a loop stalled every other client's inputs. Here one
-worker thread runs them, below the I/O and scheduler threads' priority (bridge.pipelines.cpu_priority),
+worker thread runs them, below the I/O and scheduler threads' priority (bridge.runtime.cpu_priority),
 and the I/O thread sends each reply when it is done (`finished`, every loop turn). Bounded twice: a
 client has at most PER_CLIENT calibrations waiting or running, the bridge at most MAX_WAITING; past
 either `submit` says why and the caller answers OVERLOADED.
@@ -16,7 +16,7 @@ import threading
 from collections import Counter, deque
 from collections.abc import Callable
 
-from bridge.pipelines.cpu_priority import yield_to_realtime
+from bridge.runtime.cpu_priority import yield_to_realtime
 
 log = logging.getLogger(__name__)
 

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 import zmq
 
 from bridge import __version__
+from bridge.backends import load_engine
 from bridge.pipelines.base import Pipeline
 from bridge.pipelines.motion import FEATURE_COLS
 from bridge.pipelines.registry import PIPELINES, attach_bodies, attach_voices
@@ -68,7 +69,6 @@ from bridge.protocol.requests import (
     decode_request,
 )
 from bridge.runtime.backend import BackendUnavailable, ModelRefused
-from bridge.runtime.engine import Engine
 from bridge.runtime.manifest import ManifestError, find_manifests
 from bridge.serving.calibrations import Calibrations
 from bridge.serving.group_owners import GroupOwners
@@ -245,7 +245,7 @@ class Bridge:
             t0 = time.perf_counter()
             try:
                 backend, options = self.config.backend_for(manifest.name)
-                engine = Engine.load(manifest, backend=backend, **options)
+                engine = load_engine(manifest, backend=backend, **options)
             except Exception as exc:  # a corrupt file raises whatever its parser raises
                 load = EngineLoad(
                     manifest.name, manifest.onnx_path, time.perf_counter() - t0, _load_error(exc)

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from bridge.speech.features import N_MFCC, SpeechFeatureStream
+from bridge.audio.speech_features import N_MFCC, SpeechFeatureStream
 from bridge.speech.visemes import VRM_VOWELS
 
 VOICED_DB = 25.0

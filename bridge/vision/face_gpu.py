@@ -1,7 +1,7 @@
 """The face tracker's image geometry as batched torch operations, for the torch backend's device path
 (issue 45 item 2): many sessions' frames in one call, on whatever device the tensors are on.
 
-Each function computes what its CPU counterpart in bridge.pipelines.face_tracking_geometry computes for
+Each function computes what its CPU counterpart in bridge.vision.face_geometry computes for
 one face, for a batch of faces at once:
 
 - `letterbox_batch`: `letterbox` (the detector's 128x128 input, the frame fitted with zero padding);
@@ -19,7 +19,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from bridge.pipelines.face_tracking_geometry import DETECTOR_SIZE, MESH_SIZE
+from bridge.vision.face_geometry import DETECTOR_SIZE, MESH_SIZE
 
 
 def _sample(images: torch.Tensor, maps: torch.Tensor, size: int, padding: str) -> torch.Tensor:

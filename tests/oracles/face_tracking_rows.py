@@ -16,12 +16,12 @@ import numpy as np
 import numpy.typing as npt
 
 from bridge.pipelines import face_tracking as ft
-from bridge.pipelines import face_tracking_geometry as geo
 from bridge.pipelines.base import Step
 from bridge.protocol.frames import encode_face_frame
 from bridge.protocol.requests import ImageInput
 from bridge.rig.arkit import ARKIT_NAMES
 from bridge.rig.rotations import axis_angle_to_quat
+from bridge.vision import face_geometry as geo
 from tests.oracles.one_euro import OneEuroOracle
 
 F32 = npt.NDArray[np.float32]

@@ -1,5 +1,5 @@
 """One session's joint-rotation and translation low-pass, frame by frame: the oracle for the batched rows
-in bridge.pipelines.motion_post (same factors from bridge.filters.low_pass, same sign continuity)."""
+in bridge.motion.post (same factors from bridge.filters.low_pass, same sign continuity)."""
 
 from __future__ import annotations
 

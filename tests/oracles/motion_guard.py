@@ -1,5 +1,5 @@
 """One session's motion output guard, frame by frame: the oracle for the batched guard in
-bridge.pipelines.motion_post (same limits, margins and speeds, per-component joint clamp)."""
+bridge.motion.post (same limits, margins and speeds, per-component joint clamp)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Callable
 import numpy as np
 import numpy.typing as npt
 
-from bridge.pipelines.output_guard import (
+from bridge.filters.output_guard import (
     ANGLE_MARGIN_RAD,
     GROSS_ROOT_SPEED_M_S,
     MAX_ROOT_SPEED_M_S,

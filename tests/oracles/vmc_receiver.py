@@ -1,7 +1,7 @@
 """An independent VMC Marionette for tests: applies what it receives to a humanoid as EVMC4U does.
 
 Written from the VMC protocol spec (protocol.vmc.info, marionette-spec) and the receiving side of
-EVMC4U's ExternalReceiver, never from the bridge's sender (bridge/outputs/vmc.py):
+EVMC4U's ExternalReceiver, never from the bridge's sender (bridge/clients/outputs/vmc.py):
 
 - /VMC/Ext/Root/Pos (name, p.xyz, q.xyzw[, scale, offset]): the model root's pose, applied as the
   root's local position and rotation (RootPositionSynchronize and RootRotationSynchronize, both on

@@ -1,5 +1,5 @@
 // avatar-bridge live viewer: every open session of the bridge as a VRM avatar (three.js + @pixiv/three-vrm).
-// The server (bridge/viewer/server.py) sends JSON messages on /ws (docs/protocol.md section 9): hello,
+// The server (bridge/clients/viewer/server.py) sends JSON messages on /ws (docs/protocol.md section 9): hello,
 // opened, frame, closed. Latest wins per session here too: a frame waits for the next render and is
 // replaced by a newer one. window.__viewer exposes the scene state for tests and the benchmark.
 import * as THREE from 'three';

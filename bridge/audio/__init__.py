@@ -1,0 +1,1 @@
+"""Audio analysis: resampling, music features, onsets, beats and speech features."""

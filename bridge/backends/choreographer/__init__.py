@@ -1,0 +1,1 @@
+"""The rule-based choreographer served as a reference backend."""

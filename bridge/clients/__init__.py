@@ -1,0 +1,1 @@
+"""Clients of the wire protocol: the harness, live sources and the outputs."""

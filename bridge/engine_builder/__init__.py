@@ -1,5 +1,0 @@
-"""Engine building: ONNX -> TensorRT plan (+ plan manifest), compatibility checks, `doctor`.
-
-Nothing here imports TensorRT at package import; `bridge.engine_builder.flavour.load_flavour` does,
-when a build or a check needs it. The CLI entry point is `bridge.engine_builder.cli.register_commands`.
-"""

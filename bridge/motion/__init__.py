@@ -1,0 +1,1 @@
+"""Motion post-processing, limits, foot planting and the choreographer."""

@@ -1,2 +1,0 @@
-"""Precision on the ONNX, as TensorRT 11 requires: FP16/BF16 mixed-precision graphs and INT8 Q/DQ graphs,
-with an accuracy report against FP32. Entry point: `bridge.quantize.command.quantize`."""

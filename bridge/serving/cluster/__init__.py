@@ -1,0 +1,1 @@
+"""serve --workers: the front end, the worker processes and the frames forwarder."""

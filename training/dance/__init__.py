@@ -1,0 +1,1 @@
+"""The dance student: data, training, scoring and export."""

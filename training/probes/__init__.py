@@ -1,0 +1,1 @@
+"""Probes of the machine and the engines: CUDA facts, engine call timing."""

@@ -1,0 +1,1 @@
+"""Songs with known beats: synthetic, MIDI-rendered and recorded."""

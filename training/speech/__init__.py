@@ -1,0 +1,1 @@
+"""The viseme classifier: training and scoring."""

@@ -1,0 +1,1 @@
+"""Developer tools: TensorRT type stubs, a local Triton server for tests and benchmarks."""
