@@ -4,7 +4,7 @@
                         [--generators 4] [--mps] [--out bench/results/gpu.json]
 
 What runs is what `serve` runs: the bridge is its own process tree (bridge.clients.harness.process: the
-front end, bridge.serving.cluster.front_end, and N worker processes on the torch backend, FP16, CUDA graphs per
+front end, bridge.serving.cluster.front_end, and N workers on the torch backend, FP16, CUDA graphs per
 batch tier, device state slots), fed over loopback ZeroMQ by load-generator processes
 (bench/load_generator.py), so request decoding, the front end's routing, each worker's I/O thread,
 scheduling, pre- and post-processing, publishing and the frames forwarder are all inside the
@@ -53,15 +53,15 @@ from typing import Any
 
 import numpy as np
 import torch
-from bridge.cli.bench import add_arguments
 
 from bridge.backends import load_engine
-from bridge.backends.torch.modules import reference_module
+from bridge.backends.torch.modules import module_for
 from bridge.clients.harness.process import BridgeProcess
 from bridge.clients.harness.run import cpu_model, percentile, write_bench_json
 from bridge.media.face_video import FaceVideo
 from bridge.models.mediapipe.convert import SERVED_NAME, ensure_converted
 from bridge.models.mediapipe.locate import locate
+from bridge.models.motion import build_dance_lstm
 from bridge.pipelines.face_tracking import FaceTrackingPipeline
 from bridge.pipelines.motion import FEATURE_COLS
 from bridge.protocol.requests import ImageInput
@@ -129,7 +129,7 @@ def _sync_time(fn: Callable[[], None], repeats: int, device: torch.device) -> fl
 
 def baseline_motion_ms(calls: int, device: torch.device) -> float:
     """Eager FP32, one call per session per frame, state per session on the device: ms per call."""
-    net = reference_module("dance_lstm").eval().to(device)
+    net = build_dance_lstm(0).eval().to(device)
     rng = np.random.default_rng(0)
     feats = rng.standard_normal((calls, 1, 1, FEATURE_COLS)).astype(np.float32)
     state = [
@@ -156,7 +156,7 @@ def baseline_motion_ms(calls: int, device: torch.device) -> float:
 
 
 def baseline_face_ms(manifest: ModelManifest, calls: int, device: torch.device) -> float:
-    net = reference_module(manifest.name).eval().to(device)
+    net = module_for(manifest).eval().to(device)
     images = np.random.default_rng(0).random((calls, 1, 3, 224, 224), dtype=np.float32)
 
     def tick() -> None:
@@ -807,6 +807,89 @@ def save(
         title = f"avatar-bridge serve --workers {counts_of_workers[-1]} on {name} (MPS: {mps or 'on'})"
         plot(records, args.out.with_suffix(".png"), title)
     return fields
+
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--seconds", type=float, default=5.0, help="measured seconds per scenario")
+    parser.add_argument("--warmup", type=float, default=1.0, help="unmeasured seconds before each scenario")
+    parser.add_argument("--quick", action="store_true", help="smoke run: a few session counts, 1 s each")
+    parser.add_argument(
+        "--only",
+        choices=("motion", "face", "tracking"),
+        help="run one model's scenarios (tracking: the face tracker, sessions at 30 FPS)",
+    )
+    parser.add_argument(
+        "--workers",
+        default="4",
+        help="bridge worker processes (serve --workers); a list such as 1,4 also runs motion (with --only "
+        "face, face) with the others",
+    )
+    parser.add_argument("--generators", type=int, default=4, help="load-generator processes (clients)")
+    parser.add_argument(
+        "--sessions", help="motion session counts instead of 256,1024,2048 (a list such as 2048)"
+    )
+    parser.add_argument(
+        "--tracking-sessions", default="64,128,256", help="face-tracking session counts (a list)"
+    )
+    parser.add_argument(
+        "--frame-size", default="320x240", help="face tracking: the camera frames' WIDTHxHEIGHT"
+    )
+    parser.add_argument(
+        "--image-format",
+        choices=("rgb8", "jpeg"),
+        default="rgb8",
+        help="face tracking: frames sent raw or as JPEG (quality 90, encoded before the run)",
+    )
+    parser.add_argument(
+        "--pin",
+        type=int,
+        default=0,
+        metavar="CORES",
+        help="pin the load generators (and the benchmark) to the last CORES cores, the front end and the "
+        "frames forwarder to one core each below them, each worker to its own share of the rest (0: off)",
+    )
+    parser.add_argument(
+        "--prepare-workers",
+        type=int,
+        default=4,
+        help="face pre-processing threads per worker (detection, crop)",
+    )
+    parser.add_argument(
+        "--frames-hwm",
+        type=int,
+        help="serve --frames-hwm: messages queued per subscriber on the public frames port (serve's default)",
+    )
+    parser.add_argument(
+        "--serve-args",
+        default="",
+        help='more `serve` flags for the bridge under test, e.g. "--scheduler tick" (an A/B run)',
+    )
+    parser.add_argument(
+        "--scrape-lead",
+        type=float,
+        default=0.0,
+        help="take the first /metrics scrape this many seconds before the window (in the warm-up)",
+    )
+    parser.add_argument(
+        "--scrape-every",
+        type=float,
+        default=0.0,
+        help="also scrape /metrics every this many seconds inside the window, as a Prometheus server "
+        "would (0: only at its start and end)",
+    )
+    parser.add_argument(
+        "--face-input",
+        choices=("frame", "crop"),
+        default="frame",
+        help="face sessions get 320x240 camera frames (detection and crop in the workers) or aligned "
+        "224x224 crops (option cropped: the engines alone)",
+    )
+    parser.add_argument("--mps", action="store_true", help="run the CUDA MPS daemon for the benchmark")
+    parser.add_argument(
+        "--device", choices=("auto", "cuda", "cpu"), default="auto", help="cpu: a smoke run without a GPU"
+    )
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "gpu.json")
 
 
 if __name__ == "__main__":

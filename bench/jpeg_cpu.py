@@ -110,7 +110,7 @@ def listen(sock: socket.socket, stop: threading.Event, arrivals: list[int]) -> N
 
 def shown(arrivals: list[int], frames: dict[int, tuple[int, float, int]]) -> list[tuple[int, int]]:
     """(arrival, frame seq) per VMC packet: the frame it carries is taken as the newest one published
-    before it arrived. The outputs keep only the newest frame per session (bridge.clients.outputs.router, latest
+    before it arrived. The outputs keep only the newest frame per session (clients/outputs/router.py, latest
     wins), so packets are not one per frame; a router running late would send an older frame than this
     pairing assumes, so the figure is a lower bound by at most the router's lag."""
     by_publish = sorted((f[2], seq) for seq, f in frames.items())

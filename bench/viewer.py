@@ -36,7 +36,7 @@ from bridge.clients.viewer.browser import CHROMIUM, launch_args
 from bridge.clients.viewer.process import ViewerProcess
 from bridge.clients.viewer.server import ViewerConfig
 from bridge.clients.viewer.vrm_check import load_avatar
-from bridge.paths import default_engines_dir
+from bridge.paths import default_models_dir
 from bridge.serving.server import Bridge, ServeConfig
 from bridge.transport.zmq_sockets import TransportConfig
 
@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     width, height = (int(v) for v in args.size.split("x"))
     bridge = Bridge(
         ServeConfig(
-            transport=TransportConfig(request_port=0, frames_port=0), engines_dir=default_engines_dir()
+            transport=TransportConfig(request_port=0, frames_port=0), models_dir=default_models_dir()
         )
     )
     bridge.start()

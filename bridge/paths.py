@@ -11,9 +11,10 @@ from pathlib import Path
 
 import platformdirs
 
-__all__ = ["CACHE_ENV", "ENGINES_ENV", "default_engines_dir", "plan_dir", "user_cache_dir"]
+__all__ = ["CACHE_ENV", "MODELS_ENV", "default_models_dir", "plan_dir", "user_cache_dir"]
 
-ENGINES_ENV = "AVATAR_BRIDGE_ENGINES"
+MODELS_ENV = "AVATAR_BRIDGE_MODELS"
+_OLD_MODELS_ENV = "AVATAR_BRIDGE_ENGINES"  # the name before 0.2, still read
 CACHE_ENV = "AVATAR_BRIDGE_CACHE"
 
 # A source checkout keeps the models in the top-level engines/ folder beside the package; a wheel
@@ -21,9 +22,9 @@ CACHE_ENV = "AVATAR_BRIDGE_CACHE"
 _CHECKOUT_ENGINES = Path(__file__).resolve().parents[1] / "engines"
 
 
-def default_engines_dir() -> Path:
-    """The models folder `serve` and `demo` load by default: $AVATAR_BRIDGE_ENGINES, else the bundled one."""
-    override = os.environ.get(ENGINES_ENV)
+def default_models_dir() -> Path:
+    """The models folder `serve` and `demo` load by default: $AVATAR_BRIDGE_MODELS, else the bundled one."""
+    override = os.environ.get(MODELS_ENV) or os.environ.get(_OLD_MODELS_ENV)
     if override:
         return Path(override)
     if _CHECKOUT_ENGINES.is_dir():

@@ -20,7 +20,7 @@ ENGINES = Path(__file__).resolve().parents[1] / "engines"
 
 def start_bridge(**overrides: object) -> tuple[Bridge, threading.Thread]:
     config = replace(
-        ServeConfig(transport=TransportConfig(request_port=0, frames_port=0), engines_dir=ENGINES),
+        ServeConfig(transport=TransportConfig(request_port=0, frames_port=0), models_dir=ENGINES),
         **overrides,
     )
     bridge = Bridge(config)

@@ -80,7 +80,8 @@ def test_auto_flavour_follows_the_environment(monkeypatch: pytest.MonkeyPatch) -
         load_flavour()
     monkeypatch.delenv("BRIDGE_TENSORRT_FLAVOUR")
     monkeypatch.setattr(
-        "bridge.backends.tensorrt.builder.flavour._MODULES", {"tensorrt": "no_such_trt", "tensorrt_rtx": "no_such_rtx"}
+        "bridge.backends.tensorrt.builder.flavour._MODULES",
+        {"tensorrt": "no_such_trt", "tensorrt_rtx": "no_such_rtx"},
     )
     with pytest.raises(FlavourUnavailable, match="no TensorRT flavour is installed"):
         load_flavour()

@@ -11,7 +11,7 @@ import numpy as np
 from bridge.backends import load_engine
 from bridge.cli.dance import dance_songs, read_song
 from bridge.cli.main import main
-from bridge.paths import default_engines_dir
+from bridge.paths import default_models_dir
 from training.songs.synthetic import synthesize_song
 
 
@@ -38,7 +38,7 @@ def test_two_songs_of_different_lengths_batched_equal_alone(tmp_path: Path) -> N
         assert f"Frames: {n}\n" in text
         assert len(text.split("Frame Time:")[1].strip().splitlines()[1:]) == n
 
-    engine = load_engine(default_engines_dir() / "dance_lstm.manifest.json", warmup=False)
+    engine = load_engine(default_models_dir() / "dance_lstm.manifest.json", warmup=False)
     songs = [read_song(a), read_song(b)]
     batched = dance_songs(engine, songs, "middle_hiphop")
     for song, together in zip(songs, batched, strict=True):

@@ -53,7 +53,7 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def served(models: Path) -> Iterator[Bridge]:
-    server, thread = start_bridge(extra_engine_dirs=(models,))
+    server, thread = start_bridge(extra_model_dirs=(models,))
     yield server
     stop_bridge(server, thread)
 

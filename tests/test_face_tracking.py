@@ -260,7 +260,7 @@ def test_missing_everywhere_says_where_it_looked(tmp_path: Path, monkeypatch: py
 
 # ------------------------------------------------------------------------------------ bridge
 def test_face_sessions_default_to_tracking_through_a_real_bridge(models: Path) -> None:
-    server, thread = start_bridge(extra_engine_dirs=(models,))
+    server, thread = start_bridge(extra_model_dirs=(models,))
     client = BridgeClient("127.0.0.1", server.sockets.request_port, timeout_s=10.0)
     try:
         client.hello()

@@ -317,7 +317,7 @@ def test_corrupt_engine_is_refused_and_the_bridge_serves_the_rest(
 ) -> None:
     engines = corrupt_engines(tmp_path, pin=pin)
     with caplog.at_level(logging.ERROR, logger="bridge.serving.server"):
-        server, thread = start_bridge(engines_dir=engines, metrics_port=0)
+        server, thread = start_bridge(models_dir=engines, metrics_port=0)
     try:
         assert any(
             "refusing engine face_expression_small" in r.message and says in r.message for r in caplog.records
@@ -342,7 +342,7 @@ def test_bridge_with_no_loadable_engine_does_not_start(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="no engine could be loaded"):
         Bridge(
             replace(
-                ServeConfig(transport=TransportConfig(request_port=0, frames_port=0)), engines_dir=engines
+                ServeConfig(transport=TransportConfig(request_port=0, frames_port=0)), models_dir=engines
             )
         )
     done = subprocess.run(
@@ -372,7 +372,7 @@ def test_a_refused_engine_asked_for_by_name_stops_the_start(tmp_path: Path) -> N
     engines = corrupt_engines(tmp_path, pin=True)
     config = ServeConfig(
         transport=TransportConfig(request_port=0, frames_port=0),
-        engines_dir=engines,
+        models_dir=engines,
         models={"face": "face_expression_small"},
     )
     with pytest.raises(ValueError, match="'face_expression_small' for face not loaded"):

@@ -198,7 +198,7 @@ def test_jpeg_frames_track_like_the_raw_frames(pipeline: FaceTrackingPipeline, q
 # ----------------------------------------------------------------------------- a real bridge
 @pytest.fixture(scope="module")
 def bridge(models: Path) -> Iterator[Bridge]:  # noqa: F811
-    server, thread = start_bridge(extra_engine_dirs=(models,), idle_timeout_s=10.0, prepare_workers=2)
+    server, thread = start_bridge(extra_model_dirs=(models,), idle_timeout_s=10.0, prepare_workers=2)
     yield server
     stop_bridge(server, thread)
 

@@ -211,7 +211,7 @@ def test_a_failure_queueing_a_batch_costs_only_its_inputs(
 
 def test_a_drain_takes_one_message_per_client_in_turn(monkeypatch: pytest.MonkeyPatch) -> None:
     server = Bridge(
-        ServeConfig(transport=TransportConfig(request_port=0, frames_port=0), engines_dir=ENGINES)
+        ServeConfig(transport=TransportConfig(request_port=0, frames_port=0), models_dir=ENGINES)
     )
     server.start()  # schedulers only: the test drains the request socket by hand
     try:

@@ -154,7 +154,7 @@ def test_wheel_and_sdist_carry_the_models(installed: Installed) -> None:
 def test_installed_package_is_the_wheel_not_the_checkout(installed: Installed) -> None:
     code = (
         "import bridge, bridge.paths as p, importlib.util as u; print(bridge.__file__); "
-        "print(p.default_engines_dir()); print(u.find_spec('torch') is None)"
+        "print(p.default_models_dir()); print(u.find_spec('torch') is None)"
     )
     out = subprocess.run(
         [str(installed.python), "-c", code],

@@ -130,7 +130,7 @@ def test_choreographer_dances_while_onnxruntime_serves_the_faces(tmp_path: Path)
     with pytest.raises(ValueError, match="nope"):
         Bridge(replace(config, model_backends={"nope": "onnxruntime"}))  # a typo is not ignored
     server, thread = start_bridge(
-        backend=config.backend, model_backends=config.model_backends, engines_dir=config.engines_dir
+        backend=config.backend, model_backends=config.model_backends, models_dir=config.models_dir
     )
     client = BridgeClient("127.0.0.1", server.sockets.request_port, timeout_s=10.0)
     try:

@@ -15,7 +15,7 @@ pytest.importorskip("mypy")
 from training.tools.tensorrt_typestubs import generate
 
 ROOT = Path(__file__).resolve().parents[1]
-TENSORRT_CODE = ["bridge/backends/tensorrt/builder", "bridge/backends/tensorrt"]
+TENSORRT_CODE = ["bridge/backends/tensorrt"]
 
 
 def test_tensorrt_modules_type_check_against_the_bindings(tmp_path: Path) -> None:

@@ -50,7 +50,7 @@ BACKGROUND = np.array((0x2A, 0x2F, 0x3A))
 
 @pytest.fixture(scope="module")
 def bridge() -> Iterator[Bridge]:
-    server, thread = start_bridge(idle_timeout_s=5.0, extra_engine_dirs=face_tracking_dirs(None))
+    server, thread = start_bridge(idle_timeout_s=5.0, extra_model_dirs=face_tracking_dirs(None))
     yield server
     stop_bridge(server, thread)
 

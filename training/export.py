@@ -122,11 +122,12 @@ def export_face_small(out_dir: Path, seed: int = SEED) -> ModelManifest:
             TensorSpec("flame.eyelids", "eyelids", ("batch", 2), "float32"),
         ),
         f"Small CNN face expression encoder (CPU default). {UNTRAINED}",
+        "bridge.models.face:build_face_small",
     )
 
 
 def _face_manifest(
-    name: str, path: Path, sha: str, outputs: tuple[TensorSpec, ...], description: str
+    name: str, path: Path, sha: str, outputs: tuple[TensorSpec, ...], description: str, torch_module: str
 ) -> ModelManifest:
     """The face models share their input (one RGB crop), rate and shape tiers; they differ in outputs."""
     one, four, eight = (1, *IMAGE), (4, *IMAGE), (8, *IMAGE)
@@ -146,6 +147,7 @@ def _face_manifest(
                 Profile("batched", {"image": (one, four, eight)}),
             ),
             description=description,
+            torch_module=torch_module,
         )
     )
 
@@ -192,6 +194,7 @@ def export_emoca_size(
         ),
         "EMOCA-size encoder pair (DECA coarse ResNet-50 -> 236 DECA parameters, expression "
         f"ResNet-50 -> 50 replacing the exp slot) for GPU benchmarks. {UNTRAINED}",
+        "bridge.models.face:build_emoca_size",
     )
 
 
@@ -271,6 +274,8 @@ def export_dance_lstm(
             # A student trained on its own previous pose (training.dance.train --pose-input fed).
             steps_on_previous_pose=bool(training and training.get("pose_input") == "fed"),
             training=training or {},
+            torch_module="bridge.models.motion:build_dance_lstm",
+            torch_weights="bridge.models.motion:load_dance_lstm" if trained is not None else "",
         )
     )
 

@@ -31,7 +31,7 @@ from bridge.clients.outputs.session import DEFAULT_BODY_RIG
 from bridge.clients.sources.audio import AudioFileSource
 from bridge.clients.sources.base import SourceError
 from bridge.motion.styles import style_for_text
-from bridge.paths import default_engines_dir
+from bridge.paths import default_models_dir
 from bridge.pipelines.base import Step
 from bridge.pipelines.motion import DEFAULT_SMOOTHING, DEFAULT_STYLE, MotionPipeline
 from bridge.protocol.codec import ProtocolError
@@ -140,7 +140,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--smoothing", type=float, default=DEFAULT_SMOOTHING, help="low-pass strength, 0..1")
     parser.add_argument(
-        "--engines", type=Path, default=None, help="models folder (default: bundled engines/)"
+        "--models",
+        "--engines",
+        dest="models",
+        type=Path,
+        default=None,
+        help="models folder (default: bundled engines/)",
     )
 
 
@@ -158,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     t_read = time.perf_counter()
     engine = load_engine(
-        (args.engines or default_engines_dir()) / MANIFEST, backend="onnxruntime", warmup=False
+        (args.models or default_models_dir()) / MANIFEST, backend="onnxruntime", warmup=False
     )
     try:
         danced = dance_songs(engine, songs, style, args.smoothing, progress=True, energy=energy)

@@ -33,7 +33,7 @@ from bridge.clients.outputs.video import VideoError, check_video_tools, write_da
 from bridge.clients.viewer.demo import add_demo_viewer_arguments, start_demo_viewer
 from bridge.media.music import synthesize_music
 from bridge.models.mediapipe.locate import how_to_get
-from bridge.paths import default_engines_dir
+from bridge.paths import default_models_dir
 from bridge.protocol.events import BodyRig, decode_rig
 from bridge.protocol.frames import MotionFrame
 from bridge.rig.forward_kinematics import forward_kinematics_quat
@@ -64,7 +64,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seconds", type=float, default=8.0)
     parser.add_argument("--style", default="house", help="dance style of the motion session")
     parser.add_argument(
-        "--engines", type=Path, default=None, help="models folder (default: bundled engines/)"
+        "--models",
+        "--engines",
+        dest="models",
+        type=Path,
+        default=None,
+        help="models folder (default: bundled engines/)",
     )
     parser.add_argument(
         "--preview",
@@ -116,8 +121,8 @@ def run(args: argparse.Namespace) -> int:
     tracking = face_tracking_dirs(None)
     config = ServeConfig(
         transport=TransportConfig(request_port=0, frames_port=0),
-        engines_dir=args.engines or default_engines_dir(),
-        extra_engine_dirs=tracking,  # real face tracking where the model is found
+        models_dir=args.models or default_models_dir(),
+        extra_model_dirs=tracking,  # real face tracking where the model is found
     )
     bridge = Bridge(config)
     bridge.start()

@@ -4,7 +4,7 @@ need, and the command that fixes each one missing.
 Uses, in order: serving on the CPU (the main job: ONNX Runtime, the bundled models, the ports, the
 compiled motion kernels), webcam face tracking (the face model found and converted, OpenCV's video
 decoding, cameras), sound (PortAudio), `demo --video` (ffmpeg), other installable models, and GPU
-serving (TensorRT, CUDA, GPUs and plans: bridge.backends.tensorrt.builder.doctor). It exits 0 when the main job
+serving (TensorRT, CUDA, GPUs, plans: backends/tensorrt/builder/doctor.py). It exits 0 when the main job
 can run and 1 when it cannot; a missing optional piece only prints its fix. Nothing here changes the
 machine: it reads, imports, opens a camera for a moment and binds a port for a moment.
 """
@@ -26,7 +26,7 @@ from typing import Any
 
 from bridge import __version__
 from bridge.cli.serve_config import load_serve_table
-from bridge.paths import default_engines_dir
+from bridge.paths import default_models_dir
 from bridge.protocol.versions import DEFAULT_FRAMES_PORT, DEFAULT_REQUEST_PORT
 from bridge.system_packages import FFMPEG, OPENCV_FFMPEG, PORTAUDIO
 
@@ -280,7 +280,7 @@ def _gpu(engines: Path, rebuild_on_mismatch: bool) -> tuple[list[Check], Any]:
 
 def collect(args: argparse.Namespace) -> tuple[list[Check], Any]:
     """Every check, in the order they print, and the GPU report (bridge.backends.tensorrt.builder.doctor)."""
-    engines = args.engines or default_engines_dir()
+    engines = args.engines or default_models_dir()
     steps: list[Callable[[], Check | list[Check]]] = [
         _onnxruntime,
         lambda: _models(engines),

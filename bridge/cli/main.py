@@ -7,8 +7,8 @@ import logging
 from collections.abc import Sequence
 
 from bridge import __version__
-from bridge.cli import bench, dance, demo, doctor, harness, keys, models, serve, triton_repo
 from bridge.cli import build as build_cli
+from bridge.cli import dance, demo, doctor, harness, keys, models, serve, triton_repo
 from bridge.cli import outputs as outputs_cli
 
 
@@ -31,8 +31,6 @@ def build_parser() -> argparse.ArgumentParser:
         p := sub.add_parser("dance", help="whole songs, many in one batch -> one BVH per song")
     )
     p.set_defaults(func=dance.run)
-    bench.add_arguments(p := sub.add_parser("bench", help="GPU benchmark: many sessions vs eager PyTorch"))
-    p.set_defaults(func=bench.run)
     keys.add_arguments(p := sub.add_parser("keys", help="generate a CURVE key pair"))
     p.set_defaults(func=keys.run)
     triton_repo.add_arguments(

@@ -21,7 +21,7 @@ from bridge.clients.sources.base import SourceError
 from bridge.clients.sources.feeder import SourceFeeder
 from bridge.clients.sources.specs import check_sources
 from bridge.clients.viewer.cli import add_viewer_arguments, start_viewer
-from bridge.paths import default_engines_dir
+from bridge.paths import default_models_dir
 from bridge.serving.cluster.front_end import FrontEnd
 from bridge.serving.heap import freeze_startup_heap
 from bridge.serving.server import Bridge, ServeConfig
@@ -41,7 +41,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--frames-port", type=int, help="PUB port for frames and events (default 5571; 0: any)"
     )
-    parser.add_argument("--engines", type=Path, help="folder of models with manifests (default: engines/)")
+    parser.add_argument("--models", type=Path, help="folder of models with manifests (default: engines/)")
+    parser.add_argument("--engines", type=Path, help=argparse.SUPPRESS)  # --models before 0.2
     parser.add_argument("--backend", help="onnxruntime (default), tensorrt, torch or triton")
     parser.add_argument(
         "--backend-for",
@@ -213,7 +214,9 @@ def config_from_args(args: argparse.Namespace, table: ServeTable | None = None) 
     if clients_dir is not None:
         transport_values["curve_client_keys"] = load_public_keys(Path(clients_dir))
     transport = replace(transport, **{k: v for k, v in transport_values.items() if v is not None})
-    config = ServeConfig(transport=transport, engines_dir=Path(pick("engines") or default_engines_dir()))
+    config = ServeConfig(
+        transport=transport, models_dir=Path(pick("models") or pick("engines") or default_models_dir())
+    )
     models = {k: v for k, v in (("face", pick("face_model")), ("motion", pick("motion_model"))) if v}
     # The file's per-model backends, then the flags' (a flag wins for its model).
     model_backends = {**file_values.get("backend_for", {}), **dict(args.backend_for or ())}
@@ -311,7 +314,7 @@ def run(args: argparse.Namespace) -> int:
         check_sources(specs)  # PortAudio, video decoders: before any model converts or loads
         if not args.no_face_tracking:
             extra = face_tracking_dirs(args.face_landmarker)
-            config = replace(config, extra_engine_dirs=(*config.extra_engine_dirs, *extra))
+            config = replace(config, extra_model_dirs=(*config.extra_model_dirs, *extra))
         workers = args.workers if args.workers is not None else table.workers
         if workers is not None and specs:
             raise ValueError("live sources feed a single bridge: leave out --workers")

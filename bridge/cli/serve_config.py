@@ -69,7 +69,8 @@ class ServeTable(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True)
     host: str | None = None
     request_port: Port | None = None
     frames_port: Port | None = None
-    engines: str | None = None
+    models: str | None = None
+    engines: str | None = None  # the key's name before 0.2, still read
     backend: str | None = None
     backend_for: dict[str, str] | None = None  # model name -> backend, e.g. {dance_lstm = "choreographer"}
     rebuild_on_mismatch: bool | None = None

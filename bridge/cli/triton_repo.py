@@ -11,7 +11,7 @@ from bridge.backends.tensorrt.builder.compat import PlanMismatchError
 from bridge.backends.tensorrt.builder.host import HostSnapshot
 from bridge.backends.tensorrt.builder.plan_manifest import PlanManifestError
 from bridge.backends.triton.repository import Runtime, checked_plans, write_repository
-from bridge.paths import default_engines_dir
+from bridge.paths import default_models_dir
 from bridge.runtime.cuda import CudaEnvironment, DeviceInfo
 from bridge.runtime.manifest import ManifestError, find_manifests
 
@@ -20,7 +20,12 @@ log = logging.getLogger("avatar-bridge")
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--engines", type=Path, action="append", help="folder of models with manifests (repeatable)"
+        "--models",
+        "--engines",
+        dest="models",
+        type=Path,
+        action="append",
+        help="folder of models with manifests (repeatable)",
     )
     parser.add_argument("--out", type=Path, required=True, help="the repository folder to write")
     parser.add_argument(
@@ -68,7 +73,7 @@ def _model_and_plan(entry: str) -> tuple[str, str]:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        manifests = [m for folder in args.engines or [default_engines_dir()] for m in find_manifests(folder)]
+        manifests = [m for folder in args.models or [default_models_dir()] for m in find_manifests(folder)]
     except (ManifestError, OSError) as exc:
         log.error("cannot read the manifests: %s", exc)
         return 2

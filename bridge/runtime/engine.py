@@ -48,7 +48,7 @@ class _StatePlan(NamedTuple):
 
 
 class Engine:
-    """One model ready to run. Built by `bridge.backends.load_engine`; call `run` per tick; `close` when done."""
+    """One model ready to run. Made by `backends.load_engine`; call `run` per tick; `close` when done."""
 
     def __init__(self, manifest: ModelManifest, backend: Backend) -> None:
         self.manifest = manifest

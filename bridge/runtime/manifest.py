@@ -265,6 +265,11 @@ class ModelManifest:
     steps_on_previous_pose: bool = False
     # How a trained model was made (data, seed, command, code version): free-form, written as given.
     training: dict[str, Any] = field(default_factory=dict, compare=False)
+    # The PyTorch definition the torch backend runs instead of the ONNX graph: "module:callable" taking
+    # a seed (reference weights), and, for a trained model, "module:callable" taking the path of the
+    # weights beside the ONNX file. Empty: the torch backend runs the ONNX graph itself.
+    torch_module: str = ""
+    torch_weights: str = ""
     _by_input_role: dict[str, TensorSpec] = field(init=False, repr=False, compare=False)
     _by_output_role: dict[str, TensorSpec] = field(init=False, repr=False, compare=False)
 
@@ -304,6 +309,8 @@ class ModelManifest:
             **({"post_processing": list(self.post_processing)} if self.post_processing else {}),
             **({"steps_on_previous_pose": True} if self.steps_on_previous_pose else {}),
             **({"training": self.training} if self.training else {}),
+            **({"torch_module": self.torch_module} if self.torch_module else {}),
+            **({"torch_weights": self.torch_weights} if self.torch_weights else {}),
             "inputs": [_spec_to_dict(s) for s in self.inputs],
             "outputs": [_spec_to_dict(s) for s in self.outputs],
             "state": [
@@ -445,6 +452,8 @@ class _RawManifest(msgspec.Struct, forbid_unknown_fields=True):
     post_processing: list[str] = []
     steps_on_previous_pose: bool = False
     training: dict[str, Any] = {}
+    torch_module: str = ""
+    torch_weights: str = ""
 
 
 def _where(error: msgspec.ValidationError, data: bytes) -> str:
@@ -498,6 +507,8 @@ def _build(raw: _RawManifest, manifest_file: Path) -> ModelManifest:
         post_processing=tuple(raw.post_processing),
         steps_on_previous_pose=raw.steps_on_previous_pose,
         training=raw.training,
+        torch_module=raw.torch_module,
+        torch_weights=raw.torch_weights,
     )
 
 

@@ -108,7 +108,7 @@ MAX_PENDING_ERRORS = 1024
 @dataclass(frozen=True)
 class ServeConfig:
     transport: TransportConfig = field(default_factory=TransportConfig)
-    engines_dir: Path = Path("engines")
+    models_dir: Path = Path("engines")
     backend: str = "onnxruntime"
     backend_options: dict[str, Any] = field(default_factory=dict)
     # Per model: its backend where that is not `backend` (serve --backend-for MODEL=BACKEND), and the
@@ -139,7 +139,7 @@ class ServeConfig:
     # GPU memory (nvidia-smi) in /metrics. A worker leaves it to its front end: the GPU is shared, so
     # one query per scrape does where there were one per worker. `serve --no-gpu-metrics` turns it off.
     gpu_metrics: bool = True
-    extra_engine_dirs: tuple[Path, ...] = ()  # more model folders (the converted face tracker)
+    extra_model_dirs: tuple[Path, ...] = ()  # more model folders (the converted face tracker)
 
     def backend_for(self, model: str) -> tuple[str, dict[str, Any]]:
         """The backend kind that serves `model`, and its options."""
@@ -230,10 +230,10 @@ class Bridge:
 
     # ----------------------------------------------------------------- lifecycle
     def _load_engines(self) -> None:
-        folders = (self.config.engines_dir, *self.config.extra_engine_dirs)
+        folders = (self.config.models_dir, *self.config.extra_model_dirs)
         manifests = [m for folder in folders for m in find_manifests(folder)]
         if not manifests:
-            raise FileNotFoundError(f"no model manifests (*.manifest.json) in {self.config.engines_dir}")
+            raise FileNotFoundError(f"no model manifests (*.manifest.json) in {self.config.models_dir}")
         unknown = sorted(set(self.config.model_backends) - {m.name for m in manifests})
         if unknown:  # a backend asked for by model name: a typo must not pass unnoticed
             raise ValueError(f"backend chosen for unknown model(s) {', '.join(unknown)}")
@@ -269,12 +269,12 @@ class Bridge:
         if not self.pipelines:
             failed = "; ".join(f"{x.model}: {x.error}" for x in self.engine_loads if x.error)
             raise ValueError(
-                f"no engine could be loaded from {self.config.engines_dir} ({failed or 'no pipelines'})"
+                f"no engine could be loaded from {self.config.models_dir} ({failed or 'no pipelines'})"
             )
         for name, wanted in self.config.models.items():
             if wanted not in self.pipelines.get(name, {}):  # asked for by name: refused or absent is fatal
                 raise ValueError(
-                    f"default model {wanted!r} for {name} not loaded from {self.config.engines_dir}"
+                    f"default model {wanted!r} for {name} not loaded from {self.config.models_dir}"
                 )
         for name, models in self.pipelines.items():
             # A pipeline class may ask to be the default (face tracking over the FLAME encoder).

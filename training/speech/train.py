@@ -220,7 +220,9 @@ def write_manifest(path: Path, onnx_path: Path) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m training.speech.train", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m training.speech.train", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--out", type=Path, default=Path("engines"))
     parser.add_argument("--epochs", type=int, default=25)
     args = parser.parse_args(argv)
