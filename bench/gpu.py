@@ -550,11 +550,17 @@ def _print_record(rec: dict[str, Any], per_w: list[dict[str, Any]], host: Window
     by = host.cpu_by_second
     print(
         "    second  p99 ms  send lag ms  busy cores  stolen  runnable  front %  fwd %  workers max/sum %"
-        "  gens %"
+        "  gens %  faults/s  cpu stall ms/s  mem stall ms/s"
     )
     forwarder = by["per_process_percent"].get("frames forwarder", [])
     front = by["per_process_percent"].get("front end", [])
     lag = rec["generator_send_lag_max_ms_by_second"]
+    faults = by.get("host_page_faults_per_s", [])
+    cpu_stall, mem_stall = by.get("host_cpu_stall_us_per_s", []), by.get("host_memory_stall_us_per_s", [])
+
+    def at(values: list[float], k: int, scale: float = 1.0) -> float:
+        return values[k] * scale if k < len(values) else float("nan")
+
     for k, p99 in enumerate(rec["p99_ms_by_second"]):
         if k >= len(by["host_busy_cores"]):
             break
@@ -564,7 +570,8 @@ def _print_record(rec: dict[str, Any], per_w: list[dict[str, Any]], host: Window
             f"{by['host_runnable_threads'][k]:>9} "
             f"{front[k] if k < len(front) else 0:>8.0f} {forwarder[k] if k < len(forwarder) else 0:>6.0f} "
             f"{by['workers_max_percent'][k]:>8.0f}/{by['workers_sum_percent'][k]:<8.0f} "
-            f"{by['load_generators_sum_percent'][k]:>7.0f}",
+            f"{by['load_generators_sum_percent'][k]:>7.0f} {at(faults, k):>9.0f} "
+            f"{at(cpu_stall, k, 1e-3):>14.0f} {at(mem_stall, k, 1e-3):>15.0f}",
             flush=True,
         )
     for c in sorted(host.cpu, key=lambda c: -c["cpu_percent"]):
@@ -807,7 +814,6 @@ def save(
         title = f"avatar-bridge serve --workers {counts_of_workers[-1]} on {name} (MPS: {mps or 'on'})"
         plot(records, args.out.with_suffix(".png"), title)
     return fields
-
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -43,6 +43,8 @@ def test_sampler_reads_each_second() -> None:
     assert len(busy) == 2 and all(b > 10 for b in busy), busy  # a shared 2-core CI box gives less
     assert readings["load_generators_sum_percent"] == busy
     assert len(readings["host_busy_cores"]) == len(readings["host_stolen_cores"]) == 2
+    assert len(readings["host_page_faults_per_s"]) == len(readings["host_cpu_stall_us_per_s"]) == 2
+    assert len(readings["minor_faults_per_s_by_process"]["load generator 0"]) == 2
 
 
 @linux

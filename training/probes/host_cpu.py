@@ -4,8 +4,9 @@ Linux only (/proc); elsewhere the readings are empty and pinning does nothing.
 
 - `bridge_roles`: the processes of a running `serve --workers N` by role (front end, frames forwarder,
   worker K in start order), told apart from /proc alone, so the bridge needs no change to be measured.
-- `CpuSampler`: a thread that reads each process's CPU time, the host's busy cores and its runnable
-  threads once a second, so a slow second of the window can be matched with who was busy in it.
+- `CpuSampler`: a thread that reads each process's CPU time, the host's busy and stolen cores, its
+  runnable threads, page faults, context switches and pressure stalls (PSI) once a second, so a slow
+  second of the window can be matched with who was busy in it, or with what held every process at once.
 - `cpu_layout` and `pin`: disjoint cores for the load generators, the front end, the forwarder and each
   worker (sched_setaffinity on every thread), so the generators' load is kept off the bridge's cores.
 """
@@ -121,9 +122,40 @@ def _host() -> tuple[float, float, int]:
     return busy, steal, running
 
 
+def _counters() -> dict[str, float]:
+    """The host's running totals that can stall every process at once: page faults (minor ones too: a
+    microVM may back a guest page only when it is first touched), context switches, and the
+    microseconds some task waited for a CPU or for memory (PSI, Linux 4.20+). Missing ones are 0."""
+    out = dict.fromkeys(
+        ("page_faults", "major_faults", "context_switches", "cpu_stall_us", "memory_stall_us"), 0.0
+    )
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        for line in Path("/proc/vmstat").read_text().splitlines():
+            name, value = line.split()
+            if name == "pgfault":
+                out["page_faults"] = float(value)
+            elif name == "pgmajfault":
+                out["major_faults"] = float(value)
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        for line in Path("/proc/stat").read_text().splitlines():
+            if line.startswith("ctxt "):
+                out["context_switches"] = float(line.split()[1])
+    for kind in ("cpu", "memory"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            some = Path(f"/proc/pressure/{kind}").read_text().splitlines()[0]
+            out[f"{kind}_stall_us"] = float(some.rsplit("total=", 1)[1])
+    return out
+
+
+def _minor_faults(pid: int) -> float:
+    """Minor page faults of process `pid` so far."""
+    return float(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[7])
+
+
 class CpuSampler:
-    """Once a second from `start()`: each process's CPU % (100 = one core), the host's busy and stolen
-    cores and its runnable threads at that instant (more than the cores: something waits for one)."""
+    """Once a second from `start()`: each process's CPU % (100 = one core) and minor page faults, the
+    host's busy and stolen cores, its runnable threads at that instant (more than the cores: something
+    waits for one), and the rates of `_counters` per second."""
 
     def __init__(self, roles: dict[int, str], period_s: float = 1.0) -> None:
         self.roles = roles
@@ -134,29 +166,40 @@ class CpuSampler:
         self.host_busy_cores: list[float] = []
         self.host_stolen_cores: list[float] = []
         self.runnable: list[int] = []
+        self.host_rates: dict[str, list[float]] = {}
+        self.faults_per_process: dict[str, list[float]] = {role: [] for role in roles.values()}
 
-    def _read(self) -> dict[int, float]:
+    def _read(self) -> dict[int, tuple[float, float]]:
+        """Each process's (CPU seconds, minor faults) so far."""
         out = {}
         for pid in self.roles:
             with contextlib.suppress(OSError, ValueError, IndexError):
-                out[pid] = _cpu_seconds(Path(f"/proc/{pid}/stat"))
+                out[pid] = (_cpu_seconds(Path(f"/proc/{pid}/stat")), _minor_faults(pid))
         return out
 
     def _loop(self) -> None:
         last, (busy_last, steal_last, _), t_last = self._read(), _host(), time.monotonic()
+        counters_last = _counters()
         t0, k = t_last, 1
         while True:
             stopped = self._stop.wait(max(0.0, t0 + k * self.period_s - time.monotonic()))
             now, (busy, steal, running), t = self._read(), _host(), time.monotonic()
+            counters = _counters()
             dt = t - t_last
             if stopped and dt < 0.5 * self.period_s:  # a last part-second too short to read
                 return
             for pid, role in self.roles.items():
-                self.per_process[role].append(round(100 * (now.get(pid, 0.0) - last.get(pid, 0.0)) / dt, 1))
+                (cpu, faults), (cpu_last, faults_last) = now.get(pid, (0.0, 0.0)), last.get(pid, (0.0, 0.0))
+                self.per_process[role].append(round(100 * (cpu - cpu_last) / dt, 1))
+                self.faults_per_process[role].append(round((faults - faults_last) / dt))
             self.host_busy_cores.append(round((busy - busy_last) / dt, 2))
             self.host_stolen_cores.append(round((steal - steal_last) / dt, 2))
             self.runnable.append(running)
-            last, busy_last, steal_last, t_last = now, busy, steal, t
+            for name, value in counters.items():
+                self.host_rates.setdefault(f"{name}_per_s", []).append(
+                    round((value - counters_last[name]) / dt)
+                )
+            last, busy_last, steal_last, t_last, counters_last = now, busy, steal, t, counters
             k += 1
             if stopped:
                 return
@@ -184,6 +227,8 @@ class CpuSampler:
             "workers_max_percent": column(workers, max),
             "load_generators_sum_percent": column(generators, sum),
             "per_process_percent": self.per_process,
+            "minor_faults_per_s_by_process": self.faults_per_process,
+            **{f"host_{name}": values for name, values in self.host_rates.items()},
         }
 
 
