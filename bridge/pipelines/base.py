@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar
 
 from bridge.filters.output_guard import GuardStats
+from bridge.protocol.errors import ErrorCode
 from bridge.protocol.events import Rig
 from bridge.protocol.requests import ImageInput, Input, JpegInput
 from bridge.runtime.engine import Engine
@@ -36,21 +37,27 @@ class Step(Generic[StepT]):
 
 
 class FailedRow(list[bytes]):
-    """A row of `finish_batch` that failed: no frames, and why. Only its own session is told; the
-    other rows of the batch keep their frames and state."""
+    """A row of `finish_batch` that failed: no frames, and why (`code`: INTERNAL unless the input was
+    bad). Only its own session is told; the other rows of the batch keep their frames and state."""
 
-    def __init__(self, error: str) -> None:
+    def __init__(self, error: str, code: ErrorCode = ErrorCode.INTERNAL) -> None:
         super().__init__()
         self.error = error
+        self.code = code
 
 
 @dataclass(frozen=True)
 class BatchResult:
     """What one engine call produced, per row (a list, or an array with a row per session), plus its
-    cost (copied into every frame)."""
+    cost (copied into every frame); the time of the call's stages where the pipeline measures them
+    (seconds by stage name, observed beside the scheduler's own stages); and rows whose input could
+    not be used (a JPEG the device path could not decode): their frames are dropped and their
+    sessions told."""
 
     rows: Any
     engine_us: float
+    stages: Mapping[str, float] = field(default_factory=dict)
+    failed: Mapping[int, FailedRow] = field(default_factory=dict)
 
 
 class Pipeline(ABC, Generic[StateT, StepT]):
@@ -62,6 +69,10 @@ class Pipeline(ABC, Generic[StateT, StepT]):
     # cost is pre-processing (images). Where the work is the frames (feature rows, audio), each
     # session's own frame bound already caps a client at its sessions' bounds, the share's floor.
     fair_share: ClassVar[bool] = False
+    # Whether `prepare` takes JPEG inputs as they came (JpegInput) and the pipeline decodes them itself
+    # (the face tracker on CUDA: a batch through nvJPEG in `run_batch`); else the scheduler decodes
+    # them before `prepare`.
+    decodes_jpeg: bool = False
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine

@@ -27,7 +27,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import cv2
 import numpy as np
@@ -41,13 +41,16 @@ from bridge.protocol.codec import ProtocolError
 from bridge.protocol.errors import ErrorCode
 from bridge.protocol.events import FACE_EYELID_NAMES, FaceRig
 from bridge.protocol.frames import encode_face_frame
-from bridge.protocol.requests import Calibrate, ImageInput, Input
+from bridge.protocol.requests import Calibrate, ImageInput, Input, JpegInput
 from bridge.rig.arkit import ARKIT_NAMES
 from bridge.rig.canonical_face import parse_canonical_mesh
 from bridge.rig.rotations import axis_angle_to_quat, matrix_to_quat, quat_to_axis_angle
 from bridge.runtime.cpu_priority import yield_to_realtime
 from bridge.runtime.engine import Engine
 from bridge.vision import face_geometry as geo
+
+if TYPE_CHECKING:
+    from bridge.pipelines.face_tracking_device import DeviceTracker
 
 F32 = npt.NDArray[np.float32]
 F64 = npt.NDArray[np.float64]
@@ -145,6 +148,9 @@ class TrackStep:
     crop_to_image: F64
     size: tuple[int, int]  # image width, height
     dark: bool
+    # The device path's (bridge.pipelines.face_tracking_device): the frame as it came, or its JPEG,
+    # mirrored, measured, cropped in `run_batch`; `crop` stays None there.
+    frame: npt.NDArray[np.uint8] | JpegInput | None = None
 
 
 @dataclass(frozen=True)
@@ -224,6 +230,14 @@ class FaceTrackingPipeline(Pipeline[TrackingState, TrackStep]):
             parts / BLENDSHAPES_MANIFEST, backend=backend, **({"batch_tiers": tiers} if tiers else {})
         )
         self.canonical = parse_canonical_mesh(Path(parts / GEOMETRY).read_bytes())
+        # On the torch backend the batch's frames are decoded, detected, cropped and fitted on its device
+        # (bridge.pipelines.face_tracking_device); the other backends prepare each session on the CPU.
+        self.device_path: DeviceTracker | None = None
+        if backend == "torch":
+            from bridge.pipelines.face_tracking_device import DeviceTracker
+
+            self.device_path = DeviceTracker(self)
+            self.decodes_jpeg = self.device_path.decodes_jpeg
         # Serves sessions opened with `speech: true` (bridge.pipelines.face_tracking_speech); set by
         # bridge.pipelines.registry.attach_voices when a speech model is loaded too.
         self.with_speech: Pipeline[Any, Any] | None = None
@@ -299,6 +313,8 @@ class FaceTrackingPipeline(Pipeline[TrackingState, TrackStep]):
     # ------------------------------------------------------------------ pre-process
     def prepare(self, state: TrackingState, item: Input) -> list[Step[TrackStep]]:
         yield_to_realtime()  # camera work runs below motion and speech (bridge.runtime.cpu_priority)
+        if self.device_path is not None:
+            return [self.device_path.prepare(state, item)]
         assert isinstance(item, ImageInput)
         image = item.pixels
         if state.mirror:
@@ -317,21 +333,14 @@ class FaceTrackingPipeline(Pipeline[TrackingState, TrackStep]):
         found = geo.decode_detections(
             out["face.detections"][0], out["face.detection_scores"][0], scale, px, py
         )
-        if not found:
-            return None
         h, w = image.shape[:2]
-        if state.select == "central":
-            key = [
-                -math.hypot((d.box[0] + d.box[2]) / 2 - w / 2, (d.box[1] + d.box[3]) / 2 - h / 2)
-                for d in found
-            ]
-        else:
-            key = [float(np.prod(d.box[2:] - d.box[:2])) for d in found]
-        return geo.roi_from_detection(found[int(np.argmax(key))])
+        return followed_face(found, state.select, w, h)
 
     # ------------------------------------------------------------------ engines
     def run_batch(self, states: Sequence[TrackingState], steps: Sequence[Step[TrackStep]]) -> BatchResult:
         yield_to_realtime()
+        if self.device_path is not None:
+            return self.device_path.run_batch(states, steps)
         n = len(steps)
         for state in states:
             state.roi = None  # re-detect next frame unless a face is followed below
@@ -444,6 +453,21 @@ class FaceTrackingPipeline(Pipeline[TrackingState, TrackStep]):
         held = eased(channels[:, LAST], lost_for_s)
         none = np.zeros(len(states), bool)
         return calibrated(channels, held, found=none, dark=none)
+
+
+def followed_face(found: Sequence[geo.Detection], select: str, width: int, height: int) -> geo.Roi | None:
+    """The region of the face a session follows among a frame's detections (`select`: the largest, or
+    the one nearest the centre of a `width` x `height` frame), or None when none was found."""
+    if not found:
+        return None
+    if select == "central":
+        key = [
+            -math.hypot((d.box[0] + d.box[2]) / 2 - width / 2, (d.box[1] + d.box[3]) / 2 - height / 2)
+            for d in found
+        ]
+    else:
+        key = [float(np.prod(d.box[2:] - d.box[:2])) for d in found]
+    return geo.roi_from_detection(found[int(np.argmax(key))])
 
 
 @dataclass(frozen=True)

@@ -619,7 +619,7 @@ class Scheduler:
                 t_queued, item = s.inbox.popleft()
                 s.inbox_frames -= self.pipeline.steps_for(s.state, item)
             t0 = time.perf_counter()
-            if isinstance(item, JpegInput):
+            if isinstance(item, JpegInput) and not self.pipeline.decodes_jpeg:
                 decoded = self._decode(s, item)
                 if decoded is None:
                     continue
@@ -665,6 +665,8 @@ class Scheduler:
             return
         self._stats.count_batch(len(batch))
         self._stats.observe("engine", result.engine_us / 1e6)
+        for stage, seconds in result.stages.items():
+            self._stats.observe(stage, seconds)
         t0 = time.perf_counter()
         try:
             frames = self.pipeline.finish_batch(
@@ -678,12 +680,13 @@ class Scheduler:
         self._stats.observe("post", time.perf_counter() - t0)
         rows: list[tuple[Session, Sequence[bytes]]] = []
         dropped: Counter[str] = Counter()
-        for s, step, payloads in zip(batch, steps, frames, strict=True):
+        for i, (s, step, payloads) in enumerate(zip(batch, steps, frames, strict=True)):
+            payloads = result.failed.get(i, payloads)  # its input was unusable (a bad JPEG)
             if isinstance(payloads, FailedRow):  # only this row failed: the others keep their frames
                 s.out_seq += self.pipeline.step_frames(step)  # its numbers are spent: a gap shows the loss
                 s.drop_frames(self.pipeline.step_frames(step))
                 dropped["failed"] += self.pipeline.step_frames(step)
-                self._report_error(s, ErrorCode.INTERNAL, payloads.error)
+                self._report_error(s, payloads.code, payloads.error)
                 continue
             s.out_seq += len(payloads)
             if s.closed:  # closed while its step ran: its frames go nowhere, the others' are untouched

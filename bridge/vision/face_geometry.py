@@ -113,9 +113,13 @@ def letterbox(image: npt.NDArray[np.uint8]) -> tuple[F32, float, float, float]:
     return np.ascontiguousarray(tensor.transpose(2, 0, 1), np.float32) / 255.0, scale, px, py
 
 
-def decode_detections(raw: F32, logits: F32, scale: float, px: float, py: float) -> list[Detection]:
-    """Scores over the threshold, boxes and keypoints decoded against the anchors, weighted NMS."""
-    scores, boxes, kps = decode_ssd(raw, logits, ANCHORS, DETECTOR_SIZE, 6, MIN_DETECTION_SCORE)
+def decode_detections(
+    raw: F32, logits: F32, scale: float, px: float, py: float, anchors: F32 = ANCHORS
+) -> list[Detection]:
+    """Scores over the threshold, boxes and keypoints decoded against the anchors, weighted NMS. The
+    rows may be a subset of the detector's, each with its own anchor in `anchors` (the device path
+    brings only the rows its score filter kept: bridge.pipelines.face_tracking_device)."""
+    scores, boxes, kps = decode_ssd(raw, logits, anchors, DETECTOR_SIZE, 6, MIN_DETECTION_SCORE)
     if scores.size == 0:
         return []
     offset = np.array([px, py])

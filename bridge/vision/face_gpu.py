@@ -7,14 +7,17 @@ one face, for a batch of faces at once:
 - `letterbox_batch`: `letterbox` (the detector's 128x128 input, the frame fitted with zero padding);
 - `crop_batch`: `crop` (the rotated 256x256 mesh crops, edge pixels repeated outside the frame) as one
   `grid_sample`, each face through its own crop-to-image map;
-- `project_batch`: `project` (crop landmarks back to image pixels).
+- `project_batch`: `project` (crop landmarks back to image pixels);
+- `fit_head_pose_batch`: `fit_head_pose` (the canonical mesh fitted to each face's landmarks).
 
 OpenCV interpolates with 5-bit fixed-point weights and torch in floating point, so pixels can differ by
-a level or two of 255 (tests/test_face_gpu.py bounds it). Not yet wired into FaceTrackingPipeline:
-the pipeline still prepares each session on the CPU.
+a level or two of 255 (tests/test_face_gpu.py bounds it). FaceTrackingPipeline's device path
+(bridge.pipelines.face_tracking_device) runs them on the torch backend.
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 import torch.nn.functional as F
@@ -64,3 +67,44 @@ def project_batch(landmarks: torch.Tensor, crop_to_image: torch.Tensor) -> torch
     xy = landmarks[..., :2] @ m[:, :, :2].transpose(1, 2) + m[:, None, :, 2]
     z = landmarks[..., 2:3] * torch.hypot(m[:, 0, 0], m[:, 1, 0])[:, None, None]
     return torch.cat([xy, z], 2)
+
+
+def fit_head_pose_batch(
+    landmarks: torch.Tensor,
+    canonical: torch.Tensor,
+    weights: torch.Tensor,
+    image_w: torch.Tensor,
+    image_h: torch.Tensor,
+    vertical_fov_deg: float = 63.0,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Head rotations (n, 3, 3) and translations (n, 3, metres) of faces `landmarks` (n, 478, 3) in
+    image pixels, frames `image_w`, `image_h` (n,): the weighted similarity fit of the canonical mesh
+    (468, 3) with `weights` (468,), as `fit_head_pose` (same axes, same weak-perspective depth)."""
+    dtype = landmarks.dtype
+    flip = torch.tensor([1.0, -1.0, -1.0], dtype=dtype, device=landmarks.device)
+    obs = landmarks[:, :468] * flip
+    canonical, weights = canonical.to(dtype), weights.to(dtype)
+    w = weights / weights.sum()
+    mu_o = torch.einsum("k,nkc->nc", w, obs)
+    mu_c = w @ canonical
+    o, c = obs - mu_o[:, None], canonical - mu_c
+    cov = (o * w[:, None]).transpose(1, 2) @ c
+    u, s, vt = torch.linalg.svd(cov)
+    fix = torch.ones_like(s)
+    fix[:, 2] = torch.sign(torch.linalg.det(u @ vt))
+    rotation = (u * fix[:, None, :]) @ vt
+    scale = (s * fix).sum(1) / (w @ (c**2).sum(1))
+    focal = (image_h.to(dtype) / 2) / math.tan(math.radians(vertical_fov_deg) / 2)
+    centre = mu_o - scale[:, None] * (rotation @ mu_c)
+    translation = (
+        torch.stack(
+            [
+                (centre[:, 0] - image_w.to(dtype) / 2) / scale,
+                (centre[:, 1] + image_h.to(dtype) / 2) / scale,
+                -focal / scale,
+            ],
+            1,
+        )
+        / 100.0
+    )
+    return rotation, translation

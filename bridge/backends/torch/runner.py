@@ -38,7 +38,7 @@ from bridge.runtime.engine import Engine
 from bridge.runtime.images import SCALE
 from bridge.runtime.manifest import ModelManifest, Profile
 
-__all__ = ["Device", "Precision", "TorchBackend"]
+__all__ = ["Device", "Precision", "TorchBackend", "run_on_device"]
 
 log = logging.getLogger(__name__)
 
@@ -270,6 +270,33 @@ class TorchBackend(Backend):
                 done.synchronize()
         return {name: plan.host_out[name][:batch].numpy().copy() for name in fetched}
 
+    def infer_device(self, feeds: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """Like `infer`, for inputs already on this backend's device (by tensor name; image inputs as
+        float32 planes) and with the outputs left there: no host round trip. The same plans (tiers,
+        captured graphs) as `infer`; runs after the work queued on the caller's stream, and the
+        caller's stream waits for it. Stateless models only (the face tracker's networks)."""
+        if self._net is None:
+            raise RuntimeError(f"{self!r}: infer_device() before activate()")
+        if self._state_inputs:
+            raise ValueError(f"{self.manifest.name}: infer_device runs stateless models only")
+        batch = len(feeds[self._role_inputs[0]])
+        plan = self._plan(batch, feeds)
+        caller = torch.cuda.current_stream(self.device) if self._compute is not None else None
+        with torch.no_grad(), self._on(self._compute):
+            if self._compute is not None and caller is not None:
+                self._compute.wait_stream(caller)
+            for name in self._role_inputs:
+                plan.dev_in[name][:batch].copy_(feeds[name])
+            if plan.graph is not None:
+                plan.graph.replay()
+            else:
+                plan.dev_out = self._forward(plan.dev_in)
+            # Copies: the plan's buffers are the next call's.
+            out = {name: plan.dev_out[name][:batch].clone() for name in self._role_outputs}
+        if self._compute is not None and caller is not None:
+            caller.wait_stream(self._compute)
+        return out
+
     def _forward(self, inputs: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         assert self._net is not None
         args = []
@@ -306,7 +333,7 @@ class TorchBackend(Backend):
             plan.dev_bytes[name] = torch.zeros(full, dtype=torch.uint8, device=self.device)
         return plan.host_bytes, plan.dev_bytes
 
-    def _plan(self, batch: int, feeds: Mapping[str, np.ndarray]) -> _Plan:
+    def _plan(self, batch: int, feeds: Mapping[str, np.ndarray | torch.Tensor]) -> _Plan:
         tier = self.tier_for(batch)
         key = (tier, *(_row_shape(feeds[n]) for n in self._role_inputs))
         plan = self._plans.get(key)
@@ -314,7 +341,7 @@ class TorchBackend(Backend):
             plan = self._plans[key] = self._new_plan(tier, feeds)
         return plan
 
-    def _new_plan(self, tier: int, feeds: Mapping[str, np.ndarray]) -> _Plan:
+    def _new_plan(self, tier: int, feeds: Mapping[str, np.ndarray | torch.Tensor]) -> _Plan:
         pinned = self.device.type == "cuda"
         plan = _Plan(tier)
         shapes = {n: (tier, *_row_shape(feeds[n])) for n in self._role_inputs}
@@ -387,9 +414,9 @@ class TorchBackend(Backend):
             stream.wait_event(event)
 
 
-def _row_shape(feed: np.ndarray) -> tuple[int, ...]:
+def _row_shape(feed: np.ndarray | torch.Tensor) -> tuple[int, ...]:
     """One row's shape as the module takes it: an image fed as [N, H, W, 3] bytes is [3, H, W]."""
-    if feed.dtype == np.uint8:
+    if isinstance(feed, np.ndarray) and feed.dtype == np.uint8:
         return (feed.shape[3], feed.shape[1], feed.shape[2])
     return tuple(feed.shape[1:])
 
@@ -411,3 +438,17 @@ def _fused_conv_bn(net: nn.Module) -> nn.Module:
         log.warning("%s: batch norm not folded (torch.fx cannot trace it: %s)", type(net).__name__, exc)
         return net
     return fused
+
+
+def run_on_device(engine: Engine, inputs_by_role: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """`Engine.run` for a stateless engine on the torch backend with its inputs on the backend's device:
+    roles in, roles out (slices applied, as views), nothing through the host."""
+    backend = engine.backend
+    if not isinstance(backend, TorchBackend):
+        raise TypeError(f"{engine.manifest.name}: run_on_device needs the torch backend, not {backend.name}")
+    feeds = {s.tensor: inputs_by_role[s.role] for s in engine.manifest.inputs}
+    results = backend.infer_device(feeds)
+    return {
+        s.role: results[s.tensor] if s.slice is None else results[s.tensor][..., slice(*s.slice)]
+        for s in engine.manifest.outputs
+    }
