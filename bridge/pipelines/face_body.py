@@ -24,7 +24,14 @@ import numpy.typing as npt
 from bridge.filters.one_euro import OneEuroFilter
 from bridge.pipelines.base import BatchResult, Pipeline, Step
 from bridge.pipelines.body_tracking import BodyRows, BodyStep, BodyTracker, BodyTrackState
-from bridge.pipelines.face_tracking import EASE_S, HOLD_S, FaceTrackingPipeline, TrackingState, encode_tracked
+from bridge.pipelines.face_tracking import (
+    EASE_S,
+    HOLD_S,
+    CameraFace,
+    FaceTrackingPipeline,
+    TrackingState,
+    encode_tracked,
+)
 from bridge.protocol.events import FaceRig
 from bridge.protocol.requests import ImageInput, Input
 from bridge.rig import humanoid_solve as hs
@@ -85,7 +92,20 @@ class FaceBodyState:
     filter: OneEuroFilter = field(default_factory=lambda: OneEuroFilter(hs.N_JOINTS * 4, _CUTOFF, _BETA))
     last: F64 = field(default_factory=_rest)  # the last output rotations
     body_hold: _Hold = field(default_factory=_Hold)
+    t_last: float = math.nan  # capture clock (s) of the last image
     hand_hold: list[_Hold] = field(default_factory=lambda: [_Hold(), _Hold()])
+
+
+@dataclass(frozen=True)
+class BodyFrames:
+    """The body keys of n sessions' frames (docs/protocol.md 5.1.2), as encode_tracked takes them."""
+
+    body: F32  # (n, joints, 4) local rotations
+    found: list[bool]
+    hands_found: list[tuple[bool, bool]]
+
+    def keys(self) -> dict[str, Any]:
+        return {"body": self.body, "body_found": self.found, "hands_found": self.hands_found}
 
 
 @dataclass(frozen=True)
@@ -150,40 +170,54 @@ class FaceBodyPipeline(Pipeline[FaceBodyState, Any]):
         steps: Sequence[Step[Any]],
         result: BatchResult,
     ) -> list[list[bytes]]:
-        rows: _Rows = result.rows
-        face_steps = [replace(s, payload=s.payload[0]) for s in steps]
-        face = self.tracker.camera_faces([s.track for s in states], face_steps, rows.face)
-        heads = axis_angle_to_matrix(face.rotation.astype(np.float64))
-        body = np.stack(
-            [
-                self._rotations(state, rows.body, i, heads[i], step.t_capture_ns / 1e9)
-                for i, (state, step) in enumerate(zip(states, steps, strict=True))
-            ]
-        ).astype(np.float32)
-        hands = [(bool(h[0]), bool(h[1])) for h in rows.body.hand_found]
+        face, body = self.camera_frames(states, steps, result.rows)
         frames = encode_tracked(
             sessions,
             seqs,
-            face_steps,
+            [replace(s, payload=s.payload[0]) for s in steps],
             face,
             [s.track.blendshapes for s in states],
             engine_us=result.engine_us,
             batch=len(steps),
-            body=body,
-            body_found=rows.body.found.tolist(),
-            hands_found=hands,
+            **body.keys(),
         )
         return [[frame] for frame in frames]
 
+    def camera_frames(
+        self, states: Sequence[FaceBodyState], steps: Sequence[Step[Any]], rows: Any
+    ) -> tuple[CameraFace, BodyFrames]:
+        """Each row's face (as FaceTrackingPipeline.camera_faces) and body for one frame, from
+        run_batch's rows. Reads and writes the rows' session state."""
+        rows_: _Rows = rows
+        face_steps = [replace(s, payload=s.payload[0]) for s in steps]
+        face = self.tracker.camera_faces([s.track for s in states], face_steps, rows_.face)
+        heads = axis_angle_to_matrix(face.rotation.astype(np.float64))
+        body = np.stack(
+            [
+                self._rotations(state, rows_.body, i, heads[i], step.t_capture_ns / 1e9)
+                for i, (state, step) in enumerate(zip(states, steps, strict=True))
+            ]
+        ).astype(np.float32)
+        hands = [(bool(h[0]), bool(h[1])) for h in rows_.body.hand_found]
+        return face, BodyFrames(body, rows_.body.found.tolist(), hands)
+
+    def held_frames(self, states: Sequence[FaceBodyState], lost_for_s: F64) -> tuple[CameraFace, BodyFrames]:
+        """The sessions' face and body `lost_for_s` (n,) seconds after the camera's last frame: held,
+        then eased to rest, as when tracking is lost (a voiced session's frames while no image comes)."""
+        face = self.tracker.held_faces([s.track for s in states], lost_for_s)
+        body = np.stack(
+            [
+                state.last if math.isnan(t) else self._lost(state, t + age, since=t)
+                for state, t, age in zip(states, [s.t_last for s in states], lost_for_s.tolist(), strict=True)
+            ]
+        ).astype(np.float32)
+        return face, BodyFrames(body, [False] * len(states), [(False, False)] * len(states))
+
     def _rotations(self, state: FaceBodyState, rows: BodyRows, i: int, head: F64, t: float) -> F64:
         """One session's local rotations for this frame: solved, held or eased, filtered."""
+        state.t_last = t
         if not rows.found[i]:
-            hold = state.body_hold
-            if math.isnan(hold.since):
-                hold.since, hold.start = t, state.last.copy()
-                state.filter.reset()
-            state.last = _eased(hold.start, t - hold.since)
-            return state.last
+            return self._lost(state, t)
         state.body_hold.since = math.nan
         obs = hs.BodyObservation(
             rows.world[i],
@@ -211,6 +245,17 @@ class FaceBodyPipeline(Pipeline[FaceBodyState, Any]):
             q /= np.linalg.norm(q, axis=1, keepdims=True)
         state.last = q
         return q
+
+    @staticmethod
+    def _lost(state: FaceBodyState, t: float, since: float | None = None) -> F64:
+        """The rotations at `t` (capture clock, s) with no body: the last held, then eased to rest;
+        lost `since` then (default `t`) unless already lost."""
+        hold = state.body_hold
+        if math.isnan(hold.since):
+            hold.since, hold.start = t if since is None else since, state.last.copy()
+            state.filter.reset()
+        state.last = _eased(hold.start, t - hold.since)
+        return state.last
 
 
 def _eased(start: F64, lost_for_s: float) -> F64:

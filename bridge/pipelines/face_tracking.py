@@ -4,20 +4,18 @@ MediaPipe FaceLandmarker's three networks through the bridge's own engines: Blaz
 no face is tracked) -> rotated region from its eye keypoints -> 478-point mesh, batched across
 sessions -> the next frame's region from these landmarks (re-detection when presence drops) ->
 blendshapes from the 146-landmark subset, batched -> head pose fitted to the canonical mesh -> gaze
-from the eyeLook channels -> per-channel One-Euro, neutral calibration -> frame.
+from the eyeLook channels -> per-channel One-Euro, hold and ease on loss, neutral calibration ->
+frame (the post-processing: bridge.tracking.face_post).
 
 The served engine is the mesh model (manifest task `face_landmarks`); the detector, blendshape model
 and canonical mesh are loaded from `parts/` beside it (bridge.models.mediapipe.convert's layout).
 FLAME expression codes are never produced: frames carry none and the rig says so. Jaw and eyelids
 are derived from jawOpen / jawLeft / jawRight and eyeBlink (approximations, docs/face-tracking.md).
 
-Tracking loss: while no face is found, the frame says so (`face_found` false) and the last values
-hold for HOLD_S, then ease to neutral over EASE_S.
-
 Everything after the engine calls works on the whole batch at once (no Python step per face but
 building each frame's message): projection, tracking regions and head pose in `run_batch`; filters,
-loss, calibration and the frame's values in `finish_batch`, over each session's state rows stacked
-for the batch (`TrackingState.channels` and `clock`) and written back.
+loss, calibration and the frame's values in `finish_batch`, over the sessions' rows of the pipeline's
+`FaceRows`, read and written by each session's slot (`TrackingState.slot`).
 """
 
 from __future__ import annotations
@@ -25,7 +23,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -34,19 +32,35 @@ import numpy as np
 import numpy.typing as npt
 
 from bridge.backends import load_engine
-from bridge.filters.one_euro import D_CUTOFF_DEFAULT, one_euro_rows
 from bridge.pipelines.base import BatchResult, Pipeline, Step
 from bridge.pipelines.options import check_options
 from bridge.protocol.codec import ProtocolError
 from bridge.protocol.errors import ErrorCode
 from bridge.protocol.events import FACE_EYELID_NAMES, FaceRig
-from bridge.protocol.frames import encode_face_frame
 from bridge.protocol.requests import Calibrate, ImageInput, Input, JpegInput
 from bridge.rig.arkit import ARKIT_NAMES
 from bridge.rig.canonical_face import parse_canonical_mesh
-from bridge.rig.rotations import axis_angle_to_quat, matrix_to_quat, quat_to_axis_angle
+from bridge.rig.rotations import matrix_to_quat, quat_to_axis_angle
 from bridge.runtime.cpu_priority import yield_to_realtime
 from bridge.runtime.engine import Engine
+from bridge.state.slots import SlotLease
+from bridge.tracking.face_post import (
+    EASE_S as EASE_S,  # bridge.pipelines.face_body's, until it imports them from bridge.tracking
+)
+from bridge.tracking.face_post import (
+    HEAD_POS,
+    HEAD_ROT,
+    N_BLEND,
+    N_CHANNELS,
+    SMOOTHING_DEFAULTS,
+    CameraFace,
+    FaceRows,
+    encode_tracked,
+    min_cutoffs,
+)
+from bridge.tracking.face_post import (
+    HOLD_S as HOLD_S,
+)
 from bridge.vision import face_geometry as geo
 
 if TYPE_CHECKING:
@@ -77,44 +91,7 @@ _MP_INDEX = {n[0].upper() + n[1:]: i for i, n in enumerate(MEDIAPIPE_NAMES)}
 # ARKit order <- MediaPipe index; TongueOut has no MediaPipe channel (-1: always 0).
 ARKIT_FROM_MP = np.array([_MP_INDEX.get(n, -1) for n in ARKIT_NAMES], np.intp)
 UNSUPPORTED = tuple(n for n, i in zip(ARKIT_NAMES, ARKIT_FROM_MP, strict=True) if i < 0)
-_ARKIT = {n: i for i, n in enumerate(ARKIT_NAMES)}
-# Filter channels: 52 blendshapes (ARKit order), head rotation (axis-angle, 3), head position (3).
-N_BLEND = len(ARKIT_NAMES)
-HEAD_ROT = slice(N_BLEND, N_BLEND + 3)
-HEAD_POS = slice(N_BLEND + 3, N_BLEND + 6)
-N_CHANNELS = N_BLEND + 6
-# A session's state rows (TrackingState.channels), each N_CHANNELS wide: the One-Euro filter's value
-# and derivative, the last output, the values when the face was lost, and the neutral calibration's
-# offset and gain (blendshape columns only; the rest unused).
-FILTER_VALUE, FILTER_DERIVATIVE, LAST, LOST_FROM, OFFSET, GAIN = range(6)
-# Its clock (TrackingState.clock): the filter's last sample time (s), when the face was lost (s; NaN
-# while tracked), whether the filter has a sample (1.0) or starts afresh (0.0).
-FILTER_T, LOST_SINCE, STARTED = range(3)
-# One-Euro (min_cutoff Hz, beta) per group at camera rates: eyes lightest (blinks last ~100 ms),
-# mouth heavier, brows/cheeks/nose steadier still; head in radians and metres.
-SMOOTHING_DEFAULTS: dict[str, tuple[float, float]] = {
-    "eyes": (4.0, 20.0),
-    "mouth": (1.5, 5.0),
-    "brows": (1.0, 2.0),
-    "head": (1.0, 3.0),
-}
-HOLD_S = 0.5
-EASE_S = 1.0
 DARK_LUMA = 40.0  # mean luma (0-255) under which a frame is flagged too dark
-# Gaze range the eyeLook channels span (ARKit-style rigs: about 30 degrees sideways, 25 up/down).
-GAZE_YAW = math.radians(30.0)
-GAZE_PITCH = math.radians(25.0)
-# Jaw derived from the jaw channels: full jawOpen ~ 0.35 rad, full jawLeft/Right ~ 0.1 rad.
-JAW_OPEN_RAD = 0.35
-JAW_SIDE_RAD = 0.1
-
-
-def _group(name: str) -> str:
-    if name.startswith("Eye"):
-        return "eyes"
-    if name.startswith(("Mouth", "Jaw", "Tongue")):
-        return "mouth"
-    return "brows"
 
 
 @dataclass
@@ -124,22 +101,9 @@ class TrackingState:
     blendshapes: bool
     smoothing: bool
     min_cutoff: F32  # (N_CHANNELS,) One-Euro min cutoff per channel, Hz
+    slot: SlotLease  # this session's row of the pipeline's FaceRows (filter, hold, calibration)
     roi: geo.Roi | None = None  # where to look next frame; None: detect
-    channels: F32 = field(default_factory=lambda: _fresh_channels())  # rows FILTER_VALUE..GAIN
-    clock: F64 = field(default_factory=lambda: np.array([0.0, math.nan, 0.0]))  # FILTER_T..STARTED
-    calibrate_next: bool = False
-
-    @property
-    def last(self) -> F32:
-        """The last output channels."""
-        last: F32 = self.channels[LAST]
-        return last
-
-
-def _fresh_channels() -> F32:
-    channels = np.zeros((6, N_CHANNELS), np.float32)
-    channels[GAIN] = 1.0
-    return channels
+    calibrate_next: bool = False  # set by the I/O thread, taken by the next tracked frame
 
 
 @dataclass
@@ -200,16 +164,6 @@ class TrackedFaces:
     def __iter__(self) -> Iterator[TrackedFace | None]:
         return (self[i] for i in range(len(self)))
 
-    def take(self, rows: Sequence[int]) -> TrackedFaces:
-        """The given rows, in order (the face arrays are shared)."""
-        return replace(self, where=self.where[np.asarray(rows, np.intp)])
-
-    def spread(self, rows: Sequence[int], size: int) -> TrackedFaces:
-        """These rows placed at `rows` of a batch of `size` rows; the others without a face."""
-        where = np.full(size, -1, np.intp)
-        where[np.asarray(rows, np.intp)] = self.where
-        return replace(self, where=where)
-
 
 class FaceTrackingPipeline(Pipeline[TrackingState, TrackStep]):
     name: ClassVar[str] = "face"
@@ -230,6 +184,9 @@ class FaceTrackingPipeline(Pipeline[TrackingState, TrackStep]):
             parts / BLENDSHAPES_MANIFEST, backend=backend, **({"batch_tiers": tiers} if tiers else {})
         )
         self.canonical = parse_canonical_mesh(Path(parts / GEOMETRY).read_bytes())
+        # Every session's post-processing state, a row per slot; the voiced and body variants' sessions
+        # (other scheduler threads) hold rows here too (bridge.tracking.face_post).
+        self.face_rows = FaceRows()
         # On the torch backend the batch's frames are decoded, detected, cropped and fitted on its device
         # (bridge.pipelines.face_tracking_device); the other backends prepare each session on the CPU.
         self.device_path: DeviceTracker | None = None
@@ -244,23 +201,29 @@ class FaceTrackingPipeline(Pipeline[TrackingState, TrackStep]):
         # Serves sessions opened with `body: true` (bridge.pipelines.face_body); set by
         # bridge.pipelines.registry.attach_bodies when the body models are installed.
         self.with_body: Pipeline[Any, Any] | None = None
+        # Serves sessions opened with both (camera: face and body; voice: mouth); set with `with_body`
+        # when a speech model is loaded too.
+        self.with_body_speech: Pipeline[Any, Any] | None = None
 
     @property
     def variants(self) -> tuple[Pipeline[Any, Any], ...]:
-        return tuple(p for p in (self.with_speech, self.with_body) if p is not None)
+        variants = (self.with_speech, self.with_body, self.with_body_speech)
+        return tuple(p for p in variants if p is not None)
 
     def variant(self, options: Mapping[str, Any]) -> Pipeline[Any, Any]:
         if options.get("body") is True:
-            if options.get("speech") is True:
-                raise ProtocolError(
-                    ErrorCode.BAD_VALUE, "face: options 'body' and 'speech' do not combine yet"
-                )
             if self.with_body is None:
                 raise ProtocolError(
                     ErrorCode.BAD_VALUE,
                     "face: option 'body' needs the body models; run `avatar-bridge models install body`",
                 )
-            return self.with_body
+            if options.get("speech") is not True:
+                return self.with_body
+            if self.with_body_speech is None:
+                raise ProtocolError(
+                    ErrorCode.BAD_VALUE, "face: option 'speech' needs a speech model; none is loaded"
+                )
+            return self.with_body_speech
         if options.get("speech") is not True:
             return self
         if self.with_speech is None:
@@ -292,7 +255,8 @@ class FaceTrackingPipeline(Pipeline[TrackingState, TrackStep]):
             select=select,
             blendshapes=bool(options.get("blendshapes", True)),
             smoothing=bool(options.get("smoothing", True)),
-            min_cutoff=_min_cutoffs(cutoffs),
+            min_cutoff=min_cutoffs(cutoffs),
+            slot=self.face_rows.open(),
         )
 
     def rig(self, state: TrackingState) -> FaceRig:
@@ -396,63 +360,39 @@ class FaceTrackingPipeline(Pipeline[TrackingState, TrackStep]):
         self, states: Sequence[TrackingState], steps: Sequence[Step[TrackStep]], rows: TrackedFaces
     ) -> CameraFace:
         """Each row's values for one frame: filtered, held and eased while the face is lost,
-        calibrated. Reads and writes the rows' session state (the sessions are distinct)."""
+        calibrated; the sessions' rows of `face_rows` advance (the sessions are distinct)."""
         n = len(states)
-        channels = np.stack([s.channels for s in states])  # (n, 6, C), a copy: written back below
-        clock = np.stack([s.clock for s in states])  # (n, 3)
-        t = np.fromiter((s.t_capture_ns for s in steps), np.int64, n) / 1e9
         found = rows.found
-        lost = ~found
-        values = np.empty((n, N_CHANNELS), np.float32)
-        # Lost: hold the last values, then ease them to neutral.
-        newly_lost = lost & np.isnan(clock[:, LOST_SINCE])
-        clock[newly_lost, LOST_SINCE] = t[newly_lost]
-        channels[newly_lost, LOST_FROM] = channels[newly_lost, LAST]
-        values[lost] = eased(channels[lost, LOST_FROM], t[lost] - clock[lost, LOST_SINCE])
-        # Found: filtered; a re-found face starts its filter afresh (no glide from where it was lost).
+        tracked = np.zeros((n, N_CHANNELS), np.float32)
         k = rows.where[found]
-        values[found, :N_BLEND] = rows.blend[k]
-        values[found, HEAD_ROT] = rows.rotation[k]
-        values[found, HEAD_POS] = rows.position[k]
+        tracked[found, :N_BLEND] = rows.blend[k]
+        tracked[found, HEAD_ROT] = rows.rotation[k]
+        tracked[found, HEAD_POS] = rows.position[k]
         smooth = found & np.fromiter((s.smoothing for s in states), bool, n)
-        if smooth.any():
-            started = (clock[smooth, STARTED] > 0.0) & np.isnan(clock[smooth, LOST_SINCE])
-            value, derivative, clock[smooth, FILTER_T] = one_euro_rows(
-                values[smooth],
-                t[smooth],
-                channels[smooth, FILTER_VALUE],
-                channels[smooth, FILTER_DERIVATIVE],
-                clock[smooth, FILTER_T],
-                started,
-                np.stack([s.min_cutoff for s, on in zip(states, smooth.tolist(), strict=True) if on]),
-                BETA,
-                D_CUTOFF,
-            )
-            channels[smooth, FILTER_VALUE], channels[smooth, FILTER_DERIVATIVE] = value, derivative
-            clock[smooth, STARTED] = 1.0
-            values[smooth] = value
-        clock[found, LOST_SINCE] = math.nan
-        channels[:, LAST] = values
-        # Neutral calibration: the next tracked frame's weights become the offsets.
         calibrate = found & np.fromiter((s.calibrate_next for s in states), bool, n)
-        if calibrate.any():
-            offset = np.clip(values[calibrate, :N_BLEND], 0.0, 0.95)
-            channels[calibrate, OFFSET, :N_BLEND] = offset
-            channels[calibrate, GAIN, :N_BLEND] = 1.0 / (1.0 - offset)
-            for i in np.flatnonzero(calibrate).tolist():
-                states[i].calibrate_next = False
-        for state, c, k_ in zip(states, channels, clock, strict=True):
-            state.channels, state.clock = c, k_
-        dark = np.fromiter((s.payload.dark for s in steps), bool, n)
-        return calibrated(channels, values, found=found, dark=dark)
+        for i in np.flatnonzero(calibrate).tolist():
+            states[i].calibrate_next = False
+        return self.face_rows.camera(
+            _slots(states),
+            np.fromiter((s.t_capture_ns for s in steps), np.int64, n) / 1e9,
+            tracked,
+            found=found,
+            smooth=smooth,
+            min_cutoff=np.stack([s.min_cutoff for s, on in zip(states, smooth.tolist(), strict=True) if on])
+            if smooth.any()
+            else np.zeros((0, N_CHANNELS), np.float32),
+            calibrate=calibrate,
+            dark=np.fromiter((s.payload.dark for s in steps), bool, n),
+        )
 
     def held_faces(self, states: Sequence[TrackingState], lost_for_s: F64) -> CameraFace:
         """The sessions' last values `lost_for_s` (n,) seconds after the camera stopped (held, then
         eased as when the face is lost), calibrated, `face_found` false."""
-        channels = np.stack([s.channels for s in states])
-        held = eased(channels[:, LAST], lost_for_s)
-        none = np.zeros(len(states), bool)
-        return calibrated(channels, held, found=none, dark=none)
+        return self.face_rows.held(_slots(states), lost_for_s)
+
+
+def _slots(states: Sequence[TrackingState]) -> npt.NDArray[np.int64]:
+    return np.fromiter((s.slot.index for s in states), np.int64, len(states))
 
 
 def followed_face(found: Sequence[geo.Detection], select: str, width: int, height: int) -> geo.Roi | None:
@@ -468,131 +408,3 @@ def followed_face(found: Sequence[geo.Detection], select: str, width: int, heigh
     else:
         key = [float(np.prod(d.box[2:] - d.box[:2])) for d in found]
     return geo.roi_from_detection(found[int(np.argmax(key))])
-
-
-@dataclass(frozen=True)
-class CameraFace:
-    """What the camera says in one frame of n sessions, ready to encode (or to mix with a voice)."""
-
-    found: npt.NDArray[np.bool_]  # (n,)
-    blend: F32  # (n, 52) calibrated ARKit weights
-    rotation: F32  # (n, 3) head axis-angle
-    position: F32  # (n, 3) metres
-    dark: npt.NDArray[np.bool_]  # (n,)
-
-
-def eased(values: F32, lost_for_s: F64) -> F32:
-    """Channels (n, C) `lost_for_s` (n,) seconds after the face was lost: held HOLD_S, then eased to
-    neutral over EASE_S (head position holds: it has no neutral)."""
-    k = np.clip((lost_for_s - HOLD_S) / EASE_S, 0.0, 1.0)
-    out = values * (1.0 - k).astype(np.float32)[:, None]
-    out[:, HEAD_POS] = values[:, HEAD_POS]
-    return out
-
-
-def calibrated(
-    channels: F32, values: F32, *, found: npt.NDArray[np.bool_], dark: npt.NDArray[np.bool_]
-) -> CameraFace:
-    """Filtered channels (n, C) -> a CameraFace, each session's neutral calibration (its state rows
-    `channels` (n, 6, C)) applied."""
-    offset, gain = channels[:, OFFSET, :N_BLEND], channels[:, GAIN, :N_BLEND]
-    blend = np.clip((values[:, :N_BLEND] - offset) * gain, 0.0, 1.0).astype(np.float32)
-    return CameraFace(found, blend, values[:, HEAD_ROT], values[:, HEAD_POS], dark)
-
-
-def encode_tracked(
-    sessions: Sequence[str],
-    seqs: Sequence[int],
-    steps: Sequence[Step[Any]],
-    face: CameraFace,
-    with_blendshapes: Sequence[bool],
-    *,
-    engine_us: float,
-    batch: int,
-    visemes: F32 | None = None,
-    vowels: F32 | None = None,
-    voice: Sequence[bool] | None = None,
-    body: F32 | None = None,
-    body_found: Sequence[bool] | None = None,
-    hands_found: Sequence[tuple[bool, bool]] | None = None,
-) -> list[bytes]:
-    """Face-tracking frames (docs/protocol.md 5.1), one per row, with the speech keys (visemes (n, 15),
-    vowels (n, 5), voice (n,)) when a voice is mixed in, and the body keys (body (n, J, 4) local
-    rotations, body_found (n,), hands_found (n,)) for body tracking (5.1.2). The derived channels are
-    computed for all rows at once; only the message itself is built per row."""
-    blend = face.blend
-    eyelids = np.ascontiguousarray(blend[:, [_ARKIT["EyeBlinkLeft"], _ARKIT["EyeBlinkRight"]]])
-    jaw = axis_angle_to_quat(jaw_rotation(blend)).astype(np.float32)
-    head = axis_angle_to_quat(face.rotation).astype(np.float32)
-    looks = gaze(blend)
-    position = np.ascontiguousarray(face.position)
-    no_expression = np.zeros(0, np.float32)
-    too_dark = ("too_dark",)
-    return [
-        encode_face_frame(
-            sessions[i],
-            seqs[i],
-            step.input_seq,
-            step.t_capture_ns,
-            face_found=found,
-            expression=no_expression,
-            eyelids=eyelids[i],
-            jaw=jaw[i],
-            head=head[i],
-            blendshapes=blend[i] if with_blendshapes[i] else None,
-            engine_us=engine_us,
-            batch=batch,
-            head_position=position[i],
-            gaze=looks[i],
-            warnings=too_dark if dark else (),
-            visemes=None if visemes is None else visemes[i],
-            vowels=None if vowels is None else vowels[i],
-            voice=None if voice is None else voice[i],
-            body=None if body is None else body[i],
-            body_found=None if body_found is None else body_found[i],
-            hands_found=None if hands_found is None else hands_found[i],
-        )
-        for i, (step, found, dark) in enumerate(
-            zip(steps, face.found.tolist(), face.dark.tolist(), strict=True)
-        )
-    ]
-
-
-# Each channel's smoothing group: blendshapes by name, then head rotation and position.
-_GROUPS = (*(_group(n) for n in ARKIT_NAMES), *("head",) * 6)
-BETA = np.array([SMOOTHING_DEFAULTS[g][1] for g in _GROUPS], np.float32)  # One-Euro beta per channel
-D_CUTOFF = np.full(N_CHANNELS, D_CUTOFF_DEFAULT, np.float32)
-
-
-def _min_cutoffs(cutoffs: dict[str, float]) -> F32:
-    """One-Euro min cutoff per channel from each group's (a session's `smoothing_*` options)."""
-    return np.array([cutoffs[g] for g in _GROUPS], np.float32)
-
-
-# gaze's channels: (positive, negative, range) per output, left yaw, left pitch, right yaw, right pitch.
-_GAZE = (
-    ("EyeLookOutLeft", "EyeLookInLeft", GAZE_YAW),
-    ("EyeLookUpLeft", "EyeLookDownLeft", GAZE_PITCH),
-    ("EyeLookInRight", "EyeLookOutRight", GAZE_YAW),
-    ("EyeLookUpRight", "EyeLookDownRight", GAZE_PITCH),
-)
-_GAZE_PLUS = np.array([_ARKIT[p] for p, _, _ in _GAZE], np.intp)
-_GAZE_MINUS = np.array([_ARKIT[m] for _, m, _ in _GAZE], np.intp)
-_GAZE_RANGE = np.array([r for _, _, r in _GAZE])
-
-
-def gaze(blend: F32) -> F32:
-    """Per eye (left, right) yaw and pitch in radians from the eyeLook channels (n, 52) -> (n, 4): yaw
-    > 0 towards the subject's left, pitch > 0 up (rotations about +Y and -X of the wire axes)."""
-    b = blend.astype(np.float64)
-    looks: F32 = ((b[:, _GAZE_PLUS] - b[:, _GAZE_MINUS]) * _GAZE_RANGE).astype(np.float32)
-    return looks
-
-
-def jaw_rotation(blend: F32) -> F32:
-    """FLAME-style jaw axis-angle (n, 3) from jawOpen (about +X) and jawLeft/jawRight (about Y)."""
-    side = blend[:, _ARKIT["JawLeft"]] - blend[:, _ARKIT["JawRight"]]
-    jaw = np.zeros((len(blend), 3), np.float32)
-    jaw[:, 0] = blend[:, _ARKIT["JawOpen"]] * JAW_OPEN_RAD
-    jaw[:, 1] = side * JAW_SIDE_RAD
-    return jaw

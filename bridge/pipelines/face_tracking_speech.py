@@ -15,6 +15,9 @@ its own, so that one session's images and audio keep one order and one frame cou
   from the voice. So audio alone moves the mouth, at the speech model's rate.
 - The voice counts as silent when its latest speech frame is older than VOICE_STALE_S (the audio
   stopped): its mouth then closes rather than freezing open.
+- With `body: true` too, the camera's part is the body tracker's (bridge.pipelines.face_body): images
+  move the face and the body, the voice the mouth; while no image comes the body holds, then eases to
+  rest, as the face does.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -32,7 +35,6 @@ from bridge.pipelines.base import BatchResult, Pipeline, Step
 from bridge.pipelines.face_tracking import (
     CameraFace,
     FaceTrackingPipeline,
-    TrackedFaces,
     TrackingState,
     encode_tracked,
 )
@@ -43,6 +45,9 @@ from bridge.rig.arkit import NUM_ARKIT
 from bridge.speech.mix import mix_speech
 from bridge.speech.mouth import NUM_VOWELS
 from bridge.speech.visemes import NUM_VISEMES, SIL
+
+if TYPE_CHECKING:
+    from bridge.pipelines.face_body import FaceBodyPipeline
 
 F32 = npt.NDArray[np.float32]
 
@@ -55,10 +60,20 @@ _CLOSED = np.zeros(NUM_ARKIT, np.float32)
 _NO_VOWELS = np.zeros(NUM_VOWELS, np.float32)
 
 
+@dataclass(frozen=True)
+class _Ran:
+    """An image call's rows: which of the call's steps ran (the others were superseded), and the
+    camera part's rows for them."""
+
+    live: list[int]
+    rows: Any
+
+
 @dataclass
 class VoicedState:
     track: TrackingState
     speech: SpeechState
+    camera: Any  # the camera part's session state: `track`, or a FaceBodyState holding it
     weight: float = 0.0  # mix_speech's crossfade: 0 camera, 1 voice
     # The voice's latest speech frame, and when (monotonic) it was made.
     mouth: F32 = field(default_factory=lambda: _CLOSED.copy())
@@ -76,14 +91,18 @@ class FaceSpeechPipeline(Pipeline[VoicedState, Any]):
     droppable: ClassVar[bool] = False  # audio is never dropped; images are superseded in prepare
     fair_share: ClassVar[bool] = True  # images: detection and cropping cost by pixels
 
-    def __init__(self, tracker: FaceTrackingPipeline, speech: SpeechPipeline) -> None:
+    def __init__(
+        self, tracker: FaceTrackingPipeline, speech: SpeechPipeline, body: FaceBodyPipeline | None = None
+    ) -> None:
         super().__init__(tracker.engine)
         self.tracker = tracker
         self.speech = speech
+        self.body = body  # the camera part tracks the body too (sessions opened with `body: true`)
+        self.camera: FaceTrackingPipeline | FaceBodyPipeline = tracker if body is None else body
 
     @property
     def model_name(self) -> str:
-        return f"{self.tracker.model_name}+{self.speech.model_name}"
+        return f"{self.camera.model_name}+{self.speech.model_name}"
 
     @property
     def batch_tiers(self) -> tuple[int, ...]:
@@ -92,11 +111,13 @@ class FaceSpeechPipeline(Pipeline[VoicedState, Any]):
 
     # ------------------------------------------------------------------ sessions
     def open_session(self, options: dict[str, Any]) -> VoicedState:
-        track = self.tracker.open_session(options)
-        return VoicedState(track, self.speech.open_session({"smoothing": options.get("smoothing", True)}))
+        camera: Any = self.camera.open_session(options)
+        track: TrackingState = camera if self.body is None else camera.track
+        speech = self.speech.open_session({"smoothing": options.get("smoothing", True)})
+        return VoicedState(track, speech, camera)
 
     def rig(self, state: VoicedState) -> FaceRig:
-        rig = self.tracker.rig(state.track)
+        rig = self.camera.rig(state.camera)
         return replace(rig, unsupported=(), extras=(*rig.extras, "visemes", "vowels", "voice"))
 
     def calibrate(self, state: VoicedState, request: Calibrate | None = None) -> None:
@@ -118,7 +139,7 @@ class FaceSpeechPipeline(Pipeline[VoicedState, Any]):
     def prepare(self, state: VoicedState, item: Input) -> list[Step[Any]]:
         if isinstance(item, AudioInput):
             return list(self.speech.prepare(state.speech, item))
-        steps: list[Step[Any]] = list(self.tracker.prepare(state.track, item))
+        steps: list[Step[Any]] = list(self.camera.prepare(state.camera, item))
         if state.queued_image is not None:
             state.queued_image.payload = None  # a newer image is here: skip the older one
         state.queued_image = steps[-1]
@@ -132,9 +153,9 @@ class FaceSpeechPipeline(Pipeline[VoicedState, Any]):
                 state.queued_image = None
         live = [i for i, s in enumerate(steps) if s.payload is not None]
         if not live:
-            return BatchResult(TrackedFaces.none(len(steps)), 0.0)
-        result = self.tracker.run_batch([states[i].track for i in live], [steps[i] for i in live])
-        return BatchResult(result.rows.spread(live, len(steps)), result.engine_us)
+            return BatchResult(_Ran(live, None), 0.0)
+        result = self.camera.run_batch([states[i].camera for i in live], [steps[i] for i in live])
+        return BatchResult(_Ran(live, result.rows), result.engine_us)
 
     def finish_batch(
         self,
@@ -147,15 +168,20 @@ class FaceSpeechPipeline(Pipeline[VoicedState, Any]):
         now = time.monotonic()
         if isinstance(steps[0].payload, SpeechStep):
             return self._finish_speech(states, sessions, seqs, steps, result, now)
-        live = [i for i, s in enumerate(steps) if s.payload is not None]  # a superseded image: none
+        ran: _Ran = result.rows
+        live = ran.live  # a superseded image makes none
         if not live:
             return [[] for _ in steps]
-        face = self.tracker.camera_faces(
-            [states[i].track for i in live], [steps[i] for i in live], result.rows.take(live)
-        )
-        for i in live:
-            states[i].image_at = now
-        return self._frames(live, states, sessions, seqs, steps, face, result.engine_us, len(live), now)
+        live_states, live_steps = [states[i] for i in live], [steps[i] for i in live]
+        if self.body is None:
+            face = self.tracker.camera_faces([s.track for s in live_states], live_steps, ran.rows)
+            keys: dict[str, Any] = {}
+        else:
+            face, body = self.body.camera_frames([s.camera for s in live_states], live_steps, ran.rows)
+            keys = body.keys()
+        for state in live_states:
+            state.image_at = now
+        return self._frames(live, states, sessions, seqs, steps, face, keys, result.engine_us, len(live), now)
 
     def _finish_speech(
         self,
@@ -174,10 +200,16 @@ class FaceSpeechPipeline(Pipeline[VoicedState, Any]):
         rows = [i for i, state in enumerate(states) if now - state.image_at > CAMERA_STALE_S]
         if not rows:
             return [[] for _ in states]
-        face = self.tracker.held_faces(
-            [states[i].track for i in rows], now - np.array([states[i].image_at for i in rows])
+        lost_for_s = now - np.array([states[i].image_at for i in rows])
+        if self.body is None:
+            face = self.tracker.held_faces([states[i].track for i in rows], lost_for_s)
+            keys: dict[str, Any] = {}
+        else:
+            face, body = self.body.held_frames([states[i].camera for i in rows], lost_for_s)
+            keys = body.keys()
+        return self._frames(
+            rows, states, sessions, seqs, steps, face, keys, result.engine_us, len(states), now
         )
-        return self._frames(rows, states, sessions, seqs, steps, face, result.engine_us, len(states), now)
 
     def _frames(
         self,
@@ -187,12 +219,14 @@ class FaceSpeechPipeline(Pipeline[VoicedState, Any]):
         seqs: Sequence[int],
         steps: Sequence[Step[Any]],
         face: CameraFace,
+        camera_keys: dict[str, Any],
         engine_us: float,
         batch: int,
         now: float,
     ) -> list[list[bytes]]:
-        """The call's frames: for each of `rows` (indices into the call; `face` holds theirs) its
-        camera face with its voice mixed into the mouth, encoded; the other rows make none."""
+        """The call's frames: for each of `rows` (indices into the call; `face` and `camera_keys`, the
+        body's, hold theirs) its camera face with its voice mixed into the mouth, encoded; the other
+        rows make none."""
         states = [call_states[i] for i in rows]
         fresh = [now - state.voice_at <= VOICE_STALE_S for state in states]
         voice = [state.voice and f for state, f in zip(states, fresh, strict=True)]
@@ -218,6 +252,7 @@ class FaceSpeechPipeline(Pipeline[VoicedState, Any]):
             ),
             vowels=np.stack([s.vowels if f else _NO_VOWELS for s, f in zip(states, fresh, strict=True)]),
             voice=voice,
+            **camera_keys,
         )
         frames: list[list[bytes]] = [[] for _ in call_states]
         for i, frame in zip(rows, encoded, strict=True):

@@ -34,8 +34,9 @@ def attach_voices(pipelines: dict[str, dict[str, Pipeline[Any, Any]]], defaults:
 
 
 def attach_bodies(pipelines: dict[str, dict[str, Pipeline[Any, Any]]]) -> None:
-    """Give every loaded face tracker the body tracker, for face sessions opened with `body: true`, when
-    the body models are installed (`avatar-bridge models install body`); converted on first use."""
+    """Give every loaded face tracker the body tracker, for face sessions opened with `body: true` (and
+    with `speech: true` too, when attach_voices gave it a voice), when the body models are installed
+    (`avatar-bridge models install body`); converted on first use."""
     trackers = [t for t in pipelines.get("face", {}).values() if isinstance(t, FaceTrackingPipeline)]
     if not trackers:
         return
@@ -50,5 +51,8 @@ def attach_bodies(pipelines: dict[str, dict[str, Pipeline[Any, Any]]]) -> None:
         log.info("body tracking off: %s", exc)
         return
     for tracker in trackers:
-        tracker.with_body = FaceBodyPipeline(tracker, BodyTracker(folder, tracker.engine.backend.name))
+        body = FaceBodyPipeline(tracker, BodyTracker(folder, tracker.engine.backend.name))
+        tracker.with_body = body
+        if isinstance(tracker.with_speech, FaceSpeechPipeline):  # attach_voices ran first
+            tracker.with_body_speech = FaceSpeechPipeline(tracker, tracker.with_speech.speech, body)
     log.info("body tracking: face sessions opened with body: true (models in %s)", folder)
