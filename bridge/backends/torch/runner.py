@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Literal
@@ -37,6 +38,12 @@ from bridge.runtime.backend import Backend
 from bridge.runtime.engine import Engine
 from bridge.runtime.images import SCALE
 from bridge.runtime.manifest import ModelManifest, Profile
+
+# How the host waits for a call's results: "block" sleeps until the GPU is done, "spin" polls. CUDA
+# spins by default while there are fewer contexts than cores, so with `serve --workers N` every worker
+# burns a core per call, and where cores are shared (pinned, or load generators beside) a spinning
+# worker keeps the threads that feed the GPU off the CPU (issue 46). Read once, at import.
+BLOCKING_WAIT = os.environ.get("AVATAR_BRIDGE_CUDA_WAIT", "block") != "spin"
 
 __all__ = ["Device", "Precision", "TorchBackend", "run_on_device"]
 
@@ -265,7 +272,7 @@ class TorchBackend(Backend):
                 self._wait(self._copy, computed)
                 for name in fetched:
                     plan.host_out[name][:batch].copy_(plan.dev_out[name][:batch], non_blocking=True)
-                done = self._record(self._copy)
+                done = self._record(self._copy, blocking=BLOCKING_WAIT)
             if done is not None:
                 done.synchronize()
         return {name: plan.host_out[name][:batch].numpy().copy() for name in fetched}
@@ -405,8 +412,12 @@ class TorchBackend(Backend):
                 yield
 
     @staticmethod
-    def _record(stream: torch.cuda.Stream | None) -> torch.cuda.Event | None:
-        return None if stream is None else stream.record_event()
+    def _record(stream: torch.cuda.Stream | None, blocking: bool = False) -> torch.cuda.Event | None:
+        if stream is None:
+            return None
+        event = torch.cuda.Event(blocking=blocking)  # type: ignore[no-untyped-call]
+        event.record(stream)
+        return event
 
     @staticmethod
     def _wait(stream: torch.cuda.Stream | None, event: torch.cuda.Event | None) -> None:
