@@ -1,0 +1,152 @@
+"""Face tracking's device path (bridge.pipelines.face_tracking_device) with torch on the CPU device,
+against the CPU path (ONNX Runtime, OpenCV crops, numpy pose) on real photos (tests/face_photos.py:
+rolled faces cut by the frame's edge, group photos of several frame sizes in one batch).
+
+Tolerances: the two paths differ by the crop's interpolation (OpenCV's 5-bit fixed-point weights
+against grid_sample's floats, tests/test_face_gpu.py) and by torch against ONNX Runtime; on these
+photos, mirrored and not, the blendshapes differ by at most 0.083 (a rolled face's mouth channel) and
+0.012 on average for a face, the head rotation by 0.012 rad, its position by 0.3 % of the distance
+(the bounds below leave room over these). The CUDA branches (nvJPEG, CUDA graphs, events) run only
+on the GPU machine (bench/gpu.py --only tracking)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("skimage.data")
+
+from bridge.backends import load_engine  # noqa: E402
+from bridge.models.mediapipe.convert import SERVED_NAME  # noqa: E402
+from bridge.pipelines.face_tracking import FaceTrackingPipeline, TrackingState  # noqa: E402
+from bridge.pipelines.face_tracking_device import STAGES  # noqa: E402
+from bridge.protocol.errors import ErrorCode  # noqa: E402
+from bridge.protocol.jpeg import read_header  # noqa: E402
+from bridge.protocol.requests import ImageInput, JpegInput  # noqa: E402
+from bridge.vision import face_geometry as geo  # noqa: E402
+from bridge.vision import jpeg  # noqa: E402
+from bridge.vision.face_gpu import fit_head_pose_batch  # noqa: E402
+from tests import face_photos as fp  # noqa: E402
+from tests.test_face_tracking import bundle, models, pipeline  # noqa: E402, F401  (fixtures)
+
+MAX_BLEND = 0.12  # any blendshape of any face (measured: 0.083)
+MAX_BLEND_MAE = 0.02  # a face's mean over its 52 (measured: 0.012), the issue's bound against MediaPipe
+MAX_ROTATION = 0.02  # rad, axis-angle components (measured: 0.012)
+MAX_POSITION = 0.006  # of the distance (measured: 0.3 %: small faces are far, depth is from the scale)
+
+
+@pytest.fixture(scope="module")
+def device_pipeline(models: Path) -> Iterator[FaceTrackingPipeline]:  # noqa: F811
+    # No warm-up at the largest tier: eager torch on a CPU takes tens of seconds there.
+    p = FaceTrackingPipeline(load_engine(models / f"{SERVED_NAME}.onnx", backend="torch", warmup=False))
+    yield p
+    for engine in (p.engine, p.detector, p.blendshape_engine):
+        engine.close()
+
+
+def _photos() -> dict[str, np.ndarray]:
+    return {**fp.rolled(), **fp.groups()}
+
+
+def _options(k: int) -> dict[str, Any]:
+    # Every third session mirrored, every fourth follows the most central face.
+    return {"smoothing": False, "mirror": k % 3 == 1, "select": "central" if k % 4 == 2 else "largest"}
+
+
+def _frames(p: FaceTrackingPipeline, photos: dict[str, np.ndarray], frames: int) -> list[Any]:
+    """Each frame's TrackedFaces for one session per photo, all sessions in one batch per frame: the
+    first frame detects, the next follow the landmarks."""
+    states: list[TrackingState] = [p.open_session(_options(k)) for k in range(len(photos))]
+    results = []
+    for t in range(frames):
+        steps = [
+            p.prepare(s, ImageInput(0, "s", t, t * 33_000_000, False, image))[0]
+            for s, image in zip(states, photos.values(), strict=True)
+        ]
+        results.append(p.run_batch(states, steps).rows)
+    return results
+
+
+def test_device_path_matches_the_cpu_path_on_real_photos(
+    pipeline: FaceTrackingPipeline,  # noqa: F811
+    device_pipeline: FaceTrackingPipeline,
+) -> None:
+    assert pipeline.device_path is None and device_pipeline.device_path is not None
+    photos = _photos()
+    theirs = _frames(pipeline, photos, 2)
+    ours = _frames(device_pipeline, photos, 2)
+    for t in range(2):
+        for k, name in enumerate(photos):
+            a, b = theirs[t][k], ours[t][k]
+            assert a is not None and b is not None, (t, name)
+            assert np.abs(a.blend - b.blend).max() <= MAX_BLEND, (t, name)
+            assert np.abs(a.blend - b.blend).mean() <= MAX_BLEND_MAE, (t, name)
+            assert np.abs(a.rotation - b.rotation).max() <= MAX_ROTATION, (t, name)
+            distance = np.linalg.norm(a.position)
+            assert np.linalg.norm(a.position - b.position) <= MAX_POSITION * distance, (t, name)
+            # The same face followed: the landmarks (the next region) within a pixel or so.
+            assert np.abs(a.landmarks[:, :2] - b.landmarks[:, :2]).mean() < 1.0, (t, name)
+
+
+def test_a_frame_without_a_face_is_lost_and_the_rest_of_the_batch_tracks(
+    device_pipeline: FaceTrackingPipeline,
+) -> None:
+    photo = next(iter(fp.rolled().values()))
+    blank = np.full_like(photo, 90)
+    states = [device_pipeline.open_session({}) for _ in range(2)]
+    steps = [
+        device_pipeline.prepare(s, ImageInput(0, "s", 0, 0, False, image))[0]
+        for s, image in zip(states, (blank, photo), strict=True)
+    ]
+    result = device_pipeline.run_batch(states, steps)
+    assert result.rows[0] is None and result.rows[1] is not None
+    assert states[0].roi is None and states[1].roi is not None
+    assert set(result.stages) == set(STAGES)
+    assert all(seconds >= 0 for seconds in result.stages.values())
+
+
+def test_jpeg_frames_decode_in_the_batch_and_a_bad_one_fails_only_its_session(
+    device_pipeline: FaceTrackingPipeline,
+) -> None:
+    """The device path's JPEG handling (on CUDA the pipeline decodes its batch with nvJPEG; here the
+    same path decodes with libjpeg-turbo): a truncated JPEG is BAD_IMAGE for its session alone."""
+    photo = next(iter(fp.rolled().values()))
+    good = jpeg.encode(photo, 90)
+    truncated = good[: len(good) // 2]
+
+    def item(data: bytes) -> JpegInput:
+        return JpegInput(0, "s", 7, 0, False, read_header(data), memoryview(data))
+
+    states = [device_pipeline.open_session({}) for _ in range(2)]
+    steps = [device_pipeline.prepare(s, item(d))[0] for s, d in zip(states, (truncated, good), strict=True)]
+    result = device_pipeline.run_batch(states, steps)
+    assert list(result.failed) == [0]
+    assert result.failed[0].code == ErrorCode.BAD_IMAGE and "image input 7" in result.failed[0].error
+    assert result.rows[1] is not None
+    # The same pixels sent raw give the same face.
+    pixels = jpeg.decode(good, read_header(good))
+    state = device_pipeline.open_session({})
+    raw = device_pipeline.run_batch(
+        [state], [device_pipeline.prepare(state, ImageInput(0, "s", 0, 0, False, pixels))[0]]
+    )
+    assert raw.rows[0] is not None
+    assert np.abs(raw.rows[0].blend - result.rows[1].blend).max() < 1e-6
+
+
+def test_head_pose_fit_matches_the_cpu_fit() -> None:
+    rng = np.random.default_rng(11)
+    canonical = rng.normal(0, 5, (468, 3))
+    weights = rng.uniform(0.1, 1.0, 468)
+    landmarks = rng.normal(300, 60, (5, 478, 3))
+    w, h = np.full(5, 640.0), np.full(5, 480.0)
+    theirs = geo.fit_head_pose(landmarks, canonical, weights, w, h)
+    rotation, translation = fit_head_pose_batch(
+        *(torch.from_numpy(a) for a in (landmarks, canonical, weights, w, h))
+    )
+    np.testing.assert_allclose(rotation.numpy(), theirs.rotation, atol=1e-9)
+    np.testing.assert_allclose(translation.numpy(), theirs.translation, atol=1e-9)
