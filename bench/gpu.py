@@ -63,6 +63,7 @@ from bridge.models.mediapipe.convert import SERVED_NAME, ensure_converted
 from bridge.models.mediapipe.locate import locate
 from bridge.models.motion import build_dance_lstm
 from bridge.pipelines.face_tracking import FaceTrackingPipeline
+from bridge.pipelines.face_tracking_device import STAGES as DEVICE_STAGES
 from bridge.pipelines.motion import FEATURE_COLS
 from bridge.protocol.requests import ImageInput
 from bridge.runtime.manifest import ModelManifest, Profile, load_manifest
@@ -84,8 +85,17 @@ FRAME_MS = 1000.0 / FPS
 MOTION_SESSIONS = (256, 1024, 2048)
 FACE_SESSIONS = (16, 64)
 TRACKING_FPS = 30.0
+TRACKING_PATH_CUDA = (
+    "serve --backend torch on cuda: the face tracker's device path (bridge.pipelines.face_tracking_device): "
+    "JPEGs decoded in batches by nvJPEG (torchvision.io.decode_jpeg), letterbox + BlazeFace, the rotated "
+    "crops (grid_sample), mesh and blendshape engines on device tensors, the head-pose fit, all batched "
+    "on the GPU; per-stage means face_decode, face_detect, face_crop, face_engine, face_pose"
+)
 QUEUE_DELAY_US = 2000
 PIPELINES = {"dance_lstm": "motion", "emoca_size": "face", SERVED_NAME: "face"}
+# The scheduler's stages, then the face tracker's device path's own (bridge.pipelines.face_tracking_device,
+# only on the torch backend: decode, detect, crop, engine, pose of each call).
+STAGES = ("decode", "jpeg", "pre", "queue", "engine", "post", "publish", "end_to_end", *DEVICE_STAGES)
 
 
 # ------------------------------------------------------------------------------------------ models
@@ -245,10 +255,7 @@ def per_worker(before: Samples, after: Samples, seconds: float, model: str) -> l
         return delta(f"avatar_bridge_stage_seconds_{part}", stage=stage, model=model, **labels)
 
     frames = delta("avatar_bridge_frames_published_total", model=model)
-    stages = {
-        stage: (histogram(stage, "sum"), histogram(stage, "count"))
-        for stage in ("decode", "jpeg", "pre", "queue", "engine", "post", "publish", "end_to_end")
-    }
+    stages = {stage: (histogram(stage, "sum"), histogram(stage, "count")) for stage in STAGES}
     # Calls slower than a frame and than three, per stage, from the histogram buckets (LATENCY_BUCKETS_S
     # has 0.016 and 0.05): where a tick's tail comes from inside a worker, if it does.
     within = {(stage, le): histogram(stage, "bucket", le=le) for stage in stages for le in ("0.016", "0.05")}
@@ -536,8 +543,9 @@ def bench_model(
 def _print_record(rec: dict[str, Any], per_w: list[dict[str, Any]], host: Window) -> None:
     print(_row(rec), flush=True)
     print(f"    {_slow_calls(per_w)}", flush=True)
-    stages = ("decode", "jpeg", "pre", "queue", "engine", "post", "publish", "end_to_end")
-    means = " ".join(f"{st} {np.mean([w[f'{st}_ms_mean'] for w in per_w]):.2f}" for st in stages if per_w)
+    # The device path's stages only where they ran (face tracking on the torch backend).
+    ran = [st for st in STAGES if st not in DEVICE_STAGES or any(w[f"{st}_ms_mean"] for w in per_w)]
+    means = " ".join(f"{st} {np.mean([w[f'{st}_ms_mean'] for w in per_w]):.2f}" for st in ran if per_w)
     print(f"    stage means over workers, ms: {means}", flush=True)
     print(
         f"    each frame's own latency: p50 {rec['frame_p50_ms']} / p99 {rec['frame_p99_ms']} ms; "
@@ -799,6 +807,9 @@ def save(
         "scrape_every_s": args.scrape_every,
         "pin_generator_cores": args.pin,
         "tracking_frames": f"{args.frame_size} {args.image_format}, {TRACKING_FPS:.0f} FPS",
+        "tracking_path": TRACKING_PATH_CUDA
+        if torch.cuda.is_available() and args.device != "cpu"
+        else "CPU smoke run: serve on ONNX Runtime, each session prepared on the CPU (OpenCV, libjpeg-turbo)",
         "face_input": "aligned 224x224 crops (option cropped)"
         if args.face_input == "crop"
         else "320x240 frames",

@@ -298,11 +298,12 @@ class TorchBackend(Backend):
                 plan.graph.replay()
             else:
                 plan.dev_out = self._forward(plan.dev_in)
-            # Copies: the plan's buffers are the next call's.
-            out = {name: plan.dev_out[name][:batch].clone() for name in self._role_outputs}
         if self._compute is not None and caller is not None:
             caller.wait_stream(self._compute)
-        return out
+        # Copies on the caller's stream (its memory is the caller's to free): the plan's buffers are the
+        # next call's, which waits for the caller's stream first.
+        with torch.no_grad():
+            return {name: plan.dev_out[name][:batch].clone() for name in self._role_outputs}
 
     def _forward(self, inputs: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         assert self._net is not None
