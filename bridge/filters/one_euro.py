@@ -2,10 +2,9 @@
 
 An adaptive low-pass: the cutoff rises with the (smoothed) speed of each channel, so a still face
 is steady (cutoff ≈ ``min_cutoff``) and a fast one has little lag (cutoff grows by ``beta`` per unit
-of speed). `one_euro_rows` steps many filters at once: one row per session of stacked state, the
-arithmetic one numpy pass over the rows (a batch of face-tracking sessions). `OneEuroFilter` holds one
-session's state (every parameter a scalar or one value per channel); `filter_rows` steps many of those
-in one pass (a batch of face sessions). All run the same float32 arithmetic.
+of speed). `one_euro_rows` steps many filters at once, one row per session, the arithmetic one numpy
+pass over the rows; `OneEuroRows` keeps those rows for the sessions of a pipeline, indexed by their
+slot (bridge.state), and steps a batch's rows by index (the face pipelines' filters).
 """
 
 from __future__ import annotations
@@ -17,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from bridge.rig import flame
+from bridge.state.slots import grown
 
 F32 = npt.NDArray[np.float32]
 F64 = npt.NDArray[np.float64]
@@ -51,7 +51,7 @@ def one_euro_rows(
     `value`, `derivative` (n, C) and `last_t` (n,); parameters broadcast to (n, C), float32. Returns
     the new (value, derivative, last_t): the filtered samples are `value`. A row not `started` passes
     its sample through (derivative 0); a row whose time does not advance (duplicate frame) keeps its
-    state. Float32 throughout, like the per-session filter it replaces, so the results are the same."""
+    state. Float32 throughout (tests/oracles/one_euro.py: the per-session filter it replaced)."""
     dt = t - last_t
     step = started & (dt > 0.0)
     every = bool(step.all())  # the steady state: no row starts or repeats a time
@@ -160,6 +160,81 @@ def filter_rows(filters: Sequence[OneEuroFilter], x: npt.ArrayLike, t: npt.Array
         f._x, f._dx, f._t, f._started = v, d, lt, True
         f._out[:] = v
     return value
+
+
+class OneEuroRows:
+    """The One-Euro filters of many sessions as rows of one store: row i is slot i's (bridge.state)
+    value, derivative, last sample time and whether it has a sample. The channels' parameters are the
+    store's; `step` may take per-row min cutoffs instead (face tracking's are session options).
+
+    Rows grow and start afresh in `prepare`, on the thread that steps them (as the motion
+    post-processing's rows)."""
+
+    def __init__(
+        self,
+        n_channels: int,
+        min_cutoff: float | npt.ArrayLike = 1.0,
+        beta: float | npt.ArrayLike = 0.0,
+        d_cutoff: float | npt.ArrayLike = D_CUTOFF_DEFAULT,
+    ) -> None:
+        shape = (n_channels,)
+        self.n_channels = n_channels
+        self.min_cutoff = np.broadcast_to(np.asarray(min_cutoff, np.float32), shape).copy()
+        self.beta = np.broadcast_to(np.asarray(beta, np.float32), shape).copy()
+        self.d_cutoff = np.broadcast_to(np.asarray(d_cutoff, np.float32), shape).copy()
+        if np.any(self.min_cutoff <= 0) or np.any(self.d_cutoff <= 0) or np.any(self.beta < 0):
+            raise ValueError("cutoffs must be > 0 and beta >= 0")
+        self.value = np.zeros((0, n_channels), np.float32)
+        self.derivative = np.zeros((0, n_channels), np.float32)
+        self.last_t = np.zeros(0, np.float64)
+        self.started = np.zeros(0, bool)
+
+    def prepare(self, size: int, fresh: npt.NDArray[np.int64]) -> None:
+        """Grow to `size` rows and start the `fresh` rows (new sessions) afresh."""
+        for name in ("value", "derivative", "last_t", "started"):
+            setattr(self, name, grown(getattr(self, name), size))
+        self.reset(fresh)
+
+    def reset(self, slots: npt.NDArray[np.int64]) -> None:
+        """Forget these rows' history: each one's next sample passes through unchanged."""
+        self.started[slots] = False
+        self.derivative[slots] = 0.0
+
+    def step(
+        self, slots: npt.NDArray[np.int64], x: npt.ArrayLike, t: npt.ArrayLike, min_cutoff: F32 | None = None
+    ) -> F32:
+        """One sample per row: `x` (n, C) taken at `t` (n,) seconds for the distinct `slots` (n,);
+        returns the filtered samples and keeps the rows' new state. `min_cutoff` (n, C): per-row
+        cutoffs instead of the store's. A row whose time does not advance (duplicate frame) returns
+        its previous output unchanged."""
+        value, derivative, last_t = one_euro_rows(
+            np.asarray(x, np.float32),
+            np.asarray(t, np.float64),
+            self.value[slots],
+            self.derivative[slots],
+            self.last_t[slots],
+            self.started[slots],
+            self.min_cutoff if min_cutoff is None else min_cutoff,
+            self.beta,
+            self.d_cutoff,
+        )
+        self.value[slots], self.derivative[slots], self.last_t[slots] = value, derivative, last_t
+        self.started[slots] = True
+        return value
+
+
+def flame_one_euro_rows(d_cutoff: float = D_CUTOFF_DEFAULT) -> OneEuroRows:
+    """One-Euro rows over whole FLAME frames (``bridge.rig.flame`` layout) with FLAME_DEFAULTS."""
+    min_cutoff = np.empty(flame.FLAME_DIM, np.float32)
+    beta = np.empty(flame.FLAME_DIM, np.float32)
+    for group, sl in (
+        ("expression", flame.EXPRESSION),
+        ("jaw", flame.JAW),
+        ("head", flame.HEAD),
+        ("eyelids", flame.EYELIDS),
+    ):
+        min_cutoff[sl], beta[sl] = FLAME_DEFAULTS[group]
+    return OneEuroRows(flame.FLAME_DIM, min_cutoff, beta, d_cutoff)
 
 
 def flame_one_euro(d_cutoff: float = D_CUTOFF_DEFAULT) -> OneEuroFilter:

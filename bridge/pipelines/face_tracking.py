@@ -44,9 +44,7 @@ from bridge.rig.rotations import matrix_to_quat, quat_to_axis_angle
 from bridge.runtime.cpu_priority import yield_to_realtime
 from bridge.runtime.engine import Engine
 from bridge.state.slots import SlotLease
-from bridge.tracking.face_post import (
-    EASE_S as EASE_S,  # bridge.pipelines.face_body's, until it imports them from bridge.tracking
-)
+from bridge.tracking.face_post import EASE_S as EASE_S  # re-exported for face_body (to go)
 from bridge.tracking.face_post import (
     HEAD_POS,
     HEAD_ROT,
@@ -58,9 +56,7 @@ from bridge.tracking.face_post import (
     encode_tracked,
     min_cutoffs,
 )
-from bridge.tracking.face_post import (
-    HOLD_S as HOLD_S,
-)
+from bridge.tracking.face_post import HOLD_S as HOLD_S  # re-exported for face_body (to go)
 from bridge.vision import face_geometry as geo
 
 if TYPE_CHECKING:

@@ -15,7 +15,7 @@ import weakref
 
 import numpy as np
 
-__all__ = ["SlotLease", "SlotPool"]
+__all__ = ["SlotLease", "SlotPool", "grown"]
 
 
 class SlotLease:
@@ -77,3 +77,14 @@ class SlotPool:
         with self._lock:
             heapq.heappush(self._free, index)
             self._fresh.discard(index)
+
+
+def grown(rows: np.ndarray, size: int) -> np.ndarray:
+    """A row store (rows first) with room for `size` rows: `rows` itself when it has them, else a copy
+    at least twice as large (16 rows at least) whose new rows are zero."""
+    capacity = len(rows)
+    if size <= capacity:
+        return rows
+    bigger = np.zeros((max(size, 2 * capacity, 16), *rows.shape[1:]), rows.dtype)
+    bigger[:capacity] = rows
+    return bigger

@@ -1,8 +1,9 @@
 """Face tracking's post-processing one session at a time: the oracle for the batched forms in
-bridge.pipelines.face_tracking (run_batch's projection, tracking region and head pose; finish_batch's
-filters, loss, calibration and frame encoding). The per-row code the pipeline ran before it was
-batched, with the same engines: each frame of a batch is projected, fitted, filtered and encoded alone
-(cv2.Rodrigues for the head's axis-angle, one One-Euro filter object per session)."""
+bridge.pipelines.face_tracking (run_batch's projection, tracking region and head pose) and
+bridge.tracking.face_post (finish_batch's filters, loss, calibration and frame encoding). The per-row
+code the pipeline ran before it was batched, with the same engines: each frame of a batch is
+projected, fitted, filtered and encoded alone (cv2.Rodrigues for the head's axis-angle, one One-Euro
+filter object per session)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from bridge.protocol.frames import encode_face_frame
 from bridge.protocol.requests import ImageInput
 from bridge.rig.arkit import ARKIT_NAMES
 from bridge.rig.rotations import axis_angle_to_quat
+from bridge.tracking import face_post as fp
 from bridge.vision import face_geometry as geo
 from tests.oracles.one_euro import OneEuroOracle
 
@@ -38,11 +40,11 @@ class RowState:
     blendshapes: bool
     smoother: OneEuroOracle | None
     roi: geo.Roi | None = None
-    last: F32 = field(default_factory=lambda: np.zeros(ft.N_CHANNELS, np.float32))
+    last: F32 = field(default_factory=lambda: np.zeros(fp.N_CHANNELS, np.float32))
     lost_since: float | None = None
-    lost_from: F32 = field(default_factory=lambda: np.zeros(ft.N_CHANNELS, np.float32))
-    offset: F32 = field(default_factory=lambda: np.zeros(ft.N_BLEND, np.float32))
-    gain: F32 = field(default_factory=lambda: np.ones(ft.N_BLEND, np.float32))
+    lost_from: F32 = field(default_factory=lambda: np.zeros(fp.N_CHANNELS, np.float32))
+    offset: F32 = field(default_factory=lambda: np.zeros(fp.N_BLEND, np.float32))
+    gain: F32 = field(default_factory=lambda: np.ones(fp.N_BLEND, np.float32))
     calibrate_next: bool = False
 
 
@@ -56,7 +58,7 @@ class RowFace:
 
 def open_row(pipeline: ft.FaceTrackingPipeline, options: dict[str, Any]) -> RowState:
     state = pipeline.open_session(options)  # the same option checks and cutoffs
-    smoother = OneEuroOracle(ft.N_CHANNELS, state.min_cutoff, ft.BETA, 1.0) if state.smoothing else None
+    smoother = OneEuroOracle(fp.N_CHANNELS, state.min_cutoff, fp.BETA, 1.0) if state.smoothing else None
     return RowState(state.mirror, state.select, state.blendshapes, smoother)
 
 
@@ -140,9 +142,9 @@ def finish(
         if state.lost_since is None:
             state.lost_since = t
             state.lost_from[:] = state.last
-        k = min(max((t - state.lost_since - ft.HOLD_S) / ft.EASE_S, 0.0), 1.0)
+        k = min(max((t - state.lost_since - fp.HOLD_S) / fp.EASE_S, 0.0), 1.0)
         values = state.lost_from * np.float32(1.0 - k)
-        values[ft.HEAD_POS] = state.lost_from[ft.HEAD_POS]
+        values[fp.HEAD_POS] = state.lost_from[fp.HEAD_POS]
         state.last[:] = values
     else:
         values = np.concatenate([row.blend, row.rotation, row.position]).astype(np.float32)
@@ -153,22 +155,22 @@ def finish(
         state.lost_since = None
         state.last[:] = values
     if state.calibrate_next and row is not None:
-        state.offset[:] = np.clip(values[: ft.N_BLEND], 0.0, 0.95)
+        state.offset[:] = np.clip(values[: fp.N_BLEND], 0.0, 0.95)
         state.gain[:] = 1.0 / (1.0 - state.offset)
         state.calibrate_next = False
-    blend = np.clip((values[: ft.N_BLEND] - state.offset) * state.gain, 0.0, 1.0).astype(np.float32)
+    blend = np.clip((values[: fp.N_BLEND] - state.offset) * state.gain, 0.0, 1.0).astype(np.float32)
     b = {n: float(blend[_ARKIT[n]]) for n in ARKIT_NAMES if n.startswith("EyeLook")}
     gaze = np.array(
         [
-            (b["EyeLookOutLeft"] - b["EyeLookInLeft"]) * ft.GAZE_YAW,
-            (b["EyeLookUpLeft"] - b["EyeLookDownLeft"]) * ft.GAZE_PITCH,
-            (b["EyeLookInRight"] - b["EyeLookOutRight"]) * ft.GAZE_YAW,
-            (b["EyeLookUpRight"] - b["EyeLookDownRight"]) * ft.GAZE_PITCH,
+            (b["EyeLookOutLeft"] - b["EyeLookInLeft"]) * fp.GAZE_YAW,
+            (b["EyeLookUpLeft"] - b["EyeLookDownLeft"]) * fp.GAZE_PITCH,
+            (b["EyeLookInRight"] - b["EyeLookOutRight"]) * fp.GAZE_YAW,
+            (b["EyeLookUpRight"] - b["EyeLookDownRight"]) * fp.GAZE_PITCH,
         ],
         np.float32,
     )
     side = blend[_ARKIT["JawLeft"]] - blend[_ARKIT["JawRight"]]
-    jaw = np.array([blend[_ARKIT["JawOpen"]] * ft.JAW_OPEN_RAD, side * ft.JAW_SIDE_RAD, 0.0], np.float32)
+    jaw = np.array([blend[_ARKIT["JawOpen"]] * fp.JAW_OPEN_RAD, side * fp.JAW_SIDE_RAD, 0.0], np.float32)
     return encode_face_frame(
         session,
         seq,
@@ -178,11 +180,11 @@ def finish(
         expression=np.zeros(0, np.float32),
         eyelids=blend[[_ARKIT["EyeBlinkLeft"], _ARKIT["EyeBlinkRight"]]],
         jaw=axis_angle_to_quat(jaw),
-        head=axis_angle_to_quat(values[ft.HEAD_ROT]),
+        head=axis_angle_to_quat(values[fp.HEAD_ROT]),
         blendshapes=blend if state.blendshapes else None,
         engine_us=0.0,
         batch=batch,
-        head_position=values[ft.HEAD_POS],
+        head_position=values[fp.HEAD_POS],
         gaze=gaze,
         warnings=("too_dark",) if step.payload.dark else (),
     )

@@ -1,0 +1,1 @@
+"""Camera trackers' post-processing: network outputs filtered, held while lost, calibrated, encoded."""
