@@ -1,5 +1,8 @@
 """Face pipeline: RGB frame -> detect + aligned crop -> expression engine -> FLAME -> guard, filter -> frame.
 
+Each session's filter and last output are rows of the pipeline's stores at its slot (bridge.state),
+stepped for a whole batch by index.
+
 A session opened with `cropped: true` sends the aligned 224×224 crop itself (a client or plugin that
 tracks the face on its own): no detection, every image is a face. A model without an eyelid output
 (the EMOCA-size encoder pair) reports eyelids as 0 (open).
@@ -11,12 +14,12 @@ import logging
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
-from bridge.filters.one_euro import OneEuroFilter, filter_rows, flame_one_euro
+from bridge.filters.one_euro import flame_one_euro_rows
 from bridge.filters.output_guard import FaceOutputGuard
 from bridge.pipelines.base import BatchResult, FailedRow, Pipeline, Step
 from bridge.pipelines.options import check_options
@@ -31,6 +34,7 @@ from bridge.rig.flame_to_arkit import FlameToArkit
 from bridge.rig.rotations import axis_angle_to_quat
 from bridge.runtime.cpu_priority import yield_to_realtime
 from bridge.runtime.engine import Engine
+from bridge.state.slots import SlotLease, SlotPool, grown
 from bridge.vision.face_crop import FaceDetector, FaceTracker, crop_face
 
 log = logging.getLogger(__name__)
@@ -49,9 +53,9 @@ _ROLES = {
 class FaceState:
     tracker: FaceTracker | None  # None: opened with `cropped`, images are the aligned crop already
     guard: FaceOutputGuard
-    smoother: OneEuroFilter | None
+    smoothing: bool
     blendshapes: bool
-    last: np.ndarray = field(default_factory=lambda: np.zeros(flame.FLAME_DIM, np.float32))
+    slot: SlotLease  # row of the pipeline's filter and last-output rows
 
 
 class FacePipeline(Pipeline[FaceState, np.ndarray | None]):
@@ -65,6 +69,10 @@ class FacePipeline(Pipeline[FaceState, np.ndarray | None]):
     def __init__(self, engine: Engine) -> None:
         super().__init__(engine)
         self._local = threading.local()
+        # Every session's One-Euro filter and last output (held while no face is found), a row per slot.
+        self.slot_pool = SlotPool()
+        self.smoother = flame_one_euro_rows()
+        self.last = np.zeros((0, flame.FLAME_DIM), np.float32)
 
     def _detector(self) -> FaceDetector:
         """OpenCV's cascade classifier is not thread-safe and the scheduler may pre-process sessions
@@ -79,8 +87,9 @@ class FacePipeline(Pipeline[FaceState, np.ndarray | None]):
         return FaceState(
             tracker=None if options.get("cropped", False) else FaceTracker(self._detector()),
             guard=FaceOutputGuard(self.guard_stats, lambda: self.open_session(options)),
-            smoother=flame_one_euro() if options.get("smoothing", True) else None,
+            smoothing=options.get("smoothing", True),
             blendshapes=options.get("blendshapes", True),
+            slot=self.slot_pool.acquire(),
         )
 
     def rig(self, state: FaceState) -> FaceRig:
@@ -138,25 +147,26 @@ class FacePipeline(Pipeline[FaceState, np.ndarray | None]):
         steps: Sequence[Step[np.ndarray | None]],
         result: BatchResult,
     ) -> list[list[bytes]]:
-        # The arithmetic (guard, One-Euro filter, rotations, ARKit map) runs over the batch as arrays;
-        # each session keeps its own guard and filter state. Encoding is per session.
+        # The arithmetic (guard, One-Euro filter, rotations, ARKit map) runs over the batch as arrays,
+        # the filter and last output on the sessions' rows by slot. Encoding is per session.
+        self._prepare_rows()
         found = [i for i, row in enumerate(result.rows) if row is not None]
-        params = np.stack(
-            [state.last if row is None else row for state, row in zip(states, result.rows, strict=True)]
-        )
+        params = self.last[_slots(states)]  # no face: the last output again
         if found:
+            params[found] = np.stack([result.rows[i] for i in found])
             params[found] = FaceOutputGuard.apply_rows([states[i].guard for i in found], params[found])
             for i in found:
-                states[i].guard.restart_if_due(states[i])  # a restart brings a fresh filter too
-            smoothed = [i for i in found if states[i].smoother is not None]
+                states[i].guard.restart_if_due(states[i])  # a restart brings a fresh row (filter) too
+            self._prepare_rows()
+            slots = _slots(states)
+            smoothed = [i for i in found if states[i].smoothing]
             if smoothed:
-                params[smoothed] = filter_rows(
-                    [s for i in smoothed if (s := states[i].smoother) is not None],
+                params[smoothed] = self.smoother.step(
+                    slots[smoothed],
                     params[smoothed],
                     np.array([steps[i].t_capture_ns / 1e9 for i in smoothed]),
                 )
-            for i in found:
-                states[i].last[:] = params[i]
+            self.last[slots[found]] = params[found]
         rotations = axis_angle_to_quat(np.stack((params[:, flame.JAW], params[:, flame.HEAD]), axis=1))
         blendshapes = self._mapper.map_flame(params)
         frames: list[list[bytes]] = []
@@ -181,3 +191,15 @@ class FacePipeline(Pipeline[FaceState, np.ndarray | None]):
                 log.exception("face post-processing failed for session %s", session)
                 frames.append(FailedRow(f"post-processing failed: {exc}"))
         return frames
+
+    def _prepare_rows(self) -> None:
+        """Grow the rows to the pool's and start new (or hot-restarted) sessions' rows afresh."""
+        fresh = self.slot_pool.take_fresh()  # before the size: every fresh row is below it
+        size = self.slot_pool.size
+        self.smoother.prepare(size, fresh)
+        self.last = grown(self.last, size)
+        self.last[fresh] = 0.0
+
+
+def _slots(states: Sequence[FaceState]) -> np.ndarray:
+    return np.fromiter((s.slot.index for s in states), np.int64, len(states))
