@@ -4,12 +4,14 @@ One frame per output frame time j/fps (the manifest's fps; 30 for speech_visemes
 to that time: the features look 0 samples ahead (bridge.audio.speech_features), so a frame is ready the
 moment its audio has arrived. Frames are face frames with the ARKit mouth channels (the rest 0),
 a jaw rotation from JawOpen, VRM A/I/U/E/O, the 15 viseme weights and a voice-activity flag.
-Each session keeps its feature stream, calibration and smoothing; one engine call classifies one
-frame of every session that has one. Method and measurements: docs/speech.md.
+Each session keeps its feature stream and calibration, and its smoothing is a row of the pipeline's
+MouthRows at its slot (bridge.state); one engine call classifies one frame of every session that has
+one. Method and measurements: docs/speech.md.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -30,8 +32,9 @@ from bridge.rig.flame_to_arkit import _JAW_OPEN_FULL
 from bridge.rig.rotations import axis_angle_to_quat
 from bridge.runtime.engine import Engine
 from bridge.speech.calibration import CalibrationError, load_reference, measure, offset, reference_path
-from bridge.speech.mouth import MouthFrames, MouthState, mouth_frames
+from bridge.speech.mouth import MouthFrames, MouthRows
 from bridge.speech.visemes import SPEECH_CHANNELS
+from bridge.state.slots import SlotLease
 
 _JAW_OPEN = ARKIT_INDEX["JawOpen"]
 _UNSUPPORTED = tuple(n for i, n in enumerate(ARKIT_NAMES) if i not in SPEECH_CHANNELS)
@@ -50,7 +53,8 @@ _IDENTITY = np.array([0.0, 0.0, 0.0, 1.0], np.float32)
 @dataclass
 class SpeechState:
     smoothing: bool
-    mouth: MouthState = field(default_factory=MouthState)
+    slot: SlotLease  # this session's row of the pipeline's MouthRows
+    reference_db: float = math.nan  # the calibration vowels' level; NaN: the running peak
     offset: np.ndarray = field(default_factory=lambda: np.zeros(0))  # calibration's cepstral shift
     features: SpeechFeatureStream | None = None
 
@@ -69,10 +73,13 @@ class SpeechPipeline(Pipeline[SpeechState, SpeechStep]):
     def __init__(self, engine: Engine) -> None:
         super().__init__(engine)
         self.reference = load_reference(reference_path(engine.manifest.onnx_path))
+        # Every session's loudness peak and smoothed mouth, a row per slot; the voiced face sessions
+        # (another scheduler thread) hold rows here too.
+        self.mouth_rows = MouthRows()
 
     def open_session(self, options: dict[str, Any]) -> SpeechState:
         check_options(self.name, options, {"smoothing": bool})
-        return SpeechState(smoothing=options.get("smoothing", True))
+        return SpeechState(smoothing=options.get("smoothing", True), slot=self.mouth_rows.open())
 
     def rig(self, state: SpeechState) -> FaceRig:
         return _RIG
@@ -89,7 +96,7 @@ class SpeechPipeline(Pipeline[SpeechState, SpeechStep]):
         except CalibrationError as exc:
             raise ProtocolError(ErrorCode.BAD_VALUE, str(exc)) from None
         state.offset = offset(self.reference, profile)
-        state.mouth.reference_db = profile.level_db
+        state.reference_db = profile.level_db
         if state.features is not None:
             state.features.offset = state.offset  # the scheduler thread's stream picks it up
         return {"vowels": 5, "level_db": round(profile.level_db, 2)}
@@ -120,7 +127,9 @@ class SpeechPipeline(Pipeline[SpeechState, SpeechStep]):
         n = len(states)
         levels = np.fromiter((s.payload.level_db for s in steps), np.float32, n)
         smooth = np.fromiter((s.smoothing for s in states), bool, n)
-        return mouth_frames([s.mouth for s in states], result.rows, levels, self.fps, smooth)
+        slots = np.fromiter((s.slot.index for s in states), np.int64, n)
+        reference = np.fromiter((s.reference_db for s in states), np.float64, n)
+        return self.mouth_rows.frames(slots, reference, result.rows, levels, self.fps, smooth)
 
     def finish_batch(
         self,
