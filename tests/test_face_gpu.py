@@ -52,7 +52,7 @@ def test_letterbox_matches_the_cpu_path(size: tuple[int, int]) -> None:
         assert (scale, px, py) == pytest.approx((s, x, y))
         diff = np.abs(ours[i].numpy() - theirs)
         assert diff.mean() < 1.0 / 255, diff.mean()
-        assert diff.max() <= 1.0 / 255, diff.max()
+        assert diff.max() <= 1.0 / 255 + 1e-6, diff.max()  # a level, at most (float32 rounding aside)
 
 
 def test_projection_matches_the_cpu_path() -> None:

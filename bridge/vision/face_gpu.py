@@ -10,8 +10,10 @@ one face, for a batch of faces at once:
 - `project_batch`: `project` (crop landmarks back to image pixels);
 - `fit_head_pose_batch`: `fit_head_pose` (the canonical mesh fitted to each face's landmarks).
 
-OpenCV interpolates with 5-bit fixed-point weights and torch in floating point, so pixels can differ by
-a level or two of 255 (tests/test_face_gpu.py bounds it). FaceTrackingPipeline's device path
+OpenCV interpolates with fixed-point weights and torch in floating point; both sample on a 1/32-pixel
+grid and round to whole levels, so pixels differ by a level or two of 255 at most (tests/test_face_gpu.py
+bounds it). Without the grid and the rounding, a small face's detection moved enough to change a
+blendshape by 0.08 (tests/test_face_tracking_device.py: 0.02 with them). FaceTrackingPipeline's device path
 (bridge.pipelines.face_tracking_device) runs them on the torch backend.
 """
 
@@ -34,11 +36,14 @@ def _sample(images: torch.Tensor, maps: torch.Tensor, size: int, padding: str) -
     v, u = torch.meshgrid(axis, axis, indexing="ij")
     crop = torch.stack([u, v, torch.ones_like(u)], -1).reshape(1, size * size, 3)
     xy = crop @ maps.to(dtype).transpose(1, 2)  # (n, size*size, 2) image pixels
+    # OpenCV's warps place each sample on a 1/32-pixel grid (INTER_BITS = 5): so do these.
+    xy = torch.round(xy * 32.0) / 32.0
     # grid_sample with align_corners=False puts pixel i's centre at (2i + 1) / extent - 1.
     scale = torch.tensor([2.0 / w, 2.0 / h], device=images.device, dtype=dtype)
     grid = ((xy + 0.5) * scale - 1.0).reshape(n, size, size, 2)
     pixels = images.permute(0, 3, 1, 2).to(dtype)
-    return F.grid_sample(pixels, grid, mode="bilinear", padding_mode=padding, align_corners=False)
+    # Rounded to whole levels, as OpenCV's warps of byte images write them.
+    return F.grid_sample(pixels, grid, mode="bilinear", padding_mode=padding, align_corners=False).round_()
 
 
 def letterbox_batch(images: torch.Tensor) -> tuple[torch.Tensor, float, float, float]:

@@ -69,14 +69,14 @@ def decode_batch(items: Sequence[JpegInput], device: torch.device) -> list[torch
     whole = [i for i, item in enumerate(items) if bytes(item.data[-2:]) == _EOI]
     data = [torch.from_numpy(np.frombuffer(items[i].data, np.uint8).copy()) for i in whole]
     out: list[torch.Tensor | JpegError | None] = [None] * len(items)
+    pixels: list[torch.Tensor | None] = []
     try:
-        pixels = decode_jpeg(data, mode=ImageReadMode.RGB, device=device)
-    except RuntimeError:
-        pixels = []
+        pixels = list(decode_jpeg(data, mode=ImageReadMode.RGB, device=device)) if data else []
+    except (RuntimeError, ValueError):  # the batch gives nothing when one fails: one by one
         for one in data:
             try:
                 pixels.append(decode_jpeg(one, mode=ImageReadMode.RGB, device=device))
-            except RuntimeError:
+            except (RuntimeError, ValueError):  # refused by nvJPEG: libjpeg-turbo decides below
                 pixels.append(None)
     for i, planes in zip(whole, pixels, strict=True):
         header = items[i].header
