@@ -183,8 +183,10 @@ def baseline_tracking(
     """MediaPipe-style, one session at a time on the same device: each session's frame detected (when
     not tracked) and cropped, then the mesh and blendshape networks at batch 1, then its frame made,
     before the next session's. The same clip and phases as the load generators, decoded frames (no
-    JPEG decode). ms per session-frame, after 10 warm-up ticks. A CPU smoke run (--device cpu) runs
-    ONNX Runtime: the torch backend's converted graphs take seconds a frame on a CPU."""
+    JPEG decode). ms per session-frame, after 10 warm-up ticks. On CUDA the torch backend, so the
+    tracker's device path at batch 1 (detection and crop on the GPU too, as MediaPipe's GPU graph). A
+    CPU smoke run (--device cpu) runs ONNX Runtime: the torch backend's converted graphs take seconds a
+    frame on a CPU."""
     onnx = ensure_converted(locate()) / f"{SERVED_NAME}.onnx"
     engine = load_engine(onnx, backend="torch") if device.type == "cuda" else load_engine(onnx)
     pipeline = FaceTrackingPipeline(engine)

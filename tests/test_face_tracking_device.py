@@ -4,13 +4,16 @@ rolled faces cut by the frame's edge, group photos of several frame sizes in one
 
 Tolerances: the two paths differ by the letterbox's and crop's interpolation (OpenCV's fixed-point
 weights against grid_sample's floats, both on a 1/32-pixel grid and rounded to whole levels:
-tests/test_face_gpu.py) and by torch against ONNX Runtime; on these photos, mirrored and not, the
-blendshapes differ by at most 0.020 and 0.003 on average for a face, the head rotation by 0.0031 rad,
-its position by 0.18 % of the distance (the bounds below leave room over these). The CUDA branches
+tests/test_face_gpu.py) and by torch against ONNX Runtime; on all ten of tests/face_photos.py (six
+run here), mirrored and not, the blendshapes differ by at most 0.020 and 0.003 on average for a face,
+the head rotation by 0.0031 rad, its position by 0.18 % of the distance (the bounds below leave room
+over these). The CUDA branches
 (nvJPEG, CUDA graphs, events) run only on the GPU machine (bench/gpu.py --only tracking)."""
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,8 +29,13 @@ from bridge.models.mediapipe.convert import SERVED_NAME  # noqa: E402
 from bridge.pipelines.face_tracking import FaceTrackingPipeline, TrackingState  # noqa: E402
 from bridge.pipelines.face_tracking_device import STAGES  # noqa: E402
 from bridge.protocol.errors import ErrorCode  # noqa: E402
+from bridge.protocol.frames import FaceFrame, decode_frame  # noqa: E402
 from bridge.protocol.jpeg import read_header  # noqa: E402
 from bridge.protocol.requests import ImageInput, JpegInput  # noqa: E402
+from bridge.serving.scheduler import Scheduler  # noqa: E402
+from bridge.serving.sessions import Session  # noqa: E402
+from bridge.serving.stats import BridgeStats  # noqa: E402
+from bridge.transport.zmq_sockets import Delivery  # noqa: E402
 from bridge.vision import face_geometry as geo  # noqa: E402
 from bridge.vision import jpeg  # noqa: E402
 from bridge.vision.face_gpu import fit_head_pose_batch  # noqa: E402
@@ -50,12 +58,18 @@ def device_pipeline(models: Path) -> Iterator[FaceTrackingPipeline]:  # noqa: F8
 
 
 def _photos() -> dict[str, np.ndarray]:
-    return {**fp.rolled(), **fp.groups()}
+    """Three rolled faces and three group photos (three frame sizes in one batch)."""
+    rolled, groups = fp.rolled(), fp.groups()
+    names = ("astronaut-roll45-cut", "hopper-roll30-cut", "hopper-roll-45-cut")
+    return {
+        **{n: rolled[n] for n in names},
+        **{n: groups[n] for n in ("group-2-647x412", "group-2-500x330", "group-2-360x450")},
+    }
 
 
 def _options(k: int) -> dict[str, Any]:
-    # Every third session mirrored, every fourth follows the most central face.
-    return {"smoothing": False, "mirror": k % 3 == 1, "select": "central" if k % 4 == 2 else "largest"}
+    # Sessions 1 and 4 mirrored; 3 (a group photo) follows the most central face.
+    return {"smoothing": False, "mirror": k % 3 == 1, "select": "central" if k == 3 else "largest"}
 
 
 def _frames(p: FaceTrackingPipeline, photos: dict[str, np.ndarray], frames: int) -> list[Any]:
@@ -136,6 +150,51 @@ def test_jpeg_frames_decode_in_the_batch_and_a_bad_one_fails_only_its_session(
     )
     assert raw.rows[0] is not None
     assert np.abs(raw.rows[0].blend - result.rows[1].blend).max() < 1e-6
+
+
+def test_through_the_scheduler_a_bad_jpeg_is_bad_image_and_the_bystander_tracks(
+    device_pipeline: FaceTrackingPipeline,
+) -> None:
+    """The scheduler hands the JPEGs to the pipeline (`decodes_jpeg`, on as on CUDA): the truncated one
+    is answered BAD_IMAGE for its own session, the bystander in the same call gets its face frame,
+    and the device path's stages reach the stats."""
+    photo = next(iter(fp.rolled().values()))
+    good = jpeg.encode(photo, 90)
+    bad, bystander = (
+        Session(f"{i:016x}", device_pipeline, device_pipeline.open_session({}), ()) for i in (1, 2)
+    )
+    frames: list[FaceFrame] = []
+    errors: list[tuple[str, ErrorCode, str]] = []
+    lock = threading.Lock()
+
+    def publish(topic: bytes, payload: bytes, *, hold: bool = False) -> Delivery:
+        frame = decode_frame(payload)
+        assert isinstance(frame, FaceFrame)
+        with lock:
+            frames.append(frame)
+        return Delivery.SENT
+
+    def report(session: Session, code: ErrorCode, message: str) -> None:
+        with lock:
+            errors.append((session.id, code, message))
+
+    stats = BridgeStats()
+    device_pipeline.decodes_jpeg = True
+    scheduler = Scheduler(device_pipeline, publish, report, stats)
+    scheduler.start()
+    try:
+        for s, data in ((bad, good[: len(good) // 2]), (bystander, good)):
+            scheduler.submit(s, JpegInput(0, s.id, 3, 0, False, read_header(data), memoryview(data)))
+        deadline = time.monotonic() + 20
+        while (not frames or not errors) and time.monotonic() < deadline:
+            time.sleep(0.01)
+    finally:
+        scheduler.stop()
+        device_pipeline.decodes_jpeg = False
+    assert [(sid, code) for sid, code, _ in errors] == [(bad.id, ErrorCode.BAD_IMAGE)], errors
+    assert [f.header.session for f in frames] == [bystander.id]
+    assert frames[0].face_found
+    assert set(STAGES) <= set(stats.stages)
 
 
 def test_head_pose_fit_matches_the_cpu_fit() -> None:
