@@ -26,7 +26,7 @@ from bridge.models.mediapipe.convert import SERVED_NAME, ensure_converted
 from bridge.pipelines.base import Step
 from bridge.pipelines.body_tracking import BodyTracker
 from bridge.pipelines.face_body import FaceBodyPipeline
-from bridge.pipelines.face_tracking import EASE_S, HOLD_S, FaceTrackingPipeline
+from bridge.pipelines.face_tracking import FaceTrackingPipeline
 from bridge.pipelines.face_tracking_speech import FaceSpeechPipeline, VoicedState
 from bridge.pipelines.speech import SpeechPipeline
 from bridge.protocol import FaceFrame, decode_frame
@@ -35,6 +35,7 @@ from bridge.rig import humanoid_solve as hs
 from bridge.runtime.manifest import load_manifest
 from bridge.serving.server import Bridge
 from bridge.speech.corpus import speak
+from bridge.tracking.face_post import EASE_S, HOLD_S
 
 from .conftest import ENGINES, start_bridge, stop_bridge
 from .test_face_speech import JAW, VOICE, frames_of, masked_face, phrase

@@ -15,7 +15,7 @@ are derived from jawOpen / jawLeft / jawRight and eyeBlink (approximations, docs
 Everything after the engine calls works on the whole batch at once (no Python step per face but
 building each frame's message): projection, tracking regions and head pose in `run_batch`; filters,
 loss, calibration and the frame's values in `finish_batch`, over the sessions' rows of the pipeline's
-`FaceRows`, read and written by each session's slot (`TrackingState.slot`).
+`FacePost`, read and written by each session's slot (`TrackingState.slot`).
 """
 
 from __future__ import annotations
@@ -44,7 +44,6 @@ from bridge.rig.rotations import matrix_to_quat, quat_to_axis_angle
 from bridge.runtime.cpu_priority import yield_to_realtime
 from bridge.runtime.engine import Engine
 from bridge.state.slots import SlotLease
-from bridge.tracking.face_post import EASE_S as EASE_S  # re-exported for face_body (to go)
 from bridge.tracking.face_post import (
     HEAD_POS,
     HEAD_ROT,
@@ -52,11 +51,10 @@ from bridge.tracking.face_post import (
     N_CHANNELS,
     SMOOTHING_DEFAULTS,
     CameraFace,
-    FaceRows,
+    FacePost,
     encode_tracked,
     min_cutoffs,
 )
-from bridge.tracking.face_post import HOLD_S as HOLD_S  # re-exported for face_body (to go)
 from bridge.vision import face_geometry as geo
 
 if TYPE_CHECKING:
@@ -97,7 +95,7 @@ class TrackingState:
     blendshapes: bool
     smoothing: bool
     min_cutoff: F32  # (N_CHANNELS,) One-Euro min cutoff per channel, Hz
-    slot: SlotLease  # this session's row of the pipeline's FaceRows (filter, hold, calibration)
+    slot: SlotLease  # this session's row of the pipeline's FacePost (filter, hold, calibration)
     roi: geo.Roi | None = None  # where to look next frame; None: detect
     calibrate_next: bool = False  # set by the I/O thread, taken by the next tracked frame
 
@@ -182,7 +180,7 @@ class FaceTrackingPipeline(Pipeline[TrackingState, TrackStep]):
         self.canonical = parse_canonical_mesh(Path(parts / GEOMETRY).read_bytes())
         # Every session's post-processing state, a row per slot; the voiced and body variants' sessions
         # (other scheduler threads) hold rows here too (bridge.tracking.face_post).
-        self.face_rows = FaceRows()
+        self.face_post = FacePost()
         # On the torch backend the batch's frames are decoded, detected, cropped and fitted on its device
         # (bridge.pipelines.face_tracking_device); the other backends prepare each session on the CPU.
         self.device_path: DeviceTracker | None = None
@@ -252,7 +250,7 @@ class FaceTrackingPipeline(Pipeline[TrackingState, TrackStep]):
             blendshapes=bool(options.get("blendshapes", True)),
             smoothing=bool(options.get("smoothing", True)),
             min_cutoff=min_cutoffs(cutoffs),
-            slot=self.face_rows.open(),
+            slot=self.face_post.open(),
         )
 
     def rig(self, state: TrackingState) -> FaceRig:
@@ -356,7 +354,7 @@ class FaceTrackingPipeline(Pipeline[TrackingState, TrackStep]):
         self, states: Sequence[TrackingState], steps: Sequence[Step[TrackStep]], rows: TrackedFaces
     ) -> CameraFace:
         """Each row's values for one frame: filtered, held and eased while the face is lost,
-        calibrated; the sessions' rows of `face_rows` advance (the sessions are distinct)."""
+        calibrated; the sessions' rows of `face_post` advance (the sessions are distinct)."""
         n = len(states)
         found = rows.found
         tracked = np.zeros((n, N_CHANNELS), np.float32)
@@ -368,7 +366,7 @@ class FaceTrackingPipeline(Pipeline[TrackingState, TrackStep]):
         calibrate = found & np.fromiter((s.calibrate_next for s in states), bool, n)
         for i in np.flatnonzero(calibrate).tolist():
             states[i].calibrate_next = False
-        return self.face_rows.camera(
+        return self.face_post.camera(
             _slots(states),
             np.fromiter((s.t_capture_ns for s in steps), np.int64, n) / 1e9,
             tracked,
@@ -384,7 +382,7 @@ class FaceTrackingPipeline(Pipeline[TrackingState, TrackStep]):
     def held_faces(self, states: Sequence[TrackingState], lost_for_s: F64) -> CameraFace:
         """The sessions' last values `lost_for_s` (n,) seconds after the camera stopped (held, then
         eased as when the face is lost), calibrated, `face_found` false."""
-        return self.face_rows.held(_slots(states), lost_for_s)
+        return self.face_post.held(_slots(states), lost_for_s)
 
 
 def _slots(states: Sequence[TrackingState]) -> npt.NDArray[np.int64]:

@@ -2,7 +2,7 @@
 rotation and position) filtered per channel with One-Euro, held and eased to neutral while the face
 is lost, neutral calibration applied; then the derived channels (jaw, eyelids, gaze) and the frames.
 
-Every session's state is one row of `FaceRows` at its slot (bridge.state), as the motion
+Every session's state is one row of `FacePost` at its slot (bridge.state), as the motion
 post-processing's: a batch reads and writes its sessions' rows by index. Face sessions and the face
 pipelines built on them (a voice, the body) run on different scheduler threads and share the rows of
 their tracker, so a batch holds the store's lock while it reads, writes or grows them.
@@ -87,7 +87,7 @@ class CameraFace:
     dark: Mask  # (n,)
 
 
-class FaceRows:
+class FacePost:
     """Every face session's post-processing state, one row per slot: its One-Euro filter, the last
     output channels, the channels and time when the face was lost (NaN while tracked), and the
     neutral calibration's offset and gain (blendshapes)."""
