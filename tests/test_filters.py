@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 
-from bridge.filters.one_euro import OneEuroFilter, flame_one_euro
+from bridge.filters.one_euro import OneEuroRows, flame_one_euro_rows
 from bridge.rig import flame
 from bridge.rig.flame import FLAME_RANGES
 from bridge.rig.rotations import axis_angle_to_quat, quat_to_axis_angle
@@ -16,6 +18,13 @@ from tests.oracles.low_pass import QuatLowPass, VectorLowPass
 from tests.oracles.motion_guard import clamp_joint_limits
 
 FPS = 60.0
+
+
+def one_row(rows: OneEuroRows) -> Callable[[npt.ArrayLike, float], np.ndarray]:
+    """One session's row of `rows` (slot 0), stepped a sample at a time."""
+    rows.prepare(1, np.array([0]))
+    slot = np.array([0])
+    return lambda x, t: rows.step(slot, np.asarray(x, np.float32)[None], np.array([t]))[0]
 
 
 def _scalar_one_euro(xs: np.ndarray, ts: np.ndarray, mc: float, beta: float, dc: float) -> np.ndarray:
@@ -44,8 +53,8 @@ def test_one_euro_matches_scalar_reference_per_channel() -> None:
     beta = np.array([0.0, 0.5, 2.0, 10.0, 0.1])
     ts = np.cumsum(rng.uniform(0.01, 0.03, size=steps))  # jittery frame times
     xs = np.cumsum(rng.normal(size=(steps, n)), axis=0) * 0.1
-    f = OneEuroFilter(n, mc, beta, 1.0)
-    got = np.array([f.filter(x, t).copy() for x, t in zip(xs, ts, strict=True)])
+    f = one_row(OneEuroRows(n, mc, beta, 1.0))
+    got = np.array([f(x, t) for x, t in zip(xs, ts, strict=True)])
     for c in range(n):
         np.testing.assert_allclose(got[:, c], _scalar_one_euro(xs[:, c], ts, mc[c], beta[c], 1.0), atol=1e-4)
 
@@ -54,34 +63,35 @@ def test_one_euro_smooths_jitter_and_beta_cuts_lag() -> None:
     rng = np.random.default_rng(1)
     t = np.arange(600) / FPS
     noise = rng.normal(scale=0.05, size=(600, 1))
-    still = OneEuroFilter(1, min_cutoff=1.0, beta=0.0)
-    out = np.array([still.filter(x, ti)[0] for x, ti in zip(noise, t, strict=True)])
+    still = one_row(OneEuroRows(1, min_cutoff=1.0, beta=0.0))
+    out = np.array([still(x, ti)[0] for x, ti in zip(noise, t, strict=True)])
     assert out[60:].std() < 0.3 * noise[60:].std()
     ramp = (3.0 * t)[:, None]  # 3 units/s
     lags = []
     for beta in (0.0, 2.0):
-        f = OneEuroFilter(1, min_cutoff=1.0, beta=beta)
-        y = np.array([f.filter(x, ti)[0] for x, ti in zip(ramp, t, strict=True)])
+        f = one_row(OneEuroRows(1, min_cutoff=1.0, beta=beta))
+        y = np.array([f(x, ti)[0] for x, ti in zip(ramp, t, strict=True)])
         lags.append(ramp[-1, 0] - y[-1])
     assert lags[1] < 0.25 * lags[0]
 
 
 def test_one_euro_duplicate_timestamp_and_reset() -> None:
-    f = OneEuroFilter(2, 1.0, 0.5)
-    f.filter([0.0, 0.0], 0.0)
-    first = f.filter([1.0, 1.0], 1 / FPS).copy()
-    np.testing.assert_array_equal(f.filter([9.0, 9.0], 1 / FPS), first)
-    f.reset()
-    np.testing.assert_array_equal(f.filter([5.0, -5.0], 2.0), [5.0, -5.0])
+    rows = OneEuroRows(2, 1.0, 0.5)
+    f = one_row(rows)
+    f([0.0, 0.0], 0.0)
+    first = f([1.0, 1.0], 1 / FPS)
+    np.testing.assert_array_equal(f([9.0, 9.0], 1 / FPS), first)
+    rows.reset(np.array([0]))
+    np.testing.assert_array_equal(f([5.0, -5.0], 2.0), [5.0, -5.0])
     with pytest.raises(ValueError):
-        OneEuroFilter(2, min_cutoff=0.0)
+        OneEuroRows(2, min_cutoff=0.0)
 
 
 def test_flame_one_euro_defaults_cover_every_channel() -> None:
-    f = flame_one_euro()
-    assert f.n_channels == flame.FLAME_DIM
+    rows = flame_one_euro_rows()
+    assert rows.n_channels == flame.FLAME_DIM
     x = np.zeros(flame.FLAME_DIM, np.float32)
-    assert f.filter(x, 0.0).dtype == np.float32
+    assert one_row(rows)(x, 0.0).dtype == np.float32
 
 
 def test_vector_low_pass_cutoff_and_critical_damping() -> None:
@@ -177,31 +187,31 @@ def test_one_euro_rows_equal_per_session_filters_bit_for_bit() -> None:
         value[rows], derivative[rows], last_t[rows], started[rows] = v, d, lt, True
         for k, i in enumerate(rows):
             np.testing.assert_array_equal(v[k], oracles[i].filter(x[i], float(t[i])))
-    f = OneEuroFilter(c, mc[0], beta, 1.0)
+    f = one_row(OneEuroRows(c, mc[0], beta, 1.0))
     reference = OneEuroOracle(c, mc[0], beta, 1.0)
     for frame in range(10):
         x = rng.normal(size=c).astype(np.float32)
-        np.testing.assert_array_equal(f.filter(x, frame / 60.0), reference.filter(x, frame / 60.0))
+        np.testing.assert_array_equal(f(x, frame / 60.0), reference.filter(x, frame / 60.0))
 
 
-def test_filter_rows_equals_each_filter_alone_bit_for_bit() -> None:
-    """Face sessions' filters stepped together (filter_rows) against the same filters stepped one by
-    one: first samples, duplicate timestamps, a reset, rows that skip a tick."""
-    from bridge.filters.one_euro import filter_rows
-
+def test_rows_stepped_by_slot_equal_each_session_alone_bit_for_bit() -> None:
+    """Face sessions' rows stepped together by slot (OneEuroRows) against each session's own store
+    stepped alone: first samples, duplicate timestamps, a reset, rows that skip a tick."""
     rng = np.random.default_rng(5)
     n = 4
-    together = [flame_one_euro() for _ in range(n)]
-    apart = [flame_one_euro() for _ in range(n)]
+    together = flame_one_euro_rows()
+    together.prepare(n, np.arange(n))
+    alone = [flame_one_euro_rows() for _ in range(n)]
+    apart = [one_row(rows) for rows in alone]
     for frame in range(30):
         rows = [i for i in range(n) if frame >= i and (frame + i) % 7]  # rows start late, skip ticks
         if not rows:
             continue
-        x = rng.normal(size=(len(rows), together[0].n_channels)).astype(np.float32)
+        x = rng.normal(size=(len(rows), together.n_channels)).astype(np.float32)
         t = np.array([frame / 60.0 if frame != 9 else 8 / 60.0 for _ in rows])  # frame 9 repeats 8's time
         if frame == 15:
-            together[2].reset()
-            apart[2].reset()
-        out = filter_rows([together[i] for i in rows], x, t)
+            together.reset(np.array([2]))
+            alone[2].reset(np.array([0]))
+        out = together.step(np.array(rows), x, t)
         for k, i in enumerate(rows):
-            np.testing.assert_array_equal(out[k], apart[i].filter(x[k], float(t[k])))
+            np.testing.assert_array_equal(out[k], apart[i](x[k], float(t[k])))

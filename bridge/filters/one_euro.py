@@ -10,7 +10,6 @@ slot (bridge.state), and steps a batch's rows by index (the face pipelines' filt
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -88,80 +87,6 @@ def _one_euro(
     return value + (x - value) * a, derivative
 
 
-class OneEuroFilter:
-    """``OneEuroFilter(n_channels, min_cutoff, beta, d_cutoff)``; ``filter(x, t)`` with ``t`` in seconds."""
-
-    def __init__(
-        self,
-        n_channels: int,
-        min_cutoff: float | npt.ArrayLike = 1.0,
-        beta: float | npt.ArrayLike = 0.0,
-        d_cutoff: float | npt.ArrayLike = D_CUTOFF_DEFAULT,
-    ) -> None:
-        shape = (n_channels,)
-        self.n_channels = n_channels
-        self._min_cutoff = np.broadcast_to(np.asarray(min_cutoff, np.float32), shape).copy()
-        self._beta = np.broadcast_to(np.asarray(beta, np.float32), shape).copy()
-        self._d_cutoff = np.broadcast_to(np.asarray(d_cutoff, np.float32), shape).copy()
-        if np.any(self._min_cutoff <= 0) or np.any(self._d_cutoff <= 0) or np.any(self._beta < 0):
-            raise ValueError("cutoffs must be > 0 and beta >= 0")
-        self._x = np.zeros(shape, np.float32)
-        self._dx = np.zeros(shape, np.float32)
-        self._out = np.zeros(shape, np.float32)
-        self._t = 0.0
-        self._started = False
-
-    def reset(self) -> None:
-        """Forget the history; the next sample passes through unchanged."""
-        self._started = False
-        self._dx = np.zeros(self.n_channels, np.float32)
-
-    def filter(self, x: npt.ArrayLike, t: float) -> F32:
-        """Filter one sample ``(n_channels,)`` taken at time ``t``; returns the internal output buffer.
-
-        The returned array is reused by the next call: copy it if you keep it. A timestamp that
-        does not advance (duplicate frame) returns the previous output unchanged.
-        """
-        xa = np.asarray(x, dtype=np.float32)
-        if not self._started:
-            self._x = xa.copy()
-            self._out[:] = xa
-            self._t = t
-            self._started = True
-            return self._out
-        dt = t - self._t
-        if dt <= 0.0:
-            return self._out
-        self._t = t
-        inv_dt, w = np.float32(1.0 / dt), np.float32(2.0 * math.pi * dt)
-        self._x, self._dx = _one_euro(
-            xa, self._x, self._dx, inv_dt, w, self._min_cutoff, self._beta, self._d_cutoff
-        )
-        self._out[:] = self._x
-        return self._out
-
-
-def filter_rows(filters: Sequence[OneEuroFilter], x: npt.ArrayLike, t: npt.ArrayLike) -> F32:
-    """One sample per filter, `x` (n, C) taken at `t` (n,) seconds: what each `filter` call would
-    return (the same float32 arithmetic), with the filters' states stacked into one pass of
-    `one_euro_rows` and written back (a batch of face sessions, each with its own filter)."""
-    value, derivative, last_t = one_euro_rows(
-        np.asarray(x, np.float32),
-        np.asarray(t, np.float64),
-        np.stack([f._x for f in filters]),
-        np.stack([f._dx for f in filters]),
-        np.array([f._t for f in filters], np.float64),
-        np.array([f._started for f in filters]),
-        np.stack([f._min_cutoff for f in filters]),
-        np.stack([f._beta for f in filters]),
-        np.stack([f._d_cutoff for f in filters]),
-    )
-    for f, v, d, lt in zip(filters, value, derivative, last_t.tolist(), strict=True):
-        f._x, f._dx, f._t, f._started = v, d, lt, True
-        f._out[:] = v
-    return value
-
-
 class OneEuroRows:
     """The One-Euro filters of many sessions as rows of one store: row i is slot i's (bridge.state)
     value, derivative, last sample time and whether it has a sample. The channels' parameters are the
@@ -235,17 +160,3 @@ def flame_one_euro_rows(d_cutoff: float = D_CUTOFF_DEFAULT) -> OneEuroRows:
     ):
         min_cutoff[sl], beta[sl] = FLAME_DEFAULTS[group]
     return OneEuroRows(flame.FLAME_DIM, min_cutoff, beta, d_cutoff)
-
-
-def flame_one_euro(d_cutoff: float = D_CUTOFF_DEFAULT) -> OneEuroFilter:
-    """A One-Euro filter over a whole FLAME frame (``bridge.rig.flame`` layout) with FLAME_DEFAULTS."""
-    min_cutoff = np.empty(flame.FLAME_DIM, np.float32)
-    beta = np.empty(flame.FLAME_DIM, np.float32)
-    for group, sl in (
-        ("expression", flame.EXPRESSION),
-        ("jaw", flame.JAW),
-        ("head", flame.HEAD),
-        ("eyelids", flame.EYELIDS),
-    ):
-        min_cutoff[sl], beta[sl] = FLAME_DEFAULTS[group]
-    return OneEuroFilter(flame.FLAME_DIM, min_cutoff, beta, d_cutoff)

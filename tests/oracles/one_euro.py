@@ -1,5 +1,5 @@
 """One session's One-Euro filter, in place, one frame at a time: the oracle for bridge.filters.one_euro's
-rows (`one_euro_rows`, which serves face tracking's batches and `OneEuroFilter`)."""
+rows (`one_euro_rows`, which `OneEuroRows` steps for the face pipelines' batches)."""
 
 from __future__ import annotations
 
