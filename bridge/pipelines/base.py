@@ -1,8 +1,9 @@
 """What every pipeline provides: pre-process per session, one engine call per batch, post-process.
 
 Pipelines know nothing of sockets: they turn decoded inputs into engine steps and engine outputs into
-encoded frame payloads. All per-session state lives in the object `open_session` returns (recurrent
-engine state may live in rows of a batched store that the state indexes, bridge.state.slots).
+encoded frame payloads. A session's state is the object `open_session` returns; its per-frame state
+(recurrent engine state, filters, holds) lives in rows of batched stores at the slot that object leases
+(bridge.state.slots; docs/architecture.md, "How a session's state is laid out").
 """
 
 from __future__ import annotations
