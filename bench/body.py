@@ -19,14 +19,21 @@ and its 52 blendshapes: the bridge does more face work per frame.
 `--quality` instead: jitter on that clip, the session with its One-Euro filters against the same
 session with `smoothing: false` (the rotations straight from the landmarks): per joint group, the
 mean angle between consecutive frames' second difference (how much the motion shakes), degrees.
-Accuracy against MediaPipe's own graph is tests/test_body_tracking.py's (figures in docs/body-tracking.md).
 
     python bench/body.py --quality [--out bench/results/body-jitter.json]
+
+`--accuracy` instead: against MediaPipe's own Holistic graph (each frame from a detection, its
+still-image mode), on the photos and the warped clip of tests/test_body_tracking.py (body landmarks,
+% of torso; elbow, shoulder and wrist angles) and on OpenCV's sample photos with hands (hand landmarks,
+% of torso and of hand size; finger curl, degrees). Needs scripts/install.sh --dev (the oracle, opencv-doc).
+
+    python bench/body.py --accuracy [--out bench/results/body-accuracy.json]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -149,15 +156,79 @@ def jitter(args: argparse.Namespace) -> int:
     return 0
 
 
+def _spread(values: np.ndarray) -> dict[str, float]:
+    return {
+        "median": float(np.median(values)),
+        "p90": float(np.percentile(values, 90)),
+        "max": float(values.max()),
+        "count": int(values.size),
+    }
+
+
+def accuracy(args: argparse.Namespace) -> int:
+    from skimage import data
+
+    from training import body_quality as q
+
+    out = args.out if args.out != ROOT / "bench" / "results" / "body-cpu.json" else None
+    out = out or ROOT / "bench" / "results" / "body-accuracy.json"
+    tracker = BodyTracker(convert_body(locate_body()))
+    images = [*q.photos(), *q.warped_clip(data.astronaut())]  # type: ignore[no-untyped-call]
+    hand_images = [im for photo in q.hand_photos() for im in (photo, np.ascontiguousarray(photo[:, ::-1]))]
+    with tempfile.TemporaryDirectory() as tmp:
+        ref = q.oracle(images, Path(tmp))
+        hand_refs = [q.oracle([im], Path(tmp)) for im in hand_images]
+    rows = q.track(tracker, images, tracking=False)
+    body = q.landmark_error(rows.landmarks, ref["pose"], ref["pose"][:, :, 3])
+    a, b = q.joint_angles(rows.world), q.joint_angles(ref["world"])
+    angles = {joint: _spread(np.abs(a[joint] - b[joint])) for joint in a}
+    hand_torso, hand_size, curl = [], [], []
+    same = True
+    for image, r in zip(hand_images, hand_refs, strict=True):
+        mine = q.track(tracker, [image], tracking=False)
+        theirs = ~np.isnan(r["hands"][0, :, 0, 0])
+        same &= bool((mine.hand_found[0] == theirs).all())
+        for side in np.flatnonzero(mine.hand_found[0] & theirs).tolist():
+            ours_hand, ref_hand = mine.hands[:, side], r["hands"][:, side]
+            d = np.linalg.norm(ours_hand[..., :2] - ref_hand[..., :2], axis=-1)
+            hand_torso.append((d / q.torso_size(r["pose"])[:, None]).ravel())
+            hand_size.append(q.hand_error(ours_hand, ref_hand).ravel())
+            curl.append(np.abs(q.finger_curl(ours_hand) - q.finger_curl(ref_hand)))
+    result = {
+        "body": {
+            "images": "skimage astronaut, its mirror image, matplotlib's Grace Hopper, 8 frames warped from "
+            "the astronaut",
+            "landmark_error_of_torso": _spread(body),
+            "joint_angle_error_deg": angles,
+        },
+        "hands": {
+            "images": f"OpenCV samples {', '.join(q.HAND_PHOTOS)} and their mirror images (opencv-doc)",
+            "same_hands_found": same,
+            "hands_scored": len(curl),
+            "landmark_error_of_torso": _spread(np.concatenate(hand_torso)),
+            "landmark_error_of_hand_size": _spread(np.concatenate(hand_size)),
+            "finger_curl_error_deg": _spread(np.concatenate(curl)),
+        },
+        "oracle": f"MediaPipe Holistic {VERSION}, still-image mode, model_complexity 1",
+        "command": "python bench/body.py --accuracy",
+    }
+    write_bench_json(out, result)
+    print(json.dumps(result, indent=1))
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--frames", type=int, default=150, help="per tool, in two blocks each")
     parser.add_argument("--warmup", type=int, default=10, help="frames each tool runs before timing")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "body-cpu.json")
     parser.add_argument("--quality", action="store_true", help="jitter, filtered against unfiltered")
+    parser.add_argument("--accuracy", action="store_true", help="landmarks and angles against MediaPipe's")
     args = parser.parse_args()
     if args.quality:
         return jitter(args)
+    if args.accuracy:
+        return accuracy(args)
     if not (ORACLE_DIR / "mediapipe").is_dir():
         print(f"MediaPipe {VERSION} not installed at {ORACLE_DIR}: run scripts/install.sh --dev")
         return 1

@@ -43,6 +43,8 @@ if [[ $dev == 1 ]] && command -v apt-get >/dev/null; then
     command -v npm >/dev/null || apt_install nodejs npm
     # The live viewer's browser tests: Debian's headless Chromium (Playwright drives it; no browser download).
     apt_install chromium chromium-driver
+    # Body tracking's hand accuracy test and bench: OpenCV's sample photos of people with hands in view.
+    apt_install opencv-doc
 fi
 
 # The live viewer's page (viewer/: three.js, @pixiv/three-vrm, esbuild from the lockfile) bundled into

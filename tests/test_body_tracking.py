@@ -10,9 +10,6 @@ venv's packages (it needs numpy < 2) and run in a subprocess.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,7 +20,7 @@ import pytest
 from bridge.clients.harness.process import BridgeProcess
 from bridge.models.mediapipe import body_locate
 from bridge.models.mediapipe.body_convert import NETWORKS, ensure_converted
-from bridge.pipelines.body_tracking import BodyRows, BodyTracker, BodyTrackState
+from bridge.pipelines.body_tracking import BodyTracker, BodyTrackState
 from bridge.rig import humanoid_solve as hs
 from bridge.rig.rotations import quat_to_matrix
 from training import body_quality as q
@@ -33,8 +30,6 @@ from .test_outputs_helpers import udp_listener, wait_for
 from .test_sources import _llf_packet
 
 skimage_data = pytest.importorskip("skimage.data")
-ORACLE_DIR = Path(sys.prefix) / f"mediapipe-{body_locate.VERSION}-oracle"
-ORACLE = Path(__file__).parent / "oracles" / "holistic.py"
 
 
 @pytest.fixture(scope="module")
@@ -50,60 +45,14 @@ def tracker(files: dict[str, Path]) -> BodyTracker:
     return BodyTracker(ensure_converted(files))
 
 
-def photos() -> list[np.ndarray]:
-    """The photos scored. scikit-image's cameraman is left out: its body region hangs on the frame's
-    edge, where moving the region half a pixel moves some landmarks by 15 % of the torso (in MediaPipe
-    as here), so any two runs differ there."""
-    import matplotlib.cbook as cbook
-
-    hopper = cv2.imread(str(cbook.get_sample_data("grace_hopper.jpg", asfileobj=False)))
-    astronaut = skimage_data.astronaut()
-    return [
-        astronaut,
-        np.ascontiguousarray(astronaut[:, ::-1]),
-        cv2.resize(cv2.cvtColor(hopper, cv2.COLOR_BGR2RGB)[:512], (512, 512)),
-    ]
-
-
-def warped_clip(image: np.ndarray, frames: int = 8) -> list[np.ndarray]:
-    """The photo turning up to 10 degrees, zooming and sliding: a clip for the tracking path."""
-    h, w = image.shape[:2]
-    out = []
-    for i in range(frames):
-        k = i / (frames - 1)
-        m = cv2.getRotationMatrix2D((w / 2, h / 2), 10.0 * np.sin(2 * np.pi * k), 1.0 - 0.15 * k)
-        m[0, 2] += 20 * k
-        out.append(cv2.warpAffine(image, m, (w, h), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT))
-    return out
-
-
 def oracle(images: list[np.ndarray], tmp: Path, mode: str = "still") -> dict[str, np.ndarray]:
-    if not (ORACLE_DIR / "mediapipe").is_dir():
-        pytest.skip(
-            f"MediaPipe {body_locate.VERSION} oracle not installed at {ORACLE_DIR} (install.sh --dev)"
-        )
-    same = {im.shape for im in images}
-    assert len(same) == 1
-    np.save(tmp / "images.npy", np.stack(images))
-    env = dict(os.environ, PYTHONPATH=str(ORACLE_DIR))
-    run = subprocess.run(
-        [sys.executable, str(ORACLE), str(tmp / "images.npy"), str(tmp / "oracle.npz"), mode],
-        env=env, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-    assert run.returncode == 0, run.stderr[-2000:]
-    return dict(np.load(tmp / "oracle.npz"))
+    try:
+        return q.oracle(images, tmp, mode)
+    except q.OracleMissing as exc:
+        pytest.skip(str(exc))
 
 
-def ours(tracker: BodyTracker, images: list[np.ndarray], tracking: bool) -> BodyRows:
-    """Each frame through the tracker: fresh (detection every frame, as the oracle's still-image mode)
-    or tracking (the region from the previous frame's landmarks)."""
-    state = BodyTrackState()
-    rows = []
-    for k, image in enumerate(images):
-        if not tracking:
-            state = BodyTrackState()
-        rows.append(tracker.run([state], [tracker.prepare(state, image, (k + 1) / 30.0)]))
-    return BodyRows(*(np.concatenate([getattr(r, f) for r in rows]) for f in BodyRows.__dataclass_fields__))
+ours = q.track
 
 
 def test_converted_networks_match_tflite_on_real_crops(files: dict[str, Path], tracker: BodyTracker) -> None:
@@ -137,19 +86,43 @@ def test_converted_networks_match_tflite_on_real_crops(files: dict[str, Path], t
 
 def test_landmarks_and_joint_angles_match_mediapipe_holistic(tracker: BodyTracker, tmp_path: Path) -> None:
     """Same input, same networks, each frame from a detection (MediaPipe's still-image mode), on the
-    photos and a clip warped from one: landmarks within 2 % of torso size of MediaPipe's own graph
-    (median and 90th percentile over the landmarks it sees) and joint angles within 5 degrees."""
-    images = [*photos(), *warped_clip(skimage_data.astronaut())]
+    photos and a clip warped from one: every landmark MediaPipe's own graph sees within 2 % of torso
+    size of its, and joint angles within 5 degrees."""
+    images = [*q.photos(), *q.warped_clip(skimage_data.astronaut())]
     ref = oracle(images, tmp_path)
     rows = ours(tracker, images, tracking=False)
     seen = ~np.isnan(ref["pose"][:, 0, 0])
     assert (rows.found == seen).all() and seen.all()
     err = q.landmark_error(rows.landmarks, ref["pose"], ref["pose"][:, :, 3])
-    assert float(np.median(err)) < 0.02 and float(np.percentile(err, 90)) < 0.02, err.max()
+    assert float(err.max()) < 0.02, (float(np.median(err)), float(np.percentile(err, 90)), float(err.max()))
     a, b = q.joint_angles(rows.world), q.joint_angles(ref["world"])
     for joint in a:
         assert float(np.abs(a[joint] - b[joint]).max()) < 5.0, joint
     assert (rows.hand_found == ~np.isnan(ref["hands"][:, :, 0, 0])).all()
+
+
+def test_hands_match_mediapipe_holistic_on_photos_with_hands(tracker: BodyTracker, tmp_path: Path) -> None:
+    """OpenCV's sample photos of people with their hands in view (Debian's opencv-doc) and their mirror
+    images: the same hands found as MediaPipe's own graph, every hand landmark within 2 % of the torso
+    and 5 % of the hand's size of its. (Finger curl is measured, not bounded: on these 16-26 px hands
+    half a pixel turns a finger segment by up to 25 degrees; bench/body.py --accuracy.)"""
+    try:
+        images = [im for photo in q.hand_photos() for im in (photo, np.ascontiguousarray(photo[:, ::-1]))]
+    except FileNotFoundError as exc:
+        pytest.skip(str(exc))
+    scored = 0
+    for image in images:
+        ref = oracle([image], tmp_path)
+        rows = ours(tracker, [image], tracking=False)
+        theirs = ~np.isnan(ref["hands"][0, :, 0, 0])
+        assert (rows.hand_found[0] == theirs).all()
+        for side in np.flatnonzero(theirs).tolist():
+            mine, want = rows.hands[:, side], ref["hands"][:, side]
+            d = np.linalg.norm(mine[..., :2] - want[..., :2], axis=-1)
+            assert float(d.max() / q.torso_size(ref["pose"])[0]) < 0.02
+            assert float(q.hand_error(mine, want).max()) < 0.05
+            scored += 1
+    assert scored >= 8
 
 
 def test_tracking_stays_within_mediapipes_own_wander(tracker: BodyTracker, tmp_path: Path) -> None:
@@ -251,7 +224,7 @@ def test_vmc_sends_every_humanoid_bone_fingers_included_within_the_datagram_limi
     bundles under the 1500-byte limit (split where needed)."""
     from bridge.clients.outputs.session import SessionInfo
     from bridge.clients.outputs.vmc import VmcOutput, pack_datagrams
-    from bridge.protocol import decode_frame
+    from bridge.protocol import FaceFrame, decode_frame
     from bridge.protocol.events import FaceRig
     from bridge.protocol.frames import encode_face_frame
 
@@ -264,6 +237,7 @@ def test_vmc_sends_every_humanoid_bone_fingers_included_within_the_datagram_limi
         engine_us=0.0, batch=1, body=body, body_found=True, hands_found=(False, False),
     )  # fmt: skip
     frame = decode_frame(payload)
+    assert isinstance(frame, FaceFrame)
     assert frame.body.shape == (hs.N_JOINTS, 4) and frame.body_found is True
     rig = FaceRig(expression=(), eyelids=(), blendshapes=(), body=hs.body_rig())
     output = VmcOutput("127.0.0.1", 9)
@@ -327,7 +301,7 @@ def test_finger_joints_follow_a_curl_and_rest_flat() -> None:
 def test_one_call_per_network_serves_a_batch_of_sessions_as_each_alone(tracker: BodyTracker) -> None:
     """Three sessions in one `run` (one pose, one re-crop and one hand-landmark call for all of them) give
     what each gives alone."""
-    images = photos()
+    images = q.photos()
     states = [BodyTrackState() for _ in images]
     together = tracker.run(
         states, [tracker.prepare(s, im, 0.0) for s, im in zip(states, images, strict=True)]

@@ -37,7 +37,11 @@ HAND_SHIFT_Y = -0.1
 # MediaPipe's ImageToTensor default outside the image: the edge pixels repeated (the body region of a
 # half-body shot reaches far below the frame; zeros there move the landmarks by several % of the torso).
 BORDER = cv2.BORDER_REPLICATE
-_REFINE_HALF = 3  # pose_landmark_by_roi's heatmap refinement: kernel 7
+# The heatmap refinement's kernel: 9 cells, the option's default. The graph text of 0.10.21
+# (tensors_to_pose_landmarks_and_segmentation) names 7, but the wheel's own Holistic refines as 9 does:
+# against it, 9 puts every seen landmark within 0.15 crop pixels, 7 leaves low-confidence ones (elbows,
+# hips) 1.2 crop pixels (2.4 % of the torso) away (docs/body-tracking.md).
+_REFINE_HALF = 4
 MIN_REFINE_CONFIDENCE = 0.5
 # Pose landmarks: 33 body points, then the two auxiliary alignment points the next region comes from.
 NUM_POSE = 33
@@ -201,14 +205,17 @@ def hand_rois_from_landmarks(landmarks: F64) -> list[Roi]:
 
 
 def refine_from_heatmap(landmarks: F32, heatmap: F32) -> F32:
-    """RefineLandmarksFromHeatmap (kernel 7, min confidence 0.5): each landmark (n, k, >=2, crop pixels)
-    whose heatmap (n, 64, 64, k logits) is confident somewhere in the 7x7 cells around it moves to the
-    confidence-weighted mean cell there (a cell's index scaled to the crop, as MediaPipe's)."""
+    """RefineLandmarksFromHeatmap (kernel 9, min confidence 0.5): each landmark (n, k, >=2, crop pixels)
+    whose heatmap (n, 64, 64, k logits) is confident somewhere in the 9x9 cells around it (those inside
+    the heatmap) moves to the confidence-weighted mean cell there (a cell's index scaled to the crop, as
+    MediaPipe's)."""
     n, h, w, k = heatmap.shape
     scale = POSE_SIZE / w
     col = np.trunc(landmarks[..., 0] / scale).astype(np.intp)  # C++'s int(): towards zero
     row = np.trunc(landmarks[..., 1] / scale).astype(np.intp)
-    inside = (col >= 0) & (col < w) & (row >= 0) & (row < h)
+    # MediaPipe skips a landmark left, right or above the heatmap, but not one below it (its check
+    # tests the column twice): there the kernel's rows inside the heatmap still count.
+    inside = (col >= 0) & (col < w) & (row >= 0)
     steps = np.arange(-_REFINE_HALF, _REFINE_HALF + 1)
     rows = row[..., None, None] + steps[:, None]  # (n, k, 7, 1)
     cols = col[..., None, None] + steps[None, :]  # (n, k, 1, 7)
