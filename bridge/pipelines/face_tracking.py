@@ -170,12 +170,18 @@ class FaceTrackingPipeline(Pipeline[TrackingState, TrackStep]):
         super().__init__(engine)
         parts = engine.manifest.onnx_path.parent / PARTS
         backend = engine.backend.name
-        self.detector = load_engine(parts / DETECTOR_MANIFEST, backend=backend)
+        # On torch, the detector and the blendshape model on the mesh's device (the device path's three).
+        device = getattr(engine.backend, "device", None) if backend == "torch" else None
+        on_device = {"device": device.type} if device is not None else {}
+        self.detector = load_engine(parts / DETECTOR_MANIFEST, backend=backend, **on_device)
         # The blendshape model runs on the mesh's rows: on torch (CUDA graphs per tier) at the mesh
         # engine's tiers, so a top tier set above the manifest's 32 serves both in one call each.
         tiers = getattr(engine.backend, "batch_tiers", None) if backend == "torch" else None
         self.blendshape_engine = load_engine(
-            parts / BLENDSHAPES_MANIFEST, backend=backend, **({"batch_tiers": tiers} if tiers else {})
+            parts / BLENDSHAPES_MANIFEST,
+            backend=backend,
+            **on_device,
+            **({"batch_tiers": tiers} if tiers else {}),
         )
         self.canonical = parse_canonical_mesh(Path(parts / GEOMETRY).read_bytes())
         # Every session's post-processing state, a row per slot; the voiced and body variants' sessions
