@@ -140,6 +140,8 @@ class DeviceTracker:
         for state in states:
             state.roi = None  # re-detect next frame unless a face is followed below
         frames, failed = self._upload(steps)
+        for i in failed:
+            states[i].roi = follow[i]  # a frame that could not be read: its face is followed as before
         clock.mark("face_decode")
         # Per frame size: mirror, dark test, detection where no face is followed.
         groups: dict[tuple[int, int], list[int]] = {}
@@ -166,19 +168,19 @@ class DeviceTracker:
         # Crops of every followed face, in `live` order.
         live: list[int] = []
         crops: list[torch.Tensor] = []
+        maps: list[torch.Tensor] = []  # each face's crop-to-image map
         for size, rows in groups.items():
             here = [k for k, i in enumerate(rows) if follow[i] is not None]
             if not here:
                 continue
-            maps = np.stack([r.crop_to_image(geo.MESH_SIZE) for k in here if (r := follow[rows[k]])])
-            crops.append(crop_batch(batches[size][here], torch.from_numpy(maps).to(self.device)))
+            m = np.stack([r.crop_to_image(geo.MESH_SIZE) for k in here if (r := follow[rows[k]])])
+            maps.append(torch.from_numpy(m).to(self.device))
+            crops.append(crop_batch(batches[size][here], maps[-1]))
             live += [rows[k] for k in here]
         clock.mark("face_crop")
         if not live:
             return self._result(states, steps, live, None, dark, failed, clock)
-        to_image = torch.from_numpy(
-            np.stack([r.crop_to_image(geo.MESH_SIZE) for i in live if (r := follow[i])])
-        ).to(self.device)
+        to_image = torch.cat(maps)
         images = torch.cat(crops) * float(SCALE)
         out = run_on_device(self.pipeline.engine, {"face.mesh_image": images})
         raw = out["face.landmarks"].reshape(len(live), -1, 3).to(torch.float64)
