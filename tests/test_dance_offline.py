@@ -1,4 +1,5 @@
-"""`avatar-bridge dance`: whole songs in one batch with the committed model (bridge.cli.dance)."""
+"""`avatar-bridge dance`: whole songs in one batch with the committed model (bridge.cli.dance), through the
+motion pipeline's offline mode (MotionPipeline.dance)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,14 @@ import wave
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from bridge.backends import load_engine
 from bridge.cli.dance import dance_songs, read_song
 from bridge.cli.main import main
 from bridge.paths import default_models_dir
+from bridge.pipelines.motion import MotionPipeline
+from bridge.protocol.codec import ProtocolError
 from training.songs.synthetic import synthesize_song
 
 
@@ -53,3 +57,24 @@ def test_unreadable_song_is_an_error(tmp_path: Path) -> None:
     bad.write_text("not audio")
     assert main(["dance", str(bad), "--out", str(tmp_path / "o")]) == 2
     assert main(["dance", str(tmp_path / "missing.wav"), "--out", str(tmp_path / "o")]) == 2
+
+
+def test_the_motion_pipelines_offline_mode() -> None:
+    """MotionPipeline.dance, the public entry under the CLI: ceil(fps * seconds) frames per song,
+    progress counted up to every frame, options refused as `open` refuses them, every row given back."""
+    engine = load_engine(default_models_dir() / "dance_lstm.manifest.json", warmup=False)
+    pipeline = MotionPipeline(engine)
+    songs = [
+        (np.asarray(synthesize_song(seconds, 110.0, seed, sample_rate=22050).pcm, np.float32), 22050)
+        for seconds, seed in ((1.0, 9103), (1.5, 9104))
+    ]
+    seen: list[tuple[int, int]] = []
+    danced = pipeline.dance(
+        songs, {"style": "middle_hiphop", "energy": 1.25}, lambda d, t: seen.append((d, t))
+    )
+    assert [len(d.joints) for d in danced] == [60, 90] and [len(d.root) for d in danced] == [60, 90]
+    assert seen[-1] == (150, 150) and len(seen) == 90  # one call per frame step, the shorter song leaves
+    assert all(np.isfinite(d.joints).all() and d.held == 0 for d in danced)
+    assert pipeline.slot_pool.in_use == 0  # the offline sessions' rows are free again
+    with pytest.raises(ProtocolError):
+        pipeline.dance(songs, {"style": "no such style"})

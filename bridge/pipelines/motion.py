@@ -6,6 +6,10 @@ rows, and one engine call runs a chunk of every ready offline session at once (t
 128), one frame per row; for a model whose manifest says `steps_on_previous_pose` (it reads each
 frame's previous pose) a chunk is stepped frame by frame instead, its outputs fed back.
 
+Offline without a server, `MotionPipeline.dance` runs whole songs through the same features, engine
+and post-processing (`avatar-bridge dance`): one engine call per frame step over every song still
+playing, the arrays of the poses back instead of frames.
+
 A session's recurrent state (h, c) is one row of the engine's batched state store and its guard
 and filter state one row of `MotionPost`, both at the session's slot index: a batch gathers and
 scatters rows by index (bridge.state.slots), and post-processing and frame encoding run once per
@@ -17,12 +21,13 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 import numpy as np
+import numpy.typing as npt
 
 from bridge.audio.music_features import MusicFeatureBatch, MusicFeatureStream
 from bridge.filters.low_pass import smoothing_factor, time_constant
@@ -49,6 +54,7 @@ MODES = ("realtime", "offline")
 OFFLINE_MAX_STEPS = 128  # time length of one offline engine call
 SLICE_FRAMES = 4  # frames of realtime audio pre-processed as one piece (`slices`)
 POST_WORKERS = 4
+SONG_TAIL_S = 0.05  # silence after a whole song (`dance`), more than soxr's stream delay
 _RIG = BodyRig(
     smpl.JOINT_NAMES, smpl.PARENTS, smpl.REST_OFFSETS, tuple(name or "" for name in smpl.UNITY_BONE_NAMES)
 )
@@ -63,6 +69,16 @@ class MotionState:
     options: dict[str, Any]  # what it was opened with, to rebuild it on a hot restart
     features: MusicFeatureStream | None = None
     energy: float = 1.0  # amplitude around the neutral stance (bridge.motion.post)
+
+
+@dataclass(frozen=True)
+class DancedSong:
+    """One whole song danced offline (`MotionPipeline.dance`)."""
+
+    joints: npt.NDArray[np.float32]  # (frames, 24, 4) xyzw, post-processed as served
+    root: npt.NDArray[np.float32]  # (frames, 3) metres
+    tempo: float  # the streaming beat tracker's tempo at the song's end, BPM
+    held: int  # frames the output guard replaced by the last good pose
 
 
 def smoothing_cutoff_hz(smoothing: float, fps: float) -> float:
@@ -264,6 +280,51 @@ class MotionPipeline(Pipeline[MotionState, np.ndarray]):
             self._restart(states[int(i)])
         return frames
 
+    def dance(
+        self,
+        songs: Sequence[tuple[npt.NDArray[np.float32], int]],
+        options: Mapping[str, Any] | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> list[DancedSong]:
+        """The offline mode: whole songs, (mono float32 PCM, rate) each, danced without a server, as
+        sessions opened with `options` (style, smoothing, energy; ProtocolError BAD_VALUE as `open`)
+        would dance them as they stream: the served features of all songs in one batch (each song's
+        end flushed with silence, so a song of S seconds gives ceil(fps·S) frames), then one engine
+        call per frame step over every song still playing (a song that has ended leaves the call), in
+        groups of the engine's largest batch, and the served post-processing. `progress(done, total)`
+        after each step, in frames."""
+        streams = [self.music.open(rate) for _, rate in songs]
+        rows = [_song_rows(stream, pcm, self.fps) for stream, (pcm, _) in zip(streams, songs, strict=True)]
+        self.music.run()  # the features of all songs in one batch
+        total, done = sum(len(r) for r in rows), 0
+        results: list[DancedSong] = []
+        for start in range(0, len(songs), self.max_batch):
+            group = range(start, min(start + self.max_batch, len(songs)))
+            states = [self.open_session(dict(options or {})) for _ in group]
+            lengths = np.array([len(rows[i]) for i in group])
+            frames = int(lengths.max(initial=0))
+            # Padded to the longest song of the group; each song's rows past its end are never filled.
+            joints = np.zeros((len(group), frames, smpl.NUM_JOINTS, 4), np.float32)
+            root = np.zeros((len(group), frames, 3), np.float32)
+            held = np.zeros(len(group), np.int64)
+            alpha = np.array([s.alpha for s in states], np.float32)
+            energies = np.array([s.energy for s in states], np.float32)
+            for t in range(frames):
+                live = np.flatnonzero(lengths > t)  # songs that have ended are masked out of the call
+                steps = [Step(rows[group[k]][t : t + 1], t, 0) for k in live]
+                result = self.run_batch([states[k] for k in live], steps)
+                joints[live, t], root[live, t], bad = self.post.step(
+                    _slots([states[k] for k in live]), result.rows[:, 0], alpha[live], energies[live]
+                )
+                held[live] += bad
+                done += len(live)
+                if progress is not None:
+                    progress(done, total)
+            for row, (i, n) in enumerate(zip(group, lengths, strict=True)):
+                tempo = streams[i].meter.tempo_bpm
+                results.append(DancedSong(joints[row, :n], root[row, :n], tempo, int(held[row])))
+        return results
+
     def _restart(self, state: MotionState) -> None:
         """Hot restart: a diverged recurrent state never recovers, so rebuild it (a new, zeroed slot)
         in place from the open options; the old slot is freed when its lease goes."""
@@ -277,6 +338,16 @@ def _isolated(encode: Callable[[slice], list[Sequence[bytes]]], row: slice) -> S
         return encode(row)[0]
     except Exception as exc:
         return FailedRow(f"frame encoding failed: {exc}")
+
+
+def _song_rows(stream: MusicFeatureStream, pcm: npt.NDArray[np.float32], fps: float) -> np.ndarray:
+    """A row per frame of a whole song (frame j at j / fps, up to its end): the streaming extractor's
+    latency (half a window, the resampler's delay) is flushed with silence after the song."""
+    tail = np.zeros(math.ceil(stream.sample_rate * (stream.latency_ms / 1000 + SONG_TAIL_S)), np.float32)
+    rows: np.ndarray = stream.feed(np.concatenate([pcm, tail]))[
+        : math.ceil(len(pcm) * fps / stream.sample_rate)
+    ]
+    return rows
 
 
 def _slots(states: Sequence[MotionState]) -> np.ndarray:
