@@ -7,11 +7,16 @@ case. Inputs are uint8 crops (as the pipelines pass them; the backend makes floa
 device). Timed: the five engine calls, host to host, p50/p99 over the ticks; the detectors (run only
 on tracking loss) and the CPU work around the calls (crops, geometry, filters, solve) are not in it.
 
-    python bench/body_gpu.py --models DIR [--sessions 1,16,64,128,256] [--ticks 200]
+    python bench/body_gpu.py [--models DIR] [--sessions 1,16,64,128,256] [--ticks 200]
         [--out bench/results/body-gpu.json]
 
-DIR holds the converted ONNX folders (`face/` with the face tracker's, `body/` with the body's; by
-default the user cache's, converted by `avatar-bridge models install face|body` and a first serve).
+DIR holds the converted ONNX folders (`face/` with the face tracker's, `body/` with the body's); by
+default the user cache's ($AVATAR_BRIDGE_CACHE or ~/.cache/avatar-bridge), converted there by
+`avatar-bridge models install face|body` and a first serve: face_landmarker/onnx-v2-*/ and
+mediapipe_body/onnx-v1-*/. Needs only numpy, onnx, torch and the bridge's own light wheels (no
+MediaPipe, no ONNX Runtime): a machine without the installs can be handed those two folders. Each
+engine's CUDA graphs are captured at load for the batch sizes it meets here only (N, or 2N for the
+hands), so the whole run takes about a minute on an H100.
 """
 
 from __future__ import annotations
@@ -53,17 +58,23 @@ def main() -> int:
     args = parser.parse_args()
     counts = [int(n) for n in args.sessions.split(",")]
     face, body = _folders(args.models)
-    top = max(counts)
-    tiers = sorted({1, 2, *(2**k for k in range(1, 11) if 2**k <= 2 * top), top, 2 * top})
-    options: dict[str, object] = {"batch_tiers": tiers} if args.backend == "torch" else {}
+    # (manifest, rows per session): both hands of every session go through the hand networks.
     manifests = {
-        "face_mesh": face / "mediapipe_face.manifest.json",
-        "face_blendshapes": face / "parts" / "face_blendshapes.manifest.json",
-        "pose": body / "pose_landmarks.manifest.json",
-        "hand_recrop": body / "hand_recrop.manifest.json",
-        "hand": body / "hand_landmarks.manifest.json",
+        "face_mesh": (face / "mediapipe_face.manifest.json", 1),
+        "face_blendshapes": (face / "parts" / "face_blendshapes.manifest.json", 1),
+        "pose": (body / "pose_landmarks.manifest.json", 1),
+        "hand_recrop": (body / "hand_recrop.manifest.json", 2),
+        "hand": (body / "hand_landmarks.manifest.json", 2),
     }
-    engines = {name: load_engine(path, args.backend, True, **options) for name, path in manifests.items()}
+    started = time.perf_counter()
+    engines = {}
+    for name, (path, rows) in manifests.items():
+        # On torch, a CUDA graph per batch size this run uses, captured at load (warm-up).
+        tiers = [rows * n for n in counts]
+        options: dict[str, object] = {"batch_tiers": tiers} if args.backend == "torch" else {}
+        engines[name] = load_engine(path, args.backend, True, **options)
+    load_s = time.perf_counter() - started
+    print(f"engines loaded and warmed up in {load_s:.1f} s")
     rng = np.random.default_rng(0)
     results = []
     for n in counts:
@@ -95,10 +106,11 @@ def main() -> int:
         }
         results.append(row)
         print(f"{n:4d} sessions: tick p50 {row['tick_p50_ms']:.2f} ms, p99 {row['tick_p99_ms']:.2f} ms")
-    device = "CPU"
+    device, versions = "CPU", {"numpy": np.__version__}
     try:
         import torch
 
+        versions["torch"] = torch.__version__
         if torch.cuda.is_available():
             device = torch.cuda.get_device_name(0)
     except ImportError:
@@ -109,12 +121,13 @@ def main() -> int:
         **{
             "device": device,
             "backend": args.backend,
-            "precision": "float16 (the torch backend's CUDA default)"
-            if args.backend == "torch"
-            else "float32",
+            "precision": str(getattr(engines["pose"].backend, "precision", "float32")),
+            "versions": versions,
             "work_per_tick": "face mesh N, blendshapes N, pose N, hand re-crop 2N, hand landmarks 2N",
+            "load_and_warmup_s": load_s,
+            "total_s": time.perf_counter() - started,
             "results": results,
-            "command": "python bench/body_gpu.py --models DIR",
+            "command": "python bench/body_gpu.py",
         },
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
