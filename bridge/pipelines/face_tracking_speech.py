@@ -14,7 +14,8 @@ its own, so that one session's images and audio keep one order and one frame cou
   last values held, then eased to neutral as when the face is lost, `face_found` false, the mouth
   from the voice. So audio alone moves the mouth, at the speech model's rate.
 - The voice counts as silent when its latest speech frame is older than VOICE_STALE_S (the audio
-  stopped): its mouth then closes rather than freezing open.
+  stopped): its mouth then closes rather than freezing open. Each session's latest speech frame and
+  crossfade weight are a row of the pipeline's VoiceMix at its slot (bridge.speech.mix).
 - With `body: true` too, the camera's part is the body tracker's (bridge.pipelines.face_body): images
   move the face and the body, the voice the mouth; while no image comes the body holds, then eases to
   rest, as the face does.
@@ -25,39 +26,25 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
-import numpy.typing as npt
 
 from bridge.pipelines.base import BatchResult, Pipeline, Step
-from bridge.pipelines.face_tracking import (
-    CameraFace,
-    FaceTrackingPipeline,
-    TrackingState,
-    encode_tracked,
-)
+from bridge.pipelines.face_tracking import FaceTrackingPipeline, TrackingState
 from bridge.pipelines.speech import SpeechPipeline, SpeechState, SpeechStep
 from bridge.protocol.events import FaceRig
 from bridge.protocol.requests import AudioInput, Calibrate, Input
-from bridge.rig.arkit import NUM_ARKIT
-from bridge.speech.mix import mix_speech
-from bridge.speech.mouth import NUM_VOWELS
-from bridge.speech.visemes import NUM_VISEMES, SIL
+from bridge.speech.mix import VoiceMix
+from bridge.state.slots import SlotLease
+from bridge.tracking.face_post import CameraFace, encode_tracked
 
 if TYPE_CHECKING:
     from bridge.pipelines.face_body import FaceBodyPipeline
 
-F32 = npt.NDArray[np.float32]
-
 CAMERA_STALE_S = 0.2  # no image frame for this long: speech steps make the frames
 VOICE_STALE_S = 0.2  # no speech frame for this long: the voice is silent
-
-_SILENT_VISEMES = np.zeros(NUM_VISEMES, np.float32)
-_SILENT_VISEMES[SIL] = 1.0
-_CLOSED = np.zeros(NUM_ARKIT, np.float32)
-_NO_VOWELS = np.zeros(NUM_VOWELS, np.float32)
 
 
 @dataclass(frozen=True)
@@ -74,13 +61,7 @@ class VoicedState:
     track: TrackingState
     speech: SpeechState
     camera: Any  # the camera part's session state: `track`, or a FaceBodyState holding it
-    weight: float = 0.0  # mix_speech's crossfade: 0 camera, 1 voice
-    # The voice's latest speech frame, and when (monotonic) it was made.
-    mouth: F32 = field(default_factory=lambda: _CLOSED.copy())
-    visemes: F32 = field(default_factory=lambda: _SILENT_VISEMES.copy())
-    vowels: F32 = field(default_factory=lambda: _NO_VOWELS.copy())
-    voice: bool = False
-    voice_at: float = -math.inf
+    slot: SlotLease  # its row of the pipeline's VoiceMix: the latest speech frame, the crossfade
     image_at: float = -math.inf  # when (monotonic) an image last made a frame
     queued_image: Step[Any] | None = None  # the image step prepared and not run yet (latest wins)
 
@@ -99,6 +80,7 @@ class FaceSpeechPipeline(Pipeline[VoicedState, Any]):
         self.speech = speech
         self.body = body  # the camera part tracks the body too (sessions opened with `body: true`)
         self.camera: FaceTrackingPipeline | FaceBodyPipeline = tracker if body is None else body
+        self.voice_mix = VoiceMix(VOICE_STALE_S)
 
     @property
     def model_name(self) -> str:
@@ -114,7 +96,7 @@ class FaceSpeechPipeline(Pipeline[VoicedState, Any]):
         camera: Any = self.camera.open_session(options)
         track: TrackingState = camera if self.body is None else camera.track
         speech = self.speech.open_session({"smoothing": options.get("smoothing", True)})
-        return VoicedState(track, speech, camera)
+        return VoicedState(track, speech, camera, self.voice_mix.open())
 
     def rig(self, state: VoicedState) -> FaceRig:
         rig = self.camera.rig(state.camera)
@@ -192,10 +174,9 @@ class FaceSpeechPipeline(Pipeline[VoicedState, Any]):
         result: BatchResult,
         now: float,
     ) -> list[list[bytes]]:
-        mouth = self.speech.mouths([s.speech for s in states], steps, result)
-        for i, state in enumerate(states):
-            state.mouth, state.visemes, state.vowels = mouth.blendshapes[i], mouth.visemes[i], mouth.vowels[i]
-            state.voice, state.voice_at = bool(mouth.voice[i]), now
+        self.voice_mix.heard(
+            _slots(states), self.speech.mouths([s.speech for s in states], steps, result), now
+        )
         # The camera makes the frames while it sends; otherwise this step makes one from its held values.
         rows = [i for i, state in enumerate(states) if now - state.image_at > CAMERA_STALE_S]
         if not rows:
@@ -228,33 +209,25 @@ class FaceSpeechPipeline(Pipeline[VoicedState, Any]):
         body's, hold theirs) its camera face with its voice mixed into the mouth, encoded; the other
         rows make none."""
         states = [call_states[i] for i in rows]
-        fresh = [now - state.voice_at <= VOICE_STALE_S for state in states]
-        voice = [state.voice and f for state, f in zip(states, fresh, strict=True)]
-        blend = np.empty_like(face.blend)
-        for i, state in enumerate(states):
-            blend[i], state.weight = mix_speech(
-                face.blend[i],
-                state.mouth if fresh[i] else _CLOSED,
-                voice[i],
-                mouth_seen=bool(face.found[i] and not face.dark[i]),
-                weight=state.weight,
-            )
+        voiced = self.voice_mix.mixed(_slots(states), face.blend, face.found & ~face.dark, now)
         encoded = encode_tracked(
             [sessions[i] for i in rows],
             [seqs[i] for i in rows],
             [steps[i] for i in rows],
-            replace(face, blend=blend),
+            replace(face, blend=voiced.blend),
             [state.track.blendshapes for state in states],
             engine_us=engine_us,
             batch=batch,
-            visemes=np.stack(
-                [s.visemes if f else _SILENT_VISEMES for s, f in zip(states, fresh, strict=True)]
-            ),
-            vowels=np.stack([s.vowels if f else _NO_VOWELS for s, f in zip(states, fresh, strict=True)]),
-            voice=voice,
+            visemes=voiced.visemes,
+            vowels=voiced.vowels,
+            voice=voiced.voice,
             **camera_keys,
         )
         frames: list[list[bytes]] = [[] for _ in call_states]
         for i, frame in zip(rows, encoded, strict=True):
             frames[i] = [frame]
         return frames
+
+
+def _slots(states: Sequence[VoicedState]) -> np.ndarray:
+    return np.fromiter((s.slot.index for s in states), np.int64, len(states))
