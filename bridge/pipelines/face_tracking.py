@@ -170,9 +170,13 @@ class FaceTrackingPipeline(Pipeline[TrackingState, TrackStep]):
         super().__init__(engine)
         parts = engine.manifest.onnx_path.parent / PARTS
         backend = engine.backend.name
-        # On torch, the detector and the blendshape model on the mesh's device (the device path's three).
-        device = getattr(engine.backend, "device", None) if backend == "torch" else None
-        on_device = {"device": device.type} if device is not None else {}
+        # On torch, the detector and the blendshape model on the mesh's device and at its precision (the
+        # device path's three).
+        on_device: dict[str, Any] = {}
+        if backend == "torch":
+            runner: Any = engine.backend  # bridge.backends.torch.runner.TorchBackend
+            precision = str(runner.precision).removeprefix("torch.")
+            on_device = {"device": runner.device.type, "precision": precision}
         self.detector = load_engine(parts / DETECTOR_MANIFEST, backend=backend, **on_device)
         # The blendshape model runs on the mesh's rows: on torch (CUDA graphs per tier) at the mesh
         # engine's tiers, so a top tier set above the manifest's 32 serves both in one call each.
