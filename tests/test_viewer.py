@@ -84,9 +84,16 @@ def test_default_avatar_is_a_vrm_1_humanoid_with_the_arkit_shapes(avatar_file: P
     assert set(vrm["expressions"]["custom"]) == set(apple)
     assert all(vrm["expressions"]["custom"][n]["morphTargetBinds"] for n in apple)
     assert set(PRESETS) <= set(vrm["expressions"]["preset"])
-    body = next(m for m in gltf["meshes"] if m["name"] == "Body")  # type: ignore[attr-defined]
-    lowest = min(accessors[p["attributes"]["POSITION"]]["min"][1] for p in body["primitives"])
-    assert 0.0 <= lowest < 0.005  # the soles on the floor
+    # Every part is an unskinned mesh on a child node of its bone (the figure stands in its rest pose).
+    assert "skins" not in gltf
+    bone_of = {c: name for b, name in enumerate(BONES) for c in nodes[b].get("children", [])}
+    lowest = min(
+        BONES[bone_of[i]][1][1] + accessors[p["attributes"]["POSITION"]]["min"][1]
+        for i, node in enumerate(nodes)
+        if "mesh" in node
+        for p in meshes[node["mesh"]]["primitives"]
+    )
+    assert -1e-6 <= lowest < 0.005  # the soles on the floor (float32 offsets from the bones)
 
 
 def test_bad_avatars_are_refused_with_a_reason(tmp_path: Path, avatar_file: Path) -> None:

@@ -10,24 +10,32 @@ import { SPACING_M, wallNowMs, toVrmQuat, toVrmVec, arkitToExpression, restPose,
 const canvas = document.getElementById('scene');
 const hud = document.getElementById('hud');
 const errorBox = document.getElementById('error');
-// No MSAA: headless browsers render in software, where it costs most of the frame.
-const renderer = new THREE.WebGLRenderer({ canvas, antialias: false });
+// No MSAA: headless browsers render in software, where it costs most of the frame. A transparent
+// canvas: the sky and the floor are the canvas's CSS background (see placeFloor), drawn once by the page.
+const renderer = new THREE.WebGLRenderer({ canvas, antialias: false, alpha: true });
 renderer.setPixelRatio(1);
+renderer.setClearColor(0x000000, 0);
 renderer.outputColorSpace = THREE.SRGBColorSpace;
 const scene = new THREE.Scene();
-scene.background = new THREE.Color(0x2a2f3a);
 const camera = new THREE.PerspectiveCamera(30, 1, 0.05, 100);
 scene.add(new THREE.HemisphereLight(0xffffff, 0x445566, 1.6));
 const sun = new THREE.DirectionalLight(0xffffff, 2.2);
 sun.position.set(1.5, 3, 2.5);
 scene.add(sun);
-// Unlit: the floor covers much of the picture, and per-pixel lighting is what software rendering pays for.
-const floor = new THREE.Mesh(new THREE.CircleGeometry(6, 48), new THREE.MeshBasicMaterial({ color: 0x4a505c }));
-floor.rotation.x = -Math.PI / 2;
-scene.add(floor);
-const grid = new THREE.GridHelper(12, 24, 0x8890a0, 0x6a7080);
-grid.position.y = 0.001;
+const FLOOR_RADIUS_M = 6;
+const grid = new THREE.GridHelper(2 * FLOOR_RADIUS_M, 24, 0x8890a0, 0x6a7080);
 scene.add(grid);
+const farEdge = new THREE.Vector3();
+
+// The floor as the canvas's background below the grid's far edge, not a mesh: a software renderer pays
+// for every pixel a mesh covers, every frame (the floor mesh cost as much as four avatars), while the
+// page's background is drawn once.
+function placeFloor() {
+  camera.updateMatrixWorld();
+  const edge = farEdge.set(0, 0, -FLOOR_RADIUS_M).project(camera);
+  const horizon = Math.min(100, Math.max(0, ((1 - edge.y) / 2) * 100)).toFixed(2);
+  canvas.style.background = `linear-gradient(to bottom, #2a2f3a ${horizon}%, #4a505c ${horizon}%)`;
+}
 
 const state = {
   ready: false, connected: false, avatarUrl: null, avatarName: '', avatarError: null, errors: [],
@@ -39,6 +47,7 @@ Object.defineProperty(state, 'three', { value: { scene, camera, renderer, sessio
 
 let avatarBytes = null; // the VRM file, fetched once; each session parses its own copy
 let defaultAvatarUrl = null;
+let avatarIsDefault = false;
 const sessions = new Map(); // id -> session record
 state.three.sessions = sessions;
 const loader = new GLTFLoader();
@@ -84,6 +93,7 @@ async function loadAvatar(url, fallbackUrl) {
     return;
   }
   state.avatarUrl = url;
+  avatarIsDefault = url === defaultAvatarUrl;
   for (const record of sessions.values()) attachAvatar(record);
 }
 
@@ -98,6 +108,7 @@ async function attachAvatar(record) {
     const vrm = await parseVrm(avatarBytes);
     if (record.closed) { disposeVrm(vrm); return; }
     record.vrm = vrm;
+    if (avatarIsDefault) useDiffuseMaterials(vrm);
     record.rest = restPose(vrm);
     if (record.info.pipeline !== 'motion') relaxArms(vrm); // only a dance moves the body
     record.holder.add(vrm.scene);
@@ -108,6 +119,17 @@ async function attachAvatar(record) {
   } finally {
     record.loading = false;
   }
+}
+
+// The default avatar's clay in diffuse-only (Lambert) shading instead of glTF's physically based one: the
+// same look for a matte figure at a fraction of the per-pixel work in a software renderer.
+function useDiffuseMaterials(vrm) {
+  vrm.scene.traverse((o) => {
+    if (!o.isMesh || !o.material.isMeshStandardMaterial) return;
+    const lambert = new THREE.MeshLambertMaterial({ color: o.material.color, vertexColors: o.material.vertexColors });
+    o.material.dispose();
+    o.material = lambert;
+  });
 }
 
 // Arms down instead of the T-pose, for sessions that move only the face.
@@ -167,6 +189,7 @@ function layout() {
     camera.position.set(0, 1.3, distance);
     camera.lookAt(0, 0.85, 0);
   }
+  placeFloor();
 }
 
 function applyFace(record, frame) {
@@ -304,6 +327,7 @@ function resize() {
     renderer.setSize(w, h, false);
     camera.aspect = w / h;
     camera.updateProjectionMatrix();
+    placeFloor();
   }
 }
 
