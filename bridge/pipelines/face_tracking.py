@@ -170,23 +170,21 @@ class FaceTrackingPipeline(Pipeline[TrackingState, TrackStep]):
         super().__init__(engine)
         parts = engine.manifest.onnx_path.parent / PARTS
         backend = engine.backend.name
-        # On torch, the detector and the blendshape model on the mesh's device and at its precision (the
-        # device path's three).
+        # On torch, the detector and the blendshape model on the mesh's device, at its precision and its
+        # batch tiers (CUDA graphs per tier): the device path calls the detector on the call's frames
+        # that need it and the blendshape model on the mesh's rows, so a top tier set above the
+        # manifest's 32 serves all three in one call each.
         on_device: dict[str, Any] = {}
         if backend == "torch":
             runner: Any = engine.backend  # bridge.backends.torch.runner.TorchBackend
             precision = str(runner.precision).removeprefix("torch.")
-            on_device = {"device": runner.device.type, "precision": precision}
+            on_device = {
+                "device": runner.device.type,
+                "precision": precision,
+                "batch_tiers": runner.batch_tiers,
+            }
         self.detector = load_engine(parts / DETECTOR_MANIFEST, backend=backend, **on_device)
-        # The blendshape model runs on the mesh's rows: on torch (CUDA graphs per tier) at the mesh
-        # engine's tiers, so a top tier set above the manifest's 32 serves both in one call each.
-        tiers = getattr(engine.backend, "batch_tiers", None) if backend == "torch" else None
-        self.blendshape_engine = load_engine(
-            parts / BLENDSHAPES_MANIFEST,
-            backend=backend,
-            **on_device,
-            **({"batch_tiers": tiers} if tiers else {}),
-        )
+        self.blendshape_engine = load_engine(parts / BLENDSHAPES_MANIFEST, backend=backend, **on_device)
         self.canonical = parse_canonical_mesh(Path(parts / GEOMETRY).read_bytes())
         # Every session's post-processing state, a row per slot; the voiced and body variants' sessions
         # (other scheduler threads) hold rows here too (bridge.tracking.face_post).
