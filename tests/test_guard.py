@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -15,7 +14,7 @@ from bridge.filters.output_guard import (
     GROSS_ROOT_SPEED_M_S,
     MAX_ROOT_SPEED_M_S,
     RESTART_AFTER,
-    FaceOutputGuard,
+    FaceGuardRows,
     GuardStats,
 )
 from bridge.protocol import MotionFrame
@@ -26,17 +25,24 @@ from bridge.serving.server import Bridge
 from tests.oracles.motion_guard import MotionOutputGuard
 
 DT = 1 / 60
-
-
-@dataclass
-class FakeState:
-    generation: int
-    guard: Any = None
+ROW = np.array([0])
 
 
 def test_face_guard_clamps_mild_and_holds_bad_outputs() -> None:
     stats = GuardStats()
-    guard = FaceOutputGuard(stats, lambda: None)
+    rows = FaceGuardRows(stats)
+    rows.prepare(1, ROW)
+
+    class Guard:  # one session's row
+        def apply(self, params: np.ndarray) -> np.ndarray:
+            out: np.ndarray = rows.apply(ROW, params[None])[0]
+            return out
+
+        @property
+        def consecutive_bad(self) -> int:
+            return int(rows.bad_run[0])
+
+    guard = Guard()
     good = np.zeros(flame.FLAME_DIM, np.float32)
     good[flame.EXPRESSION] = 0.5
     assert np.array_equal(guard.apply(good), good)
@@ -79,25 +85,25 @@ def test_motion_guard_limits_joints_and_root_speed() -> None:
     assert (stats.outputs, stats.clamped, stats.held) == (5, 1, 3)
 
 
-def test_restart_rebuilds_the_state_in_place_after_n_bad_outputs() -> None:
+def test_restart_is_due_after_n_bad_outputs_and_a_fresh_row_starts_over() -> None:
+    """Rows of distinct sessions: only the one with RESTART_AFTER bad outputs in a row is due; its new
+    row (a hot restart's) holds nothing and counts from zero. The pipeline's rebuild in place:
+    tests/test_batching.py (a session that goes bad for good is restarted once, alone)."""
     stats = GuardStats()
-    generations = iter(range(1, 100))
-
-    def reopen() -> FakeState:
-        fresh = FakeState(next(generations))
-        fresh.guard = FaceOutputGuard(stats, reopen, restart_after=3)
-        return fresh
-
-    state = reopen()
-    original = state.guard
+    rows = FaceGuardRows(stats)
+    rows.prepare(3, np.arange(3))
+    slots = np.array([0, 1])
+    good = np.zeros(flame.FLAME_DIM, np.float32)
     bad = np.full(flame.FLAME_DIM, np.nan, np.float32)
-    for _ in range(2):
-        state.guard.apply(bad)
-        assert not state.guard.restart_if_due(state)
-    state.guard.apply(bad)
-    assert original.restart_if_due(state)
-    assert state.generation == 2 and state.guard is not original and state.guard.consecutive_bad == 0
-    assert stats.restarts == 1 and stats.held == 3
+    for _ in range(RESTART_AFTER - 1):
+        rows.apply(slots, np.stack([bad, good]))
+        assert not rows.restart_due(slots).any()
+    rows.apply(slots, np.stack([bad, good]))
+    assert rows.restart_due(slots).tolist() == [True, False]
+    rows.prepare(3, np.array([2]))  # the restarted session's new row
+    assert not rows.restart_due(np.array([2])).any()
+    assert np.array_equal(rows.apply(np.array([2]), bad[None])[0], np.zeros(flame.FLAME_DIM, np.float32))
+    assert stats.held == RESTART_AFTER + 1 and stats.outputs == 2 * RESTART_AFTER + 1
 
 
 def wait_session_frames(client: BridgeClient, frames: dict[str, list[MotionFrame]], count: int) -> None:

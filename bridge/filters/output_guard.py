@@ -7,18 +7,18 @@ Two tiers per output:
   margin), or a root that jumps faster than a gross speed, is **bad**: it is replaced whole by the
   session's last good output (a network that loses one channel has usually lost the others).
 
-After `restart_after` consecutive bad outputs the session is **hot-restarted**: its state (recurrent
-tensors, previous pose, tracker, filters, feature stream) is rebuilt from its open options in place,
-because a diverged recurrent state never recovers by itself. Other sessions are untouched: state is
-per session, and the restart runs on the scheduler thread that owns it.
+After RESTART_AFTER consecutive bad outputs the session is **hot-restarted** by its pipeline: its
+state (recurrent tensors, previous pose, tracker, filters, feature stream) is rebuilt from its open
+options in place, with fresh rows, because a diverged recurrent state never recovers by itself. Other
+sessions are untouched: each has its own rows, and the restart runs on the scheduler thread that owns
+them. The face guard's state is rows of `FaceGuardRows` (the motion guard's, bridge.motion.post);
+`GuardStats` counts a pipeline's outputs over all its sessions.
 """
 
 from __future__ import annotations
 
-import logging
 import math
 import threading
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -26,8 +26,7 @@ import numpy.typing as npt
 
 from bridge.rig import flame
 from bridge.rig.flame import FLAME_RANGES
-
-log = logging.getLogger(__name__)
+from bridge.state.slots import grown
 
 RESTART_AFTER = 30  # consecutive bad outputs (half a second at 60 fps) before a hot restart
 # How far beyond its range a value may go and still be clamped rather than rejected.
@@ -69,66 +68,42 @@ class GuardStats:
             self.restarts += 1
 
 
-class OutputGuard:
-    """Per-session guard state: last good output, consecutive bad count, how to reopen the session."""
+class FaceGuardRows:
+    """The face guard of every session, a row per slot (bridge.state): its last good output (FLAME
+    layout, bridge.rig.flame) and how many bad outputs it has had in a row. Rows grow and start afresh
+    in `prepare`, on the thread that applies them."""
 
-    def __init__(
-        self, stats: GuardStats, reopen: Callable[[], object], size: int, restart_after: int = RESTART_AFTER
-    ) -> None:
+    def __init__(self, stats: GuardStats) -> None:
         self.stats = stats
-        self.restart_after = restart_after
-        self.consecutive_bad = 0
-        self._reopen = reopen
-        self._last_good = np.zeros(size, np.float32)
-        self._has_good = False
+        self.last_good = np.zeros((0, flame.FLAME_DIM), np.float32)
+        self.bad_run = np.zeros(0, np.int64)
 
-    def _accept(self, out: npt.NDArray[np.float32], clamped: bool) -> npt.NDArray[np.float32]:
-        self.stats.record(clamped, held=False)
-        self.consecutive_bad = 0
-        self._last_good[:] = out
-        self._has_good = True
-        return out
+    def prepare(self, size: int, fresh: npt.NDArray[np.int64]) -> None:
+        """Grow to `size` rows and start the `fresh` rows (new or restarted sessions) afresh."""
+        self.last_good, self.bad_run = grown(self.last_good, size), grown(self.bad_run, size)
+        self.last_good[fresh], self.bad_run[fresh] = 0.0, 0
 
-    def _hold(self) -> npt.NDArray[np.float32]:
-        self.stats.record(clamped=False, held=True)
-        self.consecutive_bad += 1
-        return self._last_good.copy()
-
-    def restart_if_due(self, state: object) -> bool:
-        """Rebuild `state` in place (the scheduler and server hold references to it) once it is due."""
-        if self.consecutive_bad < self.restart_after:
-            return False
-        fresh = self._reopen()
-        vars(state).update(vars(fresh))  # the fresh state brings a fresh guard: the count starts over
-        self.stats.count_restart()
-        log.warning("hot restart of a session after %d consecutive bad outputs", self.consecutive_bad)
-        return True
-
-
-class FaceOutputGuard(OutputGuard):
-    """FLAME parameters (bridge.rig.flame layout) against FLAME_RANGES."""
-
-    def __init__(
-        self, stats: GuardStats, reopen: Callable[[], object], restart_after: int = RESTART_AFTER
-    ) -> None:
-        super().__init__(stats, reopen, flame.FLAME_DIM, restart_after)
-
-    def apply(self, params: npt.ArrayLike) -> npt.NDArray[np.float32]:
-        out: npt.NDArray[np.float32] = self.apply_rows([self], np.asarray(params, np.float32)[None])[0]
-        return out
-
-    @staticmethod
-    def apply_rows(
-        guards: Sequence[FaceOutputGuard], params: npt.NDArray[np.float32]
-    ) -> npt.NDArray[np.float32]:
-        """One output per guard, `params` (n, FLAME_DIM): the checks over all rows in one pass, then
-        each guard's own accept-or-hold (a batch of face sessions)."""
+    def apply(self, slots: npt.NDArray[np.int64], params: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+        """One output per distinct slot, `params` (n, FLAME_DIM), checked in one pass against
+        FLAME_RANGES: clamped into range, or held (the slot's last good output) when bad."""
         x = np.asarray(params, np.float32)
         bad: npt.NDArray[np.bool_] = np.asarray(
             ~np.isfinite(x).all(axis=1) | (x < _FACE_GROSS_LO).any(axis=1) | (x > _FACE_GROSS_HI).any(axis=1)
         )
+        good = ~bad
         out = np.clip(x, _FACE_LO, _FACE_HI)
         clamped = np.asarray((out != x).any(axis=1))
-        for i, guard in enumerate(guards):
-            out[i] = guard._hold() if bad[i] else guard._accept(out[i], clamped=bool(clamped[i]))
+        out[bad] = self.last_good[slots[bad]]
+        self.last_good[slots[good]] = out[good]
+        self.bad_run[slots[bad]] += 1
+        self.bad_run[slots[good]] = 0
+        with self.stats._lock:  # one update per batch
+            self.stats.outputs += len(x)
+            self.stats.clamped += int((clamped & good).sum())
+            self.stats.held += int(bad.sum())
         return out
+
+    def restart_due(self, slots: npt.NDArray[np.int64], after: int = RESTART_AFTER) -> npt.NDArray[np.bool_]:
+        """Which rows have had `after` bad outputs in a row (their session needs a hot restart)."""
+        due: npt.NDArray[np.bool_] = self.bad_run[slots] >= after
+        return due

@@ -1,7 +1,8 @@
 """Face pipeline: RGB frame -> detect + aligned crop -> expression engine -> FLAME -> guard, filter -> frame.
 
-Each session's filter and last output are rows of the pipeline's stores at its slot (bridge.state),
-stepped for a whole batch by index.
+Each session's guard, filter and last output are rows of the pipeline's stores at its slot
+(bridge.state), stepped for a whole batch by index; a session whose outputs stay bad is hot-restarted
+with fresh rows.
 
 A session opened with `cropped: true` sends the aligned 224×224 crop itself (a client or plugin that
 tracks the face on its own): no detection, every image is a face. A model without an eyelid output
@@ -20,7 +21,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from bridge.filters.one_euro import flame_one_euro_rows
-from bridge.filters.output_guard import FaceOutputGuard
+from bridge.filters.output_guard import RESTART_AFTER, FaceGuardRows
 from bridge.pipelines.base import BatchResult, FailedRow, Pipeline, Step
 from bridge.pipelines.options import check_options
 from bridge.protocol.codec import ProtocolError
@@ -52,10 +53,10 @@ _ROLES = {
 @dataclass
 class FaceState:
     tracker: FaceTracker | None  # None: opened with `cropped`, images are the aligned crop already
-    guard: FaceOutputGuard
     smoothing: bool
     blendshapes: bool
-    slot: SlotLease  # row of the pipeline's filter and last-output rows
+    slot: SlotLease  # row of the pipeline's guard, filter and last-output rows
+    options: dict[str, Any]  # what it was opened with, to rebuild it on a hot restart
 
 
 class FacePipeline(Pipeline[FaceState, np.ndarray | None]):
@@ -69,8 +70,10 @@ class FacePipeline(Pipeline[FaceState, np.ndarray | None]):
     def __init__(self, engine: Engine) -> None:
         super().__init__(engine)
         self._local = threading.local()
-        # Every session's One-Euro filter and last output (held while no face is found), a row per slot.
+        # Every session's guard, One-Euro filter and last output (held while no face is found), a row per
+        # slot.
         self.slot_pool = SlotPool()
+        self.guard = FaceGuardRows(self.guard_stats)
         self.smoother = flame_one_euro_rows()
         self.last = np.zeros((0, flame.FLAME_DIM), np.float32)
 
@@ -86,10 +89,10 @@ class FacePipeline(Pipeline[FaceState, np.ndarray | None]):
         check_options(self.name, options, {"blendshapes": bool, "smoothing": bool, "cropped": bool})
         return FaceState(
             tracker=None if options.get("cropped", False) else FaceTracker(self._detector()),
-            guard=FaceOutputGuard(self.guard_stats, lambda: self.open_session(options)),
             smoothing=options.get("smoothing", True),
             blendshapes=options.get("blendshapes", True),
             slot=self.slot_pool.acquire(),
+            options=options,
         )
 
     def rig(self, state: FaceState) -> FaceRig:
@@ -153,10 +156,10 @@ class FacePipeline(Pipeline[FaceState, np.ndarray | None]):
         found = [i for i, row in enumerate(result.rows) if row is not None]
         params = self.last[_slots(states)]  # no face: the last output again
         if found:
-            params[found] = np.stack([result.rows[i] for i in found])
-            params[found] = FaceOutputGuard.apply_rows([states[i].guard for i in found], params[found])
-            for i in found:
-                states[i].guard.restart_if_due(states[i])  # a restart brings a fresh row (filter) too
+            slots = _slots(states)[found]
+            params[found] = self.guard.apply(slots, np.stack([result.rows[i] for i in found]))
+            for i in np.flatnonzero(self.guard.restart_due(slots)).tolist():
+                self._restart(states[found[i]])  # fresh rows: guard and filter
             self._prepare_rows()
             slots = _slots(states)
             smoothed = [i for i in found if states[i].smoothing]
@@ -196,9 +199,17 @@ class FacePipeline(Pipeline[FaceState, np.ndarray | None]):
         """Grow the rows to the pool's and start new (or hot-restarted) sessions' rows afresh."""
         fresh = self.slot_pool.take_fresh()  # before the size: every fresh row is below it
         size = self.slot_pool.size
+        self.guard.prepare(size, fresh)
         self.smoother.prepare(size, fresh)
         self.last = grown(self.last, size)
         self.last[fresh] = 0.0
+
+    def _restart(self, state: FaceState) -> None:
+        """Hot restart: rebuild the session in place (the scheduler and server hold it) from its open
+        options, with a new slot whose rows start afresh; the old slot is freed when its lease goes."""
+        vars(state).update(vars(self.open_session(state.options)))
+        self.guard_stats.count_restart()
+        log.warning("hot restart of a session after %d consecutive bad outputs", RESTART_AFTER)
 
 
 def _slots(states: Sequence[FaceState]) -> np.ndarray:

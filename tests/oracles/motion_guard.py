@@ -3,6 +3,7 @@ bridge.motion.post (same limits, margins and speeds, per-component joint clamp).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 import numpy as np
@@ -14,13 +15,13 @@ from bridge.filters.output_guard import (
     MAX_ROOT_SPEED_M_S,
     RESTART_AFTER,
     GuardStats,
-    OutputGuard,
 )
 from bridge.rig.smpl import JOINT_LIMIT_ROWS, JOINT_LIMITS_RAD, NUM_JOINTS
 
 # float32 lo/hi planes, converted once rather than per frame.
 _LO: npt.NDArray[np.float32] = np.ascontiguousarray(JOINT_LIMITS_RAD[..., 0], np.float32)
 _HI: npt.NDArray[np.float32] = np.ascontiguousarray(JOINT_LIMITS_RAD[..., 1], np.float32)
+log = logging.getLogger(__name__)
 
 
 def clamp_joint_limits(
@@ -44,6 +45,42 @@ def clamp_joint_limits(
     changed = np.any((joints < _LO) | (joints > _HI), axis=-1)
     np.clip(joints, _LO, _HI, out=out.reshape(joints.shape))
     return out, np.count_nonzero(changed, axis=-1).astype(np.int64)
+
+
+class OutputGuard:
+    """Per-session guard state: last good output, consecutive bad count, how to reopen the session."""
+
+    def __init__(
+        self, stats: GuardStats, reopen: Callable[[], object], size: int, restart_after: int = RESTART_AFTER
+    ) -> None:
+        self.stats = stats
+        self.restart_after = restart_after
+        self.consecutive_bad = 0
+        self._reopen = reopen
+        self._last_good = np.zeros(size, np.float32)
+        self._has_good = False
+
+    def _accept(self, out: npt.NDArray[np.float32], clamped: bool) -> npt.NDArray[np.float32]:
+        self.stats.record(clamped, held=False)
+        self.consecutive_bad = 0
+        self._last_good[:] = out
+        self._has_good = True
+        return out
+
+    def _hold(self) -> npt.NDArray[np.float32]:
+        self.stats.record(clamped=False, held=True)
+        self.consecutive_bad += 1
+        return self._last_good.copy()
+
+    def restart_if_due(self, state: object) -> bool:
+        """Rebuild `state` in place (the scheduler and server hold references to it) once it is due."""
+        if self.consecutive_bad < self.restart_after:
+            return False
+        fresh = self._reopen()
+        vars(state).update(vars(fresh))  # the fresh state brings a fresh guard: the count starts over
+        self.stats.count_restart()
+        log.warning("hot restart of a session after %d consecutive bad outputs", self.consecutive_bad)
+        return True
 
 
 class MotionOutputGuard(OutputGuard):
