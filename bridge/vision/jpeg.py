@@ -72,7 +72,7 @@ def decode_batch(items: Sequence[JpegInput], device: torch.device) -> list[torch
     pixels: list[torch.Tensor | None] = []
     try:
         pixels = list(decode_jpeg(data, mode=ImageReadMode.RGB, device=device)) if data else []
-    except (RuntimeError, ValueError):  # the batch gives nothing when one fails: one by one
+    except (RuntimeError, ValueError, TypeError):  # one failed (or a torchvision before 0.19, no lists)
         for one in data:
             try:
                 pixels.append(decode_jpeg(one, mode=ImageReadMode.RGB, device=device))
