@@ -28,6 +28,8 @@ with the CPU path on real photos (tests/test_face_tracking_device.py).
 
 from __future__ import annotations
 
+import importlib.util
+import logging
 import math
 import time
 from collections.abc import Sequence
@@ -60,6 +62,8 @@ if TYPE_CHECKING:
     from bridge.pipelines.face_tracking import FaceTrackingPipeline
 
 __all__ = ["STAGES", "DeviceTracker"]
+
+log = logging.getLogger(__name__)
 
 STAGES = ("face_decode", "face_detect", "face_crop", "face_engine", "face_pose")
 # The detector's rows kept on the device: score logit at least the threshold's, less a margin so that
@@ -109,8 +113,11 @@ class DeviceTracker:
             other = engine.backend
             if not isinstance(other, TorchBackend) or other.device != self.device:
                 raise ValueError(f"{engine.manifest.name}: not on the mesh engine's device {self.device}")
-        # nvJPEG on CUDA; on the CPU the prepare threads decode (libjpeg-turbo releases the GIL there).
-        self.decodes_jpeg = self.device.type == "cuda"
+        # nvJPEG on CUDA, through torchvision; without either the prepare threads decode (libjpeg-turbo,
+        # which releases the GIL there).
+        self.decodes_jpeg = self.device.type == "cuda" and importlib.util.find_spec("torchvision") is not None
+        if self.device.type == "cuda" and not self.decodes_jpeg:
+            log.warning("face tracking: torchvision is not installed; JPEG frames are decoded on the CPU")
         canonical = pipeline.canonical
         self._canonical = torch.as_tensor(canonical.vertices, dtype=torch.float64, device=self.device)
         self._weights = torch.as_tensor(canonical.weights, dtype=torch.float64, device=self.device)
