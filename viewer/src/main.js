@@ -39,7 +39,7 @@ function placeFloor() {
 
 const state = {
   ready: false, connected: false, avatarUrl: null, avatarName: '', avatarError: null, errors: [],
-  renders: 0, renderFps: 0, latencies: [], sessions: {},
+  renders: 0, renderFps: 0, latencies: [], feedLatencies: [], sessions: {},
 };
 window.__viewer = state;
 // The live objects, for tests that look deeper than the summary (not enumerated: JSON copies skip it).
@@ -310,7 +310,10 @@ function tick() {
   for (const [record, frame] of shown) {
     const latency = now - frame.t_publish_ms;
     record.latencyMs = record.latencyMs == null ? latency : record.latencyMs * 0.9 + latency * 0.1;
-    if (state.latencies.length < 100000) state.latencies.push(latency);
+    if (state.latencies.length < 100000) {
+      state.latencies.push(latency);
+      state.feedLatencies.push(frame.received_ms - frame.t_publish_ms); // the part before the page had it
+    }
   }
   const t = performance.now();
   renderTimes.push(t);
@@ -334,6 +337,7 @@ function resize() {
 let socket = null;
 function onMessage(event) {
   const message = JSON.parse(event.data);
+  message.received_ms = wallNowMs();
   switch (message.type) {
     case 'hello': {
       state.avatarName = message.avatar.name;
