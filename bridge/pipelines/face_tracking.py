@@ -371,6 +371,9 @@ class FaceTrackingPipeline(Pipeline[TrackingState, TrackStep]):
         tracked[found, HEAD_ROT] = rows.rotation[k]
         tracked[found, HEAD_POS] = rows.position[k]
         smooth = found & np.fromiter((s.smoothing for s in states), bool, n)
+        min_cutoff = np.array(
+            [s.min_cutoff for s, on in zip(states, smooth.tolist(), strict=True) if on], np.float32
+        )
         calibrate = found & np.fromiter((s.calibrate_next for s in states), bool, n)
         for i in np.flatnonzero(calibrate).tolist():
             states[i].calibrate_next = False
@@ -380,9 +383,7 @@ class FaceTrackingPipeline(Pipeline[TrackingState, TrackStep]):
             tracked,
             found=found,
             smooth=smooth,
-            min_cutoff=np.stack([s.min_cutoff for s, on in zip(states, smooth.tolist(), strict=True) if on])
-            if smooth.any()
-            else np.zeros((0, N_CHANNELS), np.float32),
+            min_cutoff=min_cutoff.reshape(-1, N_CHANNELS),
             calibrate=calibrate,
             dark=np.fromiter((s.payload.dark for s in steps), bool, n),
         )
