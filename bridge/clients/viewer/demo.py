@@ -1,21 +1,27 @@
-"""`demo --viewer` and the demo's pictures of the real avatar: the viewer on the demo's bridge, and
-screenshots of it from headless Chromium (where Chromium and Playwright are installed) beside the plots."""
+"""`demo --viewer` and the demo's pictures of the real avatar: the viewer on the demo's bridge, and a
+screenshot (viewer.png) and a short clip (viewer.mp4, where ffmpeg is) of it from headless Chromium
+(where Chromium and Playwright are installed) beside the plots."""
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
 import logging
+import subprocess
 import threading
 import time
 import webbrowser
 from pathlib import Path
+from typing import Any
 
 from bridge.clients.viewer.browser import CHROMIUM, launch_args
 from bridge.clients.viewer.cli import parse_address, start_viewer
+from bridge.clients.viewer.clip import ScreencastClip, can_encode
 from bridge.clients.viewer.process import ViewerProcess
 
 log = logging.getLogger(__name__)
+SIZE = (1280, 720)  # the page's viewport for the pictures
+CLIP_S = 4.0  # viewer.mp4's length, or less where the demo's sessions end first
 
 
 def add_demo_viewer_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,7 +38,7 @@ def can_screenshot() -> bool:
 
 
 class DemoViewer:
-    """The viewer while the demo runs; `finish()` returns the screenshots written."""
+    """The viewer while the demo runs; `finish()` returns the pictures written."""
 
     def __init__(self, viewer: ViewerProcess, out: Path, at_s: float, shoot: bool) -> None:
         self.viewer = viewer
@@ -51,7 +57,7 @@ class DemoViewer:
         try:
             with sync_playwright() as p:
                 browser = p.chromium.launch(executable_path=CHROMIUM, args=launch_args())
-                page = browser.new_page(viewport={"width": 1280, "height": 720}, bypass_csp=True)
+                page = browser.new_page(viewport={"width": SIZE[0], "height": SIZE[1]}, bypass_csp=True)
                 page.goto(self.viewer.url)
                 page.wait_for_function("window.__viewer && window.__viewer.avatarUrl", timeout=60_000)
                 self.page_ready.set()
@@ -69,11 +75,28 @@ class DemoViewer:
                 path = self._out / "viewer.png"
                 page.screenshot(path=str(path))
                 self.written.append(path)
+                if can_encode():
+                    self._record(page)
+                else:
+                    print("viewer.mp4 skipped: needs the ffmpeg command")
                 browser.close()
         except Error as exc:
             log.warning("viewer screenshot skipped: %s", exc)
         finally:
             self.page_ready.set()
+
+    def _record(self, page: Any) -> None:
+        """viewer.mp4: the page for CLIP_S seconds, or until the demo's sessions end."""
+        clip = ScreencastClip(page, SIZE)
+        clip.start()
+        deadline = time.monotonic() + CLIP_S + 5.0  # a page too slow to send frames does not hold the demo
+        while clip.seconds < CLIP_S and not self._done.is_set() and time.monotonic() < deadline:
+            page.wait_for_timeout(100)  # Playwright delivers the screencast's frames while it waits
+        clip.stop()
+        try:
+            self.written.append(clip.write(self._out / "viewer.mp4"))
+        except (RuntimeError, OSError, subprocess.TimeoutExpired) as exc:
+            log.warning("viewer.mp4 skipped: %s", exc)
 
     def finish(self) -> list[Path]:
         """After the demo's sessions: the picture taken, if they lasted long enough for one."""
