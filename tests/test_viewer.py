@@ -21,9 +21,10 @@ import pytest
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import ClientConnection, connect
 
+from bridge.cli.serve_config import ConfigError, load_serve_table
 from bridge.clients.harness.client import BridgeClient
 from bridge.clients.viewer.avatar import BONES, PRESETS, build_default_avatar
-from bridge.clients.viewer.cli import parse_address, start_viewer
+from bridge.clients.viewer.cli import parse_address, start_viewer, viewer_options
 from bridge.clients.viewer.server import ViewerConfig, ViewerServer
 from bridge.clients.viewer.vrm_check import AvatarError, load_avatar
 from bridge.rig.arkit import ARKIT_NAMES, to_apple_name
@@ -140,6 +141,26 @@ def test_viewer_addresses() -> None:
             parse_address(bad)
 
 
+def test_viewer_and_avatar_flags_win_over_the_config_keys(tmp_path: Path) -> None:
+    flags = argparse.Namespace(viewer=None, avatar=None)
+    assert viewer_options(flags, {}) == argparse.Namespace(viewer=None, avatar=None)
+    table = {"viewer": 8080, "avatar": "me.vrm"}
+    assert viewer_options(flags, table) == argparse.Namespace(
+        viewer=("127.0.0.1", 8080), avatar=Path("me.vrm")
+    )
+    both = argparse.Namespace(viewer=("127.0.0.1", 9000), avatar=Path("mine.vrm"))
+    assert viewer_options(both, table) == both
+    assert viewer_options(flags, {"viewer": "[::1]:0"}).viewer == ("::1", 0)
+    with pytest.raises(ValueError, match="config: viewer"):
+        viewer_options(flags, {"viewer": "host:port"})
+    config = tmp_path / "serve.toml"
+    config.write_text('[serve]\nviewer = "0.0.0.0:8080"\navatar = "me.vrm"\n')
+    assert load_serve_table(config).present() == {"viewer": "0.0.0.0:8080", "avatar": "me.vrm"}
+    config.write_text("[serve]\nviewer = 70000\n")
+    with pytest.raises(ConfigError, match="viewer"):
+        load_serve_table(config)
+
+
 def test_a_remote_viewer_needs_insecure_remote(bridge: Bridge) -> None:
     args = argparse.Namespace(viewer=("0.0.0.0", 0), avatar=None)
     with pytest.raises(ValueError, match="insecure-remote"):
@@ -229,7 +250,12 @@ def test_connection_flood_is_bounded_and_a_bystander_keeps_every_frame(
         viewer.stop()
 
 
-def test_serve_viewer_serves_the_page_and_stops_on_sigterm() -> None:
+def test_serve_viewer_from_the_config_file_serves_the_page_and_stops_on_sigterm(tmp_path: Path) -> None:
+    # `viewer` and `avatar` from the config file (the flags are the same options; see above).
+    avatar = tmp_path / "vrm0.vrm"
+    avatar.write_bytes(build_default_avatar(vrm0=True))
+    config = tmp_path / "serve.toml"
+    config.write_text(f'[serve]\nviewer = "127.0.0.1:0"\navatar = {json.dumps(str(avatar))}\n')
     ports = ["--request-port", "0", "--frames-port", "0"]
     serve = subprocess.Popen(
         [
@@ -239,8 +265,8 @@ def test_serve_viewer_serves_the_page_and_stops_on_sigterm() -> None:
             "serve",
             "--no-face-tracking",
             *ports,
-            "--viewer",
-            "127.0.0.1:0",
+            "--config",
+            str(config),
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -257,6 +283,8 @@ def test_serve_viewer_serves_the_page_and_stops_on_sigterm() -> None:
         assert url.startswith("http://127.0.0.1:"), lines
         with urllib.request.urlopen(url + "avatar/default.vrm", timeout=10) as response:
             assert response.read(4) == b"glTF"
+        with urllib.request.urlopen(url + "avatar/user.vrm", timeout=10) as response:
+            assert response.read() == avatar.read_bytes()  # the config file's avatar
         serve.send_signal(signal.SIGTERM)
         assert serve.wait(timeout=30) == 0
     finally:

@@ -393,7 +393,8 @@ def _serve(
     # The viewer and the outputs (VMC, Live Link Face) read the server's own frame stream, so they can
     # never slow it.
     try:
-        viewer = start_viewer(args, frames_endpoint, bool(args.insecure_remote or table.insecure_remote))
+        insecure = bool(args.insecure_remote or table.insecure_remote)
+        viewer = start_viewer(args, frames_endpoint, insecure, table.present())
     except (OSError, ValueError, RuntimeError) as exc:
         log.error("cannot start the viewer: %s", exc)
         server.close()

@@ -119,6 +119,9 @@ class ServeTable(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True)
     play: bool | None = None
     play_offset_ms: Annotated[float, msgspec.Meta(ge=-60_000, le=60_000)] | None = None
     preview: str | None = None
+    # The live viewer (bridge.clients.viewer.cli reads these under the same names as its flags).
+    viewer: str | Port | None = None  # [HOST:]PORT, or a port on loopback
+    avatar: str | None = None  # a VRM file
 
     def present(self) -> dict[str, Any]:
         """The keys the file set, by name."""

@@ -1,10 +1,13 @@
-"""`serve --viewer [HOST:]PORT` and `--avatar FILE`: the options, and the viewer started from them."""
+"""`serve --viewer [HOST:]PORT` and `--avatar FILE` (or the config file's `viewer` and `avatar` keys):
+the options, and the viewer started from them."""
 
 from __future__ import annotations
 
 import argparse
 import logging
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from bridge.clients.viewer.avatar import ensure_default_avatar
 from bridge.clients.viewer.process import ViewerProcess
@@ -67,11 +70,31 @@ def viewer_config(args: argparse.Namespace, frames_endpoint: str, insecure_remot
     return ViewerConfig(host, port, frames_endpoint, default, user, error)
 
 
+def viewer_options(args: argparse.Namespace, table: Mapping[str, Any]) -> argparse.Namespace:
+    """`--viewer` and `--avatar`, each falling back to the config file's key of the same name (`table`:
+    the `[serve]` keys the file set). Raises ValueError for a `viewer` key that is no address."""
+    address = args.viewer
+    if address is None and table.get("viewer") is not None:
+        try:
+            address = parse_address(str(table["viewer"]))
+        except argparse.ArgumentTypeError as exc:
+            raise ValueError(f"config: viewer {exc}") from None
+    avatar = args.avatar
+    if avatar is None and table.get("avatar") is not None:
+        avatar = Path(table["avatar"])
+    return argparse.Namespace(viewer=address, avatar=avatar)
+
+
 def start_viewer(
-    args: argparse.Namespace, frames_endpoint: str, insecure_remote: bool
+    args: argparse.Namespace,
+    frames_endpoint: str,
+    insecure_remote: bool,
+    table: Mapping[str, Any] | None = None,
 ) -> ViewerProcess | None:
-    """The viewer of `--viewer`, started in its own process, or None without the flag. Raises
-    ValueError (see `viewer_config`), OSError when the port cannot be bound."""
+    """The viewer of `--viewer` (or the config file's `viewer` key), started in its own process, or
+    None without either. Raises ValueError (see `viewer_config`), OSError when the port cannot be
+    bound."""
+    args = viewer_options(args, table or {})
     if args.viewer is None:
         if args.avatar is not None:
             log.warning("--avatar is for the viewer: add --viewer PORT")
