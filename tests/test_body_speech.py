@@ -154,6 +154,6 @@ def test_the_body_holds_then_eases_to_rest_while_only_the_voice_comes(voiced: Fa
             assert np.abs(frame.body[ARM] - arm).max() < 1e-5
         else:
             assert turn_deg(frame.body[ARM]) < 0.1
-    # The camera again: the body is found at once.
+    # The camera again: the body is found at once and leaves the rest pose.
     (frame,) = feed(voiced, state, [ImageInput(0, "s", 50, 60 * 66_000_000, False, masked)])
-    assert frame.face_found and frame.body_found and np.abs(frame.body[ARM] - arm).max() < 0.05
+    assert frame.face_found and frame.body_found and turn_deg(frame.body[ARM]) > 20.0

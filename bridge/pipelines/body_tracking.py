@@ -169,7 +169,9 @@ class BodyTracker:
                     rois[k] = previous
             crops, m = _crop_into(self.hand, "hand.image", images, rois, bgeo.HAND_SIZE)
             out, _ = self.hand.run({"hand.image": crops})
-            lm = geo.project(out["hand.landmarks"].reshape(len(wanted), 21, 3), m)
+            raw = out["hand.landmarks"].reshape(len(wanted), 21, 3).copy()
+            raw[..., 2] /= bgeo.HAND_NORMALIZE_Z
+            lm = geo.project(raw, m)
             angles = np.arctan2(m[:, 1, 0], m[:, 0, 0])
             world = bgeo.rotate_world(out["hand.world_landmarks"].reshape(len(wanted), 21, 3), angles)
             ok = (out["hand.presence"][:, 0] >= bgeo.MIN_HAND_PRESENCE) & np.isfinite(lm).all(axis=(1, 2))

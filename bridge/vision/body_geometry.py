@@ -34,6 +34,9 @@ POSE_ROI_SCALE = 1.25
 HAND_FROM_POSE_SCALE = 2.7
 HAND_FROM_LANDMARKS_SCALE = 2.0
 HAND_SHIFT_Y = -0.1
+# hand_landmark_cpu's TensorsToLandmarks divides the hands' z by this ("the Z coordinate distribution
+# in the training data"): MediaPipe's hand depths are the network's / 0.4.
+HAND_NORMALIZE_Z = 0.4
 # MediaPipe's ImageToTensor default outside the image: the edge pixels repeated (the body region of a
 # half-body shot reaches far below the frame; zeros there move the landmarks by several % of the torso).
 BORDER = cv2.BORDER_REPLICATE
