@@ -20,7 +20,7 @@ import pytest
 from bridge.clients.harness.process import BridgeProcess
 from bridge.models.mediapipe import body_locate
 from bridge.models.mediapipe.body_convert import NETWORKS, ensure_converted
-from bridge.pipelines.body_tracking import BodyTracker, BodyTrackState
+from bridge.pipelines.body_tracking import BodyTracker
 from bridge.rig import humanoid_solve as hs
 from bridge.rig.rotations import quat_to_matrix
 from training import body_quality as q
@@ -303,7 +303,7 @@ def test_one_call_per_network_serves_a_batch_of_sessions_as_each_alone(tracker: 
     """Three sessions in one `run` (one pose, one re-crop and one hand-landmark call for all of them) give
     what each gives alone."""
     images = q.photos()
-    states = [BodyTrackState() for _ in images]
+    states = [tracker.open() for _ in images]
     together = tracker.run(
         states, [tracker.prepare(s, im, 0.0) for s, im in zip(states, images, strict=True)]
     )

@@ -215,3 +215,33 @@ def test_rows_stepped_by_slot_equal_each_session_alone_bit_for_bit() -> None:
         out = together.step(np.array(rows), x, t)
         for k, i in enumerate(rows):
             np.testing.assert_array_equal(out[k], apart[i](x[k], float(t[k])))
+
+
+def test_body_aux_rows_equal_per_session_smoothers_bit_for_bit() -> None:
+    """The body tracker's region smoothing stepped for a batch by slot (AuxRows) against the per-session
+    smoother it replaced (tests/oracles/aux_smoother.py): first frames at t = 0, restarts (a detected
+    region), duplicate times, points of no size, rows joining late and skipping frames."""
+    from bridge.vision.body_geometry import AuxRows
+    from tests.oracles.aux_smoother import AuxSmoother
+
+    rng = np.random.default_rng(11)
+    n = 5
+    rows = AuxRows()
+    leases = [rows.open() for _ in range(n)]
+    oracles = [AuxSmoother() for _ in range(n)]
+    for frame in range(60):
+        live = [i for i in range(n) if frame >= 2 * i and (frame + i) % 5]
+        restart = [i for i in live if frame in (2 * i, 25 + i)]
+        if restart:
+            rows.reset(np.array([leases[i].index for i in restart], np.int64))
+            for i in restart:
+                oracles[i].reset()
+        points = np.cumsum(rng.normal(size=(len(live), 2, 3)) * 20.0, axis=0) + 300.0
+        if frame == 30 and live:
+            points[0] = points[0, :1]  # both points at one place: no size
+        t = np.array([0.0 if frame == 2 * i else frame / 30.0 + 0.003 * i for i in live])
+        if frame == 40:
+            t[:] = 39 / 30.0 + 0.003 * np.array(live)  # frame 39's times again
+        out = rows.step(np.array([leases[i].index for i in live], np.int64), points, t)
+        for k, i in enumerate(live):
+            np.testing.assert_array_equal(out[k], oracles[i](points[k], float(t[k])))

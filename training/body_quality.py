@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from bridge.models.mediapipe.body_locate import VERSION
-from bridge.pipelines.body_tracking import BodyRows, BodyTracker, BodyTrackState
+from bridge.pipelines.body_tracking import BodyRows, BodyTracker
 
 F64 = npt.NDArray[np.float64]
 U8 = npt.NDArray[np.uint8]
@@ -31,11 +31,11 @@ ORACLE = Path(__file__).resolve().parents[1] / "tests" / "oracles" / "holistic.p
 def track(tracker: BodyTracker, images: list[U8], tracking: bool) -> BodyRows:
     """Each frame through the tracker: fresh (detection every frame, as the oracle's still-image mode)
     or tracking (the region from the previous frame's landmarks)."""
-    state = BodyTrackState()
+    state = tracker.open()
     rows = []
     for k, image in enumerate(images):
         if not tracking:
-            state = BodyTrackState()
+            state = tracker.open()
         rows.append(tracker.run([state], [tracker.prepare(state, image, (k + 1) / 30.0)]))
     return BodyRows(*(np.concatenate([getattr(r, f) for r in rows]) for f in BodyRows.__dataclass_fields__))
 

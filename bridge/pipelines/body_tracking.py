@@ -20,6 +20,7 @@ import numpy.typing as npt
 from bridge.backends import load_engine
 from bridge.models.mediapipe.body_convert import MANIFESTS
 from bridge.runtime.engine import Engine
+from bridge.state.slots import SlotLease
 from bridge.vision import body_geometry as bgeo
 from bridge.vision import face_geometry as geo
 from bridge.vision.face_geometry import Roi
@@ -32,10 +33,10 @@ SIDES = 2  # the subject's left, right
 
 @dataclass
 class BodyTrackState:
-    """What a session's body tracker keeps between frames."""
+    """What a session's body tracker keeps between frames (`BodyTracker.open`)."""
 
+    aux: SlotLease  # this session's row of the tracker's auxiliary-landmark smoothing (bgeo.AuxRows)
     roi: Roi | None = None  # the body region to look in next; None: detect
-    aux: bgeo.AuxSmoother = field(default_factory=bgeo.AuxSmoother)
     hand_rois: list[Roi | None] = field(default_factory=lambda: [None, None])
     hand_landmarks: list[F64 | None] = field(default_factory=lambda: [None, None])
 
@@ -74,13 +75,19 @@ class BodyRows:
 
 
 class BodyTracker:
-    """The four engines and the per-batch steps; sessions keep a BodyTrackState each."""
+    """The four engines, the per-batch steps and every session's auxiliary-landmark smoothing, a row
+    per slot; sessions keep a BodyTrackState each (`open`)."""
 
     def __init__(self, folder: Path, backend: str = "onnxruntime") -> None:
         self.detector = load_engine(folder / MANIFESTS["pose_detector"], backend=backend)
         self.pose = load_engine(folder / MANIFESTS["pose_landmarks"], backend=backend)
         self.recrop = load_engine(folder / MANIFESTS["hand_recrop"], backend=backend)
         self.hand = load_engine(folder / MANIFESTS["hand_landmarks"], backend=backend)
+        self.aux = bgeo.AuxRows()
+
+    def open(self) -> BodyTrackState:
+        """A new session's tracking state, with its smoothing row (it starts afresh)."""
+        return BodyTrackState(self.aux.open())
 
     def prepare(self, state: BodyTrackState, image: U8, t: float) -> BodyStep:
         """Detect when not tracking; crop the body region. `t`: the frame's capture time, seconds."""
@@ -99,9 +106,10 @@ class BodyTracker:
         """One frame of each session: pose, hand re-crop and hand landmarks, one engine call each."""
         n = len(steps)
         rows = BodyRows.empty(n)
+        detected = [s.aux.index for s in states if s.roi is None]  # the region's smoothing starts afresh
+        if detected:
+            self.aux.reset(np.array(detected, np.int64))
         for state in states:
-            if state.roi is None:  # detected this frame: the region's smoothing starts afresh
-                state.aux.reset()
             state.roi = None
         live = [i for i, s in enumerate(steps) if s.crop is not None]
         if not live:
@@ -121,12 +129,11 @@ class BodyTracker:
         lm, raw = lm[ok], raw[ok]
         angles = np.array([np.arctan2(m[1, 0], m[0, 0]) for m in to_image[ok]])
         world = bgeo.rotate_world(out["body.world_landmarks"].reshape(len(live), -1, 3)[ok], angles)
-        aux = np.stack(
-            [
-                states[i].aux(lm[k, [bgeo.AUX_CENTRE, bgeo.AUX_SCALE]], steps[i].t)
-                for k, i in enumerate(present.tolist())
-            ]
-        ).reshape(-1, 2, 3)
+        aux = self.aux.step(
+            np.fromiter((states[i].aux.index for i in present.tolist()), np.int64, len(present)),
+            lm[:, [bgeo.AUX_CENTRE, bgeo.AUX_SCALE]],
+            np.array([steps[i].t for i in present.tolist()], np.float64),
+        )
         for i, roi in zip(present.tolist(), bgeo.pose_rois_from_aux(aux), strict=True):
             states[i].roi = roi
         rows.found[present] = True

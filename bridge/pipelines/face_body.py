@@ -89,7 +89,7 @@ class FaceBodyPipeline(Pipeline[FaceBodyState, Any]):
         track = self.tracker.open_session(options)
         mirror = track.mirror
         track.mirror = False  # the frame is flipped once, here, for both trackers
-        return FaceBodyState(track, BodyTrackState(), mirror, track.smoothing, self.body_post.open())
+        return FaceBodyState(track, self.body.open(), mirror, track.smoothing, self.body_post.open())
 
     def rig(self, state: FaceBodyState) -> FaceRig:
         rig = self.tracker.rig(state.track)

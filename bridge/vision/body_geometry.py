@@ -12,15 +12,18 @@ each network take every row of a batch at once.
 from __future__ import annotations
 
 import math
+import threading
 
 import cv2
 import numpy as np
 import numpy.typing as npt
 
+from bridge.state.slots import SlotLease, SlotPool, grown
 from bridge.vision.face_geometry import Roi, decode_ssd, sigmoid, ssd_anchor_centres, weighted_nms
 
 F32 = npt.NDArray[np.float32]
 F64 = npt.NDArray[np.float64]
+Slots = npt.NDArray[np.int64]
 
 DETECTOR_SIZE = 224
 POSE_SIZE = 256
@@ -109,49 +112,85 @@ def transform(rois: list[Roi], shift_y: float, scale: float) -> list[Roi]:
     return out
 
 
-class AuxSmoother:
+class AuxRows:
     """MediaPipe's smoothing of a body's two auxiliary landmarks (pose_landmark_filtering: a One-Euro
     filter, min cutoff 0.01 Hz, beta 10, derivative cutoff 1 Hz, on always, in video mode), which makes
     the next region steady: its own One-Euro, not the bridge's, for the same regions. Values are image
     pixels, speeds scaled by the points' size (the mean side of their bounding box); the rate comes from
-    the frames' times (30 Hz before the second frame)."""
+    the frames' times (30 Hz before the second frame).
+
+    Every session's filter is one row at its slot (bridge.state): the last unfiltered points (`started`
+    False: the next ones pass through), the filtered points and speeds, the last frame's time and the
+    rate. A batch steps its sessions' rows at once, float64 as MediaPipe's. The face + body pipeline and
+    its voiced variant run the tracker on different scheduler threads, so a batch holds the lock."""
 
     MIN_CUTOFF, BETA, D_CUTOFF = 0.01, 10.0, 1.0
 
     def __init__(self) -> None:
-        self.raw: F64 | None = None  # the last unfiltered points; None: starts afresh
-        self.value = np.zeros((2, 3))
-        self.speed = np.zeros((2, 3))
-        self.t = 0.0
-        self.rate = 30.0
+        self.pool = SlotPool()
+        self.started = np.zeros(0, bool)
+        self.raw = np.zeros((0, 2, 3))
+        self.value = np.zeros((0, 2, 3))
+        self.speed = np.zeros((0, 2, 3))
+        self.t = np.zeros(0)
+        self.rate = np.zeros(0)
+        self._lock = threading.Lock()
 
-    def reset(self) -> None:
-        self.raw, self.t, self.rate = None, 0.0, 30.0
+    def open(self) -> SlotLease:
+        """A new session's row (I/O thread); it starts afresh at the next batch that sees it."""
+        return self.pool.acquire()
 
-    @staticmethod
-    def _alpha(cutoff: F64 | float, rate: float) -> F64:
-        tau = 1.0 / (2.0 * math.pi * np.asarray(cutoff, np.float64))
-        out: F64 = 1.0 / (1.0 + tau * rate)
+    def reset(self, slots: Slots) -> None:
+        """These rows start afresh: their next points pass through (a region found by detection)."""
+        with self._lock:
+            self._prepare()
+            self.started[slots], self.t[slots], self.rate[slots] = False, 0.0, 30.0
+
+    def step(self, slots: Slots, points: F64, t: F64) -> F64:
+        """The points (n, 2, 3) of the frames taken at `t` (n,) seconds for the distinct sessions at
+        `slots`, filtered; their rows advance."""
+        with self._lock:
+            self._prepare()
+            return self._step(slots, points, t)
+
+    def _prepare(self) -> None:
+        """Grow to the pool's rows and start new sessions' rows afresh (under the lock)."""
+        fresh = self.pool.take_fresh()  # before the size: every fresh row is below it
+        for name in ("started", "raw", "value", "speed", "t", "rate"):
+            setattr(self, name, grown(getattr(self, name), self.pool.size))
+        self.started[fresh], self.t[fresh], self.rate[fresh] = False, 0.0, 30.0
+
+    def _step(self, slots: Slots, points: F64, t: F64) -> F64:
+        """MediaPipe's filter for each row: a first frame (or points of no size) passes through and
+        starts the row, a frame whose time does not advance passes through and leaves it as it was."""
+        started, last_t = self.started[slots], self.t[slots]
+        moved = ~started | (t > last_t)  # a started row whose time does not advance keeps its state
+        timed = started & moved & (last_t > 0.0)  # the rate from the last two frames' times
+        rate = np.where(timed, 1.0 / np.where(timed, t - last_t, 1.0), self.rate[slots])
+        size = (np.ptp(points[:, :, 0], axis=1) + np.ptp(points[:, :, 1], axis=1)) / 2.0
+        fresh = moved & (~started | (size < 1e-6))
+        step = moved & ~fresh
+        r = rate[:, None, None]
+        raw = self.raw[slots]
+        speed = (points - raw) / np.where(step, size, 1.0)[:, None, None] * r
+        a = _alpha(self.D_CUTOFF, r)
+        speed = a * speed + (1.0 - a) * self.speed[slots]
+        a = _alpha(self.MIN_CUTOFF + self.BETA * np.abs(speed), r)
+        value = a * points + (1.0 - a) * self.value[slots]
+        on = step[:, None, None]
+        rows = slots[moved]
+        self.rate[rows], self.t[rows], self.started[rows] = rate[moved], t[moved], True
+        self.raw[rows] = points[moved]
+        self.value[rows] = np.where(on, value, points)[moved]
+        self.speed[rows] = np.where(on, speed, 0.0)[moved]
+        out: F64 = np.where(on, value, points)
         return out
 
-    def __call__(self, points: F64, t: float) -> F64:
-        """The points (2, 3) of the frame taken at `t` seconds, filtered."""
-        if self.raw is not None and t <= self.t:
-            return points
-        if self.raw is not None and self.t > 0.0:
-            self.rate = 1.0 / (t - self.t)
-        self.t = t
-        size = (np.ptp(points[:, 0]) + np.ptp(points[:, 1])) / 2.0
-        if self.raw is None or size < 1e-6:
-            self.raw, self.value, self.speed = points.copy(), points.copy(), np.zeros((2, 3))
-            return points
-        speed = (points - self.raw) / size * self.rate
-        a = self._alpha(self.D_CUTOFF, self.rate)
-        self.speed = a * speed + (1.0 - a) * self.speed
-        a = self._alpha(self.MIN_CUTOFF + self.BETA * np.abs(self.speed), self.rate)
-        self.value = a * points + (1.0 - a) * self.value
-        self.raw = points.copy()
-        return self.value.copy()
+
+def _alpha(cutoff: F64 | float, rate: F64) -> F64:
+    tau = 1.0 / (2.0 * math.pi * np.asarray(cutoff, np.float64))
+    out: F64 = 1.0 / (1.0 + tau * rate)
+    return out
 
 
 def pose_rois_from_aux(aux: F64) -> list[Roi]:
