@@ -196,3 +196,36 @@ def test_live_link_face_carries_the_mouth(pipeline: SpeechPipeline) -> None:
     values = np.frombuffer(output.packet(frame, info)[-4 * len(CURVES) :], ">f4")
     assert values[JAW] == pytest.approx(float(frame.blendshapes[JAW]), abs=1e-6) and values[JAW] > 0.3
     output.close()
+
+
+def test_streams_computed_together_equal_each_stream_alone() -> None:
+    """The features of several sessions' streams fed in different chunks and computed in one run of
+    their batch (a pipeline's sessions) are, bit for bit, those of each stream pushed alone."""
+    from bridge.audio.speech_features import SpeechFeatureBatch, SpeechFeatureStream
+
+    rng = np.random.default_rng(7)
+    batch = SpeechFeatureBatch(30.0)
+    rates = (16000, 48000, 15360)
+    streams = [batch.open(rate) for rate in rates]
+    streams[1].offset = rng.normal(size=streams[1].offset.size)
+    fed: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in rates]
+    alone: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in rates]
+    pcm = [(rng.normal(size=rate) * 3000).astype(np.int16) for rate in rates]
+    solo = [SpeechFeatureStream(rate, 30.0) for rate in rates]
+    solo[1].offset = streams[1].offset
+    at = [0] * len(rates)
+    for tick in range(40):
+        for i, rate in enumerate(rates):
+            chunk = pcm[i][at[i] : at[i] + int(rng.integers(1, rate // 20))]
+            at[i] += len(chunk)
+            fed[i].append(streams[i].feed(chunk))
+            alone[i].append(solo[i].push(chunk))
+        if tick % 3 == 0:
+            batch.run()
+    batch.run()
+    for i in range(len(rates)):
+        together = [np.concatenate([f[k] for f in fed[i]]) for k in range(2)]
+        apart = [np.concatenate([f[k] for f in alone[i]]) for k in range(2)]
+        assert len(together[0]) > 10
+        np.testing.assert_array_equal(together[0], apart[0])
+        np.testing.assert_array_equal(together[1], apart[1])

@@ -10,19 +10,25 @@ trails the frame time by 16.7 ms, half a 30 fps frame).
 
 A per-session cepstral offset (from the calibration vowels, docs/speech.md) is added to every
 sub-frame's MFCCs: it moves a new voice's vowels onto the training voices' before classification.
+
+As the music features (bridge.audio.music_features), every stream's analysis state is a row of a
+`SpeechFeatureBatch` at its slot (bridge.state), and a run computes the frames of every stream fed since
+the last one together: a pipeline's sessions' sub-frames go through one FFT and one filterbank product.
 """
 
 from __future__ import annotations
 
 import math
+import threading
 from functools import lru_cache
 
 import numpy as np
 import numpy.typing as npt
 
 from bridge.audio.music_features import dct_matrix, mel_filterbank
+from bridge.state.slots import SlotPool, grown
 
-__all__ = ["ANALYSIS_RATE", "CONTEXT", "FEATURE_DIM", "N_MFCC", "SpeechFeatureStream"]
+__all__ = ["ANALYSIS_RATE", "CONTEXT", "FEATURE_DIM", "N_MFCC", "SpeechFeatureBatch", "SpeechFeatureStream"]
 
 ANALYSIS_RATE = 15360
 SUB_HOP = 128
@@ -33,6 +39,7 @@ CONTEXT = 8  # sub-frames per output frame: 8 x 8.3 ms
 FEATURE_DIM = CONTEXT * N_MFCC
 AMIN = 1e-10
 _Table = npt.NDArray[np.float64]
+_F32 = npt.NDArray[np.float32]
 _RESAMPLE_HALF_TAPS = 16
 _RESAMPLE_MAX_PHASES = 1024
 _RESAMPLE_BLOCK = 4096  # output samples per resampling pass
@@ -113,58 +120,143 @@ def sub_hops_per_frame(fps: float) -> int:
     return int(hop) // SUB_HOP
 
 
-class SpeechFeatureStream:
-    """Per-session streaming features. `push(pcm)` -> (features (k, FEATURE_DIM), level_db (k,))."""
+class SpeechFeatureBatch:
+    """The feature state of many streams at one fps, a row per stream at its slot (bridge.state): the
+    MFCCs (before the offset) and levels of its last CONTEXT sub-frames.
 
-    def __init__(self, sample_rate: int, fps: float) -> None:
-        self.sample_rate = int(sample_rate)
+    Streams join with `open(sample_rate)` and `feed` their audio (from any thread); `run()` computes
+    every frame fed since the last run, the sub-frames of all streams in one FFT. Feeding and running
+    hold one lock, so a run never sees a half-fed chunk.
+    """
+
+    def __init__(self, fps: float) -> None:
         self.fps = float(fps)
         self.per_frame = sub_hops_per_frame(fps)
-        self.offset = np.zeros(N_MFCC, np.float64)  # calibration's cepstral shift
-        self._resampler = _Resampler(self.sample_rate, ANALYSIS_RATE)
         self._window, self._mel, self._dct = _tables()
+        self._silence = self._dct @ np.full(N_MELS, 10.0 * np.log10(AMIN))  # a fresh row's sub-frames
+        self._lock = threading.Lock()
+        self._pool = SlotPool()
+        self._pending: list[tuple[SpeechFeatureStream, _F32, _F32]] = []
+        self._mfcc = np.zeros((0, CONTEXT, N_MFCC))
+        self._level = np.zeros((0, CONTEXT))
+
+    def open(self, sample_rate: int) -> SpeechFeatureStream:
+        """A new stream of this batch, for audio at `sample_rate`."""
+        return SpeechFeatureStream(sample_rate, self.fps, batch=self)
+
+    def run(self) -> None:
+        """Fill every frame fed since the last run (all streams at once)."""
+        with self._lock:
+            pending, self._pending = self._pending, []
+            if not pending:
+                return
+            try:
+                self._run(pending)
+            except BaseException:
+                # Frames that could not be computed read as NaN, and every stream skips to its fed
+                # audio, so the next frames stay in step with it.
+                for stream, features, levels in pending:
+                    features.fill(np.nan)
+                    levels.fill(np.nan)
+                    stream._skip_to_fed()
+                raise
+
+    def _run(self, pending: list[tuple[SpeechFeatureStream, _F32, _F32]]) -> None:
+        fresh = self._pool.take_fresh()  # before the size: every fresh row is below it
+        self._mfcc = grown(self._mfcc, self._pool.size)
+        self._level = grown(self._level, self._pool.size)
+        self._mfcc[fresh], self._level[fresh] = self._silence, -100.0
+        # Each stream's frames to fill, in the order they were fed.
+        dests: dict[int, tuple[SpeechFeatureStream, list[_F32], list[_F32]]] = {}
+        for stream, features, levels in pending:
+            _, fs, ls = dests.setdefault(id(stream), (stream, [], []))
+            fs.append(features)
+            ls.append(levels)
+        queue = list(dests.values())
+        subs = [np.arange(s._next_sub, s._fed_sub) for s, _, _ in queue]
+        frames = np.concatenate(
+            [
+                s._buf[(n * SUB_HOP - WINDOW - s._buf_start)[:, None] + np.arange(WINDOW)[None, :]]
+                for (s, _, _), n in zip(queue, subs, strict=True)
+            ]
+        )
+        power = np.abs(np.fft.rfft(frames * self._window, axis=1)) ** 2
+        mfcc = 10.0 * np.log10(np.maximum(power @ self._mel.T, AMIN)) @ self._dct.T
+        level = 10.0 * np.log10(np.maximum((frames**2).mean(axis=1), AMIN))
+        first = 0
+        for (s, fs, ls), n in zip(queue, subs, strict=True):
+            row, last = s._row.index, first + n.size
+            history = np.concatenate([self._mfcc[row], mfcc[first:last]])  # new sub-frame i: row CONTEXT + i
+            levels = np.concatenate([self._level[row], level[first:last]])
+            ends = np.flatnonzero(n % self.per_frame == 0) + CONTEXT + 1  # one past each frame's last row
+            features = history[ends[:, None] - CONTEXT + np.arange(CONTEXT)[None, :]] + s.offset
+            frame_levels = levels[ends[:, None] - 1 - np.arange(self.per_frame)[None, :]].max(axis=1)
+            self._mfcc[row], self._level[row] = history[-CONTEXT:], levels[-CONTEXT:]
+            k = 0
+            for f, lv in zip(fs, ls, strict=True):
+                f[...] = features[k : k + len(f)].reshape(len(f), FEATURE_DIM)
+                lv[...] = frame_levels[k : k + len(f)]
+                k += len(f)
+            s._skip_to_fed()
+            first = last
+
+    def _queue(self, stream: SpeechFeatureStream, features: _F32, levels: _F32) -> None:
+        self._pending.append((stream, features, levels))
+
+
+class SpeechFeatureStream:
+    """One session's streaming features, a row of a `SpeechFeatureBatch` (its own batch of one unless
+    given one): the resampler and the analysis samples still to use. `feed(pcm)` -> the frames
+    (features (k, FEATURE_DIM), level_db (k,)) the batch's next `run()` fills; `push(pcm)` feeds and
+    runs."""
+
+    def __init__(self, sample_rate: int, fps: float, *, batch: SpeechFeatureBatch | None = None) -> None:
+        if batch is None:
+            batch = SpeechFeatureBatch(fps)
+        elif batch.fps != float(fps):
+            raise ValueError("a stream of a batch has the batch's fps")
+        self.batch = batch
+        self.sample_rate = int(sample_rate)
+        self.fps = batch.fps
+        self.offset = np.zeros(N_MFCC, np.float64)  # calibration's cepstral shift, read at each run
+        self._resampler = _Resampler(self.sample_rate, ANALYSIS_RATE)
+        self._row = batch._pool.acquire()  # this stream's row of the batch's arrays, freed with the stream
         # _buf[i] is analysis sample _buf_start + i; zeros before the stream starts.
         self._buf = np.zeros(WINDOW, np.float64)
         self._buf_start = -WINDOW
-        self._next_sub = 0  # sub-frame i's window ends at sample i * SUB_HOP
-        self._mfcc = np.zeros((CONTEXT, N_MFCC), np.float64)  # the last CONTEXT sub-frames (raw)
-        self._mfcc[:] = self._silence_mfcc()
-        self._level = np.full(CONTEXT, -100.0)
+        self._next_sub = 0  # the next sub-frame to compute; sub-frame i's window ends at sample i * SUB_HOP
+        self._fed_sub = 0  # sub-frames before this one are complete in the buffer
 
-    def _silence_mfcc(self) -> npt.NDArray[np.float64]:
-        silence: npt.NDArray[np.float64] = self._dct @ np.full(N_MELS, 10.0 * np.log10(AMIN))
-        return silence
-
-    def push(self, pcm: npt.ArrayLike) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]:
-        """Feed mono PCM (int16, or float in [-1, 1]); returns the frames this chunk completed."""
+    def feed(self, pcm: npt.ArrayLike) -> tuple[_F32, _F32]:
+        """Take mono PCM (int16, or float in [-1, 1]); returns the frames this chunk completes, filled by
+        the batch's next `run()`."""
         x = np.asarray(pcm)
         samples = x.astype(np.float64) / 32768.0 if x.dtype == np.int16 else x.astype(np.float64)
-        self._buf = np.concatenate([self._buf, self._resampler.push(samples)])
-        end = self._buf_start + self._buf.size
-        last = end // SUB_HOP  # sub-frames whose window end has arrived: ..., last
-        subs = np.arange(self._next_sub, last + 1)
-        k = 0
-        if subs.size:
-            starts = subs * SUB_HOP - WINDOW - self._buf_start
-            frames = self._buf[starts[:, None] + np.arange(WINDOW)[None, :]]
-            power = np.abs(np.fft.rfft(frames * self._window, axis=1)) ** 2
-            mfcc = 10.0 * np.log10(np.maximum(power @ self._mel.T, AMIN)) @ self._dct.T
-            level = 10.0 * np.log10(np.maximum((frames**2).mean(axis=1), AMIN))
-            history = np.concatenate([self._mfcc, mfcc])  # new sub-frame i is row CONTEXT + i
-            levels = np.concatenate([self._level, level])
-            ends = np.flatnonzero(subs % self.per_frame == 0) + CONTEXT + 1  # one past each frame's last row
-            k = ends.size
-            features = history[ends[:, None] - CONTEXT + np.arange(CONTEXT)[None, :]] + self.offset
-            frame_levels = levels[ends[:, None] - 1 - np.arange(self.per_frame)[None, :]].max(axis=1)
-            self._mfcc, self._level = history[-CONTEXT:], levels[-CONTEXT:]
-            self._next_sub = int(subs[-1]) + 1
+        samples = self._resampler.push(samples)
+        with self.batch._lock:
+            self._buf = np.concatenate([self._buf, samples])
+            last = (self._buf_start + self._buf.size) // SUB_HOP  # sub-frames whose window end has arrived
+            subs = np.arange(self._fed_sub, last + 1)
+            k = int(np.count_nonzero(subs % self.batch.per_frame == 0))
+            features, levels = np.empty((k, FEATURE_DIM), np.float32), np.empty(k, np.float32)
+            if subs.size:
+                self._fed_sub = last + 1
+                self.batch._queue(self, features, levels)
+        return features, levels
+
+    def push(self, pcm: npt.ArrayLike) -> tuple[_F32, _F32]:
+        """Feed mono PCM and run the batch: the frames this chunk completed."""
+        frames = self.feed(pcm)
+        self.batch.run()
+        return frames
+
+    def _skip_to_fed(self) -> None:
+        """Every fed sub-frame is done: drop the samples no later window needs."""
+        self._next_sub = self._fed_sub
         drop = self._next_sub * SUB_HOP - WINDOW - self._buf_start
         if drop > 0:
             self._buf = self._buf[drop:]
             self._buf_start += drop
-        if not k:
-            return np.zeros((0, FEATURE_DIM), np.float32), np.zeros(0, np.float32)
-        return features.reshape(k, FEATURE_DIM).astype(np.float32), frame_levels.astype(np.float32)
 
 
 def utterance_features(

@@ -4,9 +4,11 @@ One frame per output frame time j/fps (the manifest's fps; 30 for speech_visemes
 to that time: the features look 0 samples ahead (bridge.audio.speech_features), so a frame is ready the
 moment its audio has arrived. Frames are face frames with the ARKit mouth channels (the rest 0),
 a jaw rotation from JawOpen, VRM A/I/U/E/O, the 15 viseme weights and a voice-activity flag.
-Each session keeps its feature stream and calibration, and its smoothing is a row of the pipeline's
-MouthRows at its slot (bridge.state); one engine call classifies one frame of every session that has
-one. Method and measurements: docs/speech.md.
+Each session keeps its calibration and its feature stream (resampler and samples); the features'
+state is a row of the pipeline's SpeechFeatureBatch and its smoothing one of its MouthRows, each at a
+slot (bridge.state). `prepare` only feeds the audio; `run_batch` computes the features of every
+session fed since the last batch at once, then one engine call classifies one frame of every session
+that has one. Method and measurements: docs/speech.md.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from bridge.audio.speech_features import SpeechFeatureStream
+from bridge.audio.speech_features import SpeechFeatureBatch, SpeechFeatureStream
 from bridge.pipelines.base import BatchResult, Pipeline, Step
 from bridge.pipelines.options import check_options
 from bridge.protocol.codec import ProtocolError
@@ -61,8 +63,15 @@ class SpeechState:
 
 @dataclass(frozen=True)
 class SpeechStep:
-    features: np.ndarray  # (FEATURE_DIM,)
-    level_db: float
+    """One frame's features (FEATURE_DIM,) and level (1,): views of rows the features' batch fills
+    before the engine runs (SpeechPipeline.run_batch)."""
+
+    features: np.ndarray
+    level: np.ndarray
+
+    @property
+    def level_db(self) -> float:
+        return float(self.level[0])
 
 
 class SpeechPipeline(Pipeline[SpeechState, SpeechStep]):
@@ -76,6 +85,8 @@ class SpeechPipeline(Pipeline[SpeechState, SpeechStep]):
         # Every session's loudness peak and smoothed mouth, a row per slot; the voiced face sessions
         # (another scheduler thread) hold rows here too.
         self.mouth_rows = MouthRows()
+        # Every session's feature state, a row per stream, computed for all of them at once.
+        self.features = SpeechFeatureBatch(self.fps)
 
     def open_session(self, options: dict[str, Any]) -> SpeechState:
         check_options(self.name, options, {"smoothing": bool})
@@ -104,16 +115,19 @@ class SpeechPipeline(Pipeline[SpeechState, SpeechStep]):
     def prepare(self, state: SpeechState, item: Input) -> list[Step[SpeechStep]]:
         assert isinstance(item, AudioInput)
         if state.features is None or state.features.sample_rate != item.rate:
-            state.features = SpeechFeatureStream(item.rate, self.fps)  # a new rate restarts the analysis
+            state.features = self.features.open(item.rate)  # a new rate restarts the analysis
             if state.offset.size:
                 state.features.offset = state.offset
-        rows, levels = state.features.push(item.samples)
+        # Rows filled by the next `run_batch` (self.features.run), for every session's audio at once;
+        # the steps hold views of them.
+        rows, levels = state.features.feed(item.samples)
         return [
-            Step(SpeechStep(row, float(level)), item.seq, item.t_capture_ns)
-            for row, level in zip(rows, levels, strict=True)
+            Step(SpeechStep(rows[i], levels[i : i + 1]), item.seq, item.t_capture_ns)
+            for i in range(len(rows))
         ]
 
     def run_batch(self, states: Sequence[SpeechState], steps: Sequence[Step[SpeechStep]]) -> BatchResult:
+        self.features.run()  # the features of all audio prepared since the last call
         features = np.stack([s.payload.features for s in steps])
         t0 = time.perf_counter()
         outputs, _ = self.engine.run({"speech.features": features})
