@@ -115,6 +115,7 @@ class ServeTable(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True)
     audio: str | list[str] | None = None
     loop: bool | None = None
     audio_pipeline: str | None = None
+    separate_speech: bool | None = None
     dance_style: str | None = None
     play: bool | None = None
     play_offset_ms: Annotated[float, msgspec.Meta(ge=-60_000, le=60_000)] | None = None

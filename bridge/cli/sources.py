@@ -4,7 +4,9 @@ feeders of the running bridge."""
 from __future__ import annotations
 
 import argparse
+import logging
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -14,12 +16,15 @@ from bridge.clients.harness.client import BridgeClient
 from bridge.clients.sources.audio import audio_devices
 from bridge.clients.sources.base import SourceError
 from bridge.clients.sources.feeder import FeederOptions, SourceFeeder
-from bridge.clients.sources.specs import SourceSpec, open_source, parse_size
+from bridge.clients.sources.specs import SourceSpec, open_source, parse_size, voice_into_face
 from bridge.clients.sources.video import camera_devices
 from bridge.models.mediapipe.locate import INSTALL_COMMAND
+from bridge.protocol.codec import ProtocolError
 from bridge.serving.server import Bridge
 
 __all__ = ["add_source_arguments", "device_listing", "refuse_untrained", "source_specs", "start_feeders"]
+
+log = logging.getLogger(__name__)
 
 # The command that gives a pipeline trained weights where the bundled ones are untrained.
 _FIXES = {"face": f"`{INSTALL_COMMAND}` (the face tracker's model; docs/face-tracking.md)"}
@@ -55,6 +60,13 @@ def add_source_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--loop", action="store_true", default=None, help="files start again at their end")
     group.add_argument("--audio-pipeline", help="pipeline of audio sources' sessions (default motion)")
     group.add_argument("--dance-style", help="style of motion sessions opened by sources")
+    group.add_argument(
+        "--separate-speech",
+        action="store_true",
+        default=None,
+        help="one camera/video with one speech microphone/file: give the voice a speech session of its own "
+        "instead of the mouth of the camera's face session (docs/sources.md)",
+    )
     group.add_argument(
         "--body",
         action="store_true",
@@ -130,7 +142,7 @@ def source_specs(args: argparse.Namespace, table: Mapping[str, Any]) -> list[Sou
         )
         for path in _values(args, table, "audio")
     ]
-    return specs
+    return specs if _pick(args, table, "separate_speech") else voice_into_face(specs)
 
 
 def start_feeders(
@@ -159,20 +171,36 @@ def start_feeders(
             )
         server_key = zmq.curve_public(transport.curve_secret_key)
     host = "127.0.0.1" if transport.host in ("0.0.0.0", "*", "::") else transport.host
+    voiced = any(spec.into_face for spec in specs)
+    if voiced and not _face_takes_voice(bridge, body):
+        log.warning("the face model takes no voice: the speech source opens a speech session of its own")
+        specs, voiced = [replace(spec, into_face=False) for spec in specs], False
     feeders: list[SourceFeeder] = []
     try:
-        for spec in specs:
+        for spec in sorted(specs, key=lambda s: s.into_face):  # the voice joins its face's feeder: last
             source = open_source(spec)
-            options = FeederOptions(
-                pipeline=spec.session_pipeline,
-                open_options=_open_options(spec, style, body),
-                loop=spec.loop,
-                preview_dir=preview,
-                play_offset_s=spec.play_offset_s,
-                jpeg_quality=jpeg_quality,
-            )
-            client = BridgeClient(host=host, request_port=bridge.sockets.request_port, server_key=server_key)
-            feeder = SourceFeeder(source, options, client, publish=bridge.sockets.publish_event)
+            if spec.into_face:
+                face = next(f for f in feeders if f.source.kind == "image")
+                voice = FeederOptions(
+                    pipeline=face.options.pipeline,
+                    open_options=face.options.open_options,
+                    loop=spec.loop,
+                    play_offset_s=spec.play_offset_s,
+                )
+                feeder = face.joined(source, voice)
+            else:
+                options = FeederOptions(
+                    pipeline=spec.session_pipeline,
+                    open_options=_open_options(spec, style, body, voiced),
+                    loop=spec.loop,
+                    preview_dir=preview,
+                    play_offset_s=spec.play_offset_s,
+                    jpeg_quality=jpeg_quality,
+                )
+                client = BridgeClient(
+                    host=host, request_port=bridge.sockets.request_port, server_key=server_key
+                )
+                feeder = SourceFeeder(source, options, client, publish=bridge.sockets.publish_event)
             feeder.start()  # opens its session once the bridge's I/O loop answers
             feeders.append(feeder)
     except BaseException:
@@ -211,10 +239,24 @@ def device_listing() -> str:
     return "\n".join(lines)
 
 
-def _open_options(spec: SourceSpec, style: str | None, body: bool) -> dict[str, object]:
-    """A source's session options: the dance style for motion sessions, `body` for image sources."""
+def _face_takes_voice(bridge: Bridge, body: bool) -> bool:
+    """Whether the default face model serves sessions opened with `speech: true` (and `body`): a model
+    with no voiced variant serves such options itself, which means it refuses them."""
+    model = bridge.defaults.get("face")
+    if model is None:
+        return False
+    face = bridge.pipelines["face"][model]
+    try:
+        return face.variant({"speech": True, "body": body}) is not face
+    except ProtocolError:
+        return False
+
+
+def _open_options(spec: SourceSpec, style: str | None, body: bool, voiced: bool) -> dict[str, object]:
+    """A source's session options: the dance style for motion sessions; for image sources `body`, and
+    `speech` when a voice feeds the same session."""
     if style and spec.session_pipeline == "motion":
         return {"style": style}
-    if body and spec.kind in ("camera", "video"):
-        return {"body": True}
-    return {}
+    if spec.kind not in ("camera", "video"):
+        return {}
+    return {key: True for key, on in (("body", body), ("speech", voiced)) if on}

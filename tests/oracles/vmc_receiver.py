@@ -102,7 +102,8 @@ class VmcReceiver:
 
     A frame is what arrives between two /VMC/Ext/OK messages (senders start each frame with it);
     when the next one arrives, the cached bone values are written into the avatar (EVMC4U applies its
-    cache once per Unity frame) and its forward kinematics is kept in `poses`.
+    cache once per Unity frame) and its forward kinematics is kept in `poses`, and what that frame itself
+    carried (bone names, blendshape values) in `frames`.
     """
 
     def __init__(self, apply_positions: bool = True) -> None:
@@ -111,6 +112,9 @@ class VmcReceiver:
         self.datagram_sizes: list[int] = []
         self.blendshapes: dict[str, float] = {}
         self.bones_seen: set[str] = set()
+        self.frames: list[tuple[frozenset[str], dict[str, float]]] = []
+        self._frame_bones: set[str] = set()
+        self._frame_blends: dict[str, float] = {}
         self._bones: dict[str, tuple[np.ndarray, Rotation]] = {}
         self._blend_cache: dict[str, float] = {}
         self._frame_open = False
@@ -155,12 +159,14 @@ class VmcReceiver:
             return  # a bone this avatar does not have
         with self._lock:
             self.bones_seen.add(name)
+            self._frame_bones.add(name)
             self._bones[name] = (np.array(args[1:4], float), Rotation.from_quat(args[4:8]))
 
     def _on_blend(self, address: str, *args: Any) -> None:
         if len(args) >= 2 and isinstance(args[0], str) and isinstance(args[1], float):
             with self._lock:
                 self._blend_cache[args[0]] = args[1]
+                self._frame_blends[args[0]] = args[1]
 
     def _on_apply(self, address: str, *args: Any) -> None:
         with self._lock:
@@ -174,6 +180,8 @@ class VmcReceiver:
                 self.avatar.local_positions[name] = position
             self.avatar.local_rotations[name] = rotation
         self.poses.append(self.avatar.forward_kinematics())
+        self.frames.append((frozenset(self._frame_bones), self._frame_blends))
+        self._frame_bones, self._frame_blends = set(), {}
 
     def flush(self) -> Pose:
         """Apply what the last frame sent and return the avatar's pose now."""

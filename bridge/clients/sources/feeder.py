@@ -8,6 +8,11 @@ Faults and their answers (docs/sources.md):
   `lost`, reopen attempts with backoff (0.5 s doubling to 8 s) while pings keep the session open, and a
   `source` event with state `resumed` once it delivers again;
 - an error reply to an input: logged and counted (`errors`); the feeder goes on.
+
+A second source can feed the same session (`SourceFeeder.joined`: the microphone's voice into the camera's
+face session opened with `speech: true`). Sessions belong to the connection that opened them, so the joined
+feeder shares its host's client, one call at a time under a lock; the host opens and closes the session,
+and stops its guests before it closes the connection.
 """
 
 from __future__ import annotations
@@ -57,6 +62,8 @@ class SourceFeeder:
         publish: Publish | None = None,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
+        *,
+        host: SourceFeeder | None = None,
     ) -> None:
         self.source = source
         self.options = options
@@ -65,6 +72,9 @@ class SourceFeeder:
         self._clock = clock
         self._sleep = sleep
         self._stop = threading.Event()
+        self._host = host  # the feeder whose session (and client) this one feeds; None: its own session
+        self._guests: list[SourceFeeder] = []
+        self._lock: threading.Lock = host._lock if host is not None else threading.Lock()  # the client's
         self._thread = threading.Thread(target=self._run, name=f"source {source.label}", daemon=True)
         self.session = ""
         self.inputs_sent = 0
@@ -74,6 +84,15 @@ class SourceFeeder:
         self.open_error: BridgeError | TimeoutError | None = None
         self._preview = Preview(options.preview_dir, source.label) if options.preview_dir else None
         self._last_image: np.ndarray | None = None
+
+    def joined(self, source: MediaSource, options: FeederOptions) -> SourceFeeder:
+        """A feeder of `source` into this feeder's session (not yet started); `options.pipeline` and
+        `open_options` are this session's, its preview is this feeder's."""
+        guest = SourceFeeder(
+            source, options, self._client, self._publish, self._clock, self._sleep, host=self
+        )
+        self._guests.append(guest)
+        return guest
 
     def start(self) -> None:
         """Start feeding. The session opens on the feeder's thread (the bridge may not be answering yet:
@@ -89,9 +108,13 @@ class SourceFeeder:
         return self.session
 
     def _open(self) -> None:
+        if self._host is not None:
+            self._join(self._host)
+            return
         try:
-            self._client.hello(client=f"avatar-bridge source ({self.source.label})")
-            opened = self._client.open(self.options.pipeline, **self.options.open_options)
+            with self._lock:
+                self._client.hello(client=f"avatar-bridge source ({self.source.label})")
+                opened = self._client.open(self.options.pipeline, **self.options.open_options)
             self.session = str(opened["session"])
         except (BridgeError, TimeoutError) as exc:
             self.open_error = exc
@@ -100,18 +123,35 @@ class SourceFeeder:
         finally:
             self._opened.set()
         if self._preview is not None:
-            self._client.subscribe(f"frame/{self.session}".encode())
+            with self._lock:
+                self._client.subscribe(f"frame/{self.session}".encode())
         log.info("%s -> %s session %s", self.source.describe(), self.options.pipeline, self.session)
+
+    def _join(self, host: SourceFeeder) -> None:
+        """Feed the host's session once it is open; its refusal is this feeder's too."""
+        while not host._opened.wait(0.1):
+            if self._stop.is_set():
+                self._opened.set()
+                raise TimeoutError(f"source {self.source.label}: stopped before its session opened")
+        self.session, self.open_error = host.session, host.open_error
+        self._opened.set()
+        if self.open_error is not None:
+            raise self.open_error
+        log.info("%s -> %s session %s too", self.source.describe(), self.options.pipeline, self.session)
 
     def stop(self, timeout_s: float = 5.0) -> None:
         self._stop.set()
         self._thread.join(timeout_s)
 
+    def _stop_guests(self) -> None:
+        for guest in self._guests:
+            guest.stop()
+
     # ------------------------------------------------------------------------------------------
     def _event(self, state: str, message: str) -> None:
         log.warning("%s: %s", self.source.label, message)
         if self._publish is not None:
-            self._publish(
+            self._publish(  # the bridge's own socket (thread-safe publish_event), not the client
                 event_topic(self.session),
                 encode_source_event(self.session, state=state, source=self.source.label, message=message),
             )
@@ -132,7 +172,10 @@ class SourceFeeder:
             if speaker is not None:
                 speaker.close()
             self.source.close()
-            self._client.close()
+            if self._host is None:  # the connection is the host's: its guests stop first
+                self._stop_guests()
+                with self._lock:
+                    self._client.close()
             self.finished.set()
 
     def _feed(self, speaker: Speaker | None) -> None:
@@ -153,7 +196,10 @@ class SourceFeeder:
                         return
                 else:
                     self._event("ended", "end of file")
-                    self._client.close_session(self.session)
+                    if self._host is None:  # a guest's end leaves the host's session to the host
+                        self._stop_guests()
+                        with self._lock:
+                            self._client.close_session(self.session)
                     return
             if not self.source.realtime:  # files: send each unit when its time comes
                 due = start + sent_units / self.source.rate
@@ -168,30 +214,37 @@ class SourceFeeder:
             self._drain()
 
     def _send(self, item: np.ndarray) -> None:
-        seq = self.inputs_sent
+        seq = self.inputs_sent  # per source: the bridge copies seq into frames, and orders nothing by it
         if self.source.kind == "image":
             self._last_image = item
             captured = time.time_ns()  # before encoding: the encode is part of the frame's latency
             if self.options.jpeg_quality is None:
-                self._client.send_image(self.session, seq, item, captured)
+                with self._lock:
+                    self._client.send_image(self.session, seq, item, captured)
             else:  # encoded on this thread: ~2 ms for 640x480, and 20x fewer bytes to the bridge
                 jpeg = encode_jpeg(item, self.options.jpeg_quality)
-                self._client.send_jpeg(self.session, seq, jpeg, captured)
+                with self._lock:
+                    self._client.send_jpeg(self.session, seq, jpeg, captured)
         else:
-            self._client.send_audio(self.session, seq, item, round(self.source.rate))
+            with self._lock:
+                self._client.send_audio(self.session, seq, item, round(self.source.rate))
         self.inputs_sent += 1
 
     def _drain(self) -> None:
-        """Error replies and (with a preview) our frames; nothing accumulates."""
-        self._client.poll_replies()
-        if self._client.errors:
-            self.errors += len(self._client.errors)
-            log.warning("%s: bridge refused an input: %s", self.source.label, self._client.errors[-1])
+        """Error replies and (with a preview) our frames; nothing accumulates. A shared connection's
+        replies are counted by whichever of its feeders reads them (each reply names its input)."""
+        with self._lock:
+            self._client.poll_replies()
+            errors = list(self._client.errors)
             self._client.errors.clear()
-        if self._preview is not None:
-            for received in self._client.recv_frames(0):
-                self._preview.show(received.frame, self._last_image)
+            received = self._client.recv_frames(0) if self._preview is not None else []
             self._client.events.clear()
+        if errors:
+            self.errors += len(errors)
+            log.warning("%s: bridge refused an input: %s", self.source.label, errors[-1])
+        if self._preview is not None:
+            for frame in received:
+                self._preview.show(frame.frame, self._last_image)
 
     def _recover(self) -> bool:
         """Reopen a lost device with backoff, keeping the session alive; False once asked to stop."""
@@ -201,7 +254,8 @@ class SourceFeeder:
             delay = _BACKOFF_S[min(attempt, len(_BACKOFF_S) - 1)]
             waited = 0.0
             while waited < delay and not self._stop.is_set():
-                self._client.request("ping", session=self.session)
+                with self._lock:
+                    self._client.request("ping", session=self.session)
                 step = min(_PING_S, delay - waited)
                 self._sleep(step)
                 waited += step

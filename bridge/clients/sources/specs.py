@@ -3,7 +3,7 @@ and the one function that turns a spec into an open source."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
@@ -11,7 +11,7 @@ from bridge.clients.sources.audio import AudioFileSource, MicrophoneSource, chec
 from bridge.clients.sources.base import MediaSource, SourceError
 from bridge.clients.sources.video import CameraSource, VideoFileSource
 
-__all__ = ["SourceSpec", "check_sources", "open_source", "parse_size"]
+__all__ = ["SourceSpec", "check_sources", "open_source", "parse_size", "voice_into_face"]
 
 SpecKind = Literal["camera", "video", "microphone", "audio"]
 _DEFAULT_PIPELINE: dict[SpecKind, str] = {
@@ -32,6 +32,9 @@ class SourceSpec:
     fps: float | None = None  # camera
     fourcc: str | None = None  # camera pixel format, e.g. MJPG
     play_offset_s: float | None = None  # audio files: play to the speakers, this long after sending
+    # A speech source whose voice goes into the one image source's face session (opened with `speech:
+    # true`) instead of a speech session of its own: the camera and the microphone as one avatar.
+    into_face: bool = False
 
     @property
     def session_pipeline(self) -> str:
@@ -44,6 +47,17 @@ def parse_size(text: str) -> tuple[int, int]:
     if not (sep and width.isdigit() and height.isdigit() and int(width) > 0 and int(height) > 0):
         raise ValueError(f"size {text!r}: expected WIDTHxHEIGHT, e.g. 640x480")
     return int(width), int(height)
+
+
+def voice_into_face(specs: list[SourceSpec]) -> list[SourceSpec]:
+    """`specs` with the voice marked `into_face` when there is exactly one camera or video and exactly one
+    microphone or sound file for speech; otherwise (several faces or voices: which goes with which is
+    not known) unchanged. Audio for a motion session (a song for the dancer) is never a voice."""
+    images = [s for s in specs if s.kind in ("camera", "video")]
+    voices = [s for s in specs if s.kind in ("microphone", "audio") and s.session_pipeline == "speech"]
+    if len(images) != 1 or len(voices) != 1:
+        return specs
+    return [replace(s, into_face=True) if s is voices[0] else s for s in specs]
 
 
 def check_sources(specs: list[SourceSpec]) -> None:

@@ -1,0 +1,136 @@
+"""The camera and the microphone as one avatar: `serve` with one camera or video and one microphone or sound
+file for speech opens ONE face session (`speech: true`, and `body: true` with --body) fed by both, so
+every output sees one stream; `--separate-speech` keeps the voice's own speech session; a song for the
+dancer stays a motion session of its own.
+
+End to end with real parts: a video of scikit-image's astronaut (mouth blacked out, so the mouth can only
+be the voice's) switching to her mirror image (arms and head elsewhere), a wav eSpeak NG speaks, the
+installed face and body networks, and an independent VMC receiver (tests/oracles/vmc_receiver.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterator
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+import soundfile
+
+from bridge.cli.sources import add_source_arguments, source_specs
+from bridge.clients.harness.client import BridgeClient
+from bridge.clients.harness.process import BridgeProcess
+from bridge.models.mediapipe import body_locate
+from bridge.models.mediapipe import locate as face_locate
+from bridge.protocol import FaceFrame
+from bridge.speech.corpus import speak
+
+from .oracles.vmc_receiver import VmcReceiver
+from .test_face_speech import PHRASE, VOICE, masked_face
+from .test_outputs_helpers import wait_for
+
+ARMS_AND_HEAD = {"LeftUpperArm", "LeftLowerArm", "RightLowerArm", "LeftHand", "Neck", "Head"}
+
+
+def specs_of(*argv: str) -> list[tuple[str, str, bool]]:
+    parser = argparse.ArgumentParser()
+    add_source_arguments(parser)
+    return [(s.kind, s.session_pipeline, s.into_face) for s in source_specs(parser.parse_args(argv), {})]
+
+
+def test_one_face_and_one_voice_make_one_session_and_nothing_else_does() -> None:
+    speech = ("--audio-pipeline", "speech")
+    assert specs_of("--camera", "0", "--microphone", *speech) == [
+        ("camera", "face", False),
+        ("microphone", "speech", True),
+    ]
+    assert specs_of("--video", "v.mp4", "--audio", "voice.wav", *speech)[1] == ("audio", "speech", True)
+    # The old two sessions on request, and from the config file's key.
+    assert not any(i for *_, i in specs_of("--camera", "0", "--microphone", *speech, "--separate-speech"))
+    parser = argparse.ArgumentParser()
+    add_source_arguments(parser)
+    table = {"camera": "0", "microphone": "", "audio_pipeline": "speech", "separate_speech": True}
+    assert not any(s.into_face for s in source_specs(parser.parse_args([]), table))
+    # A song (the default audio pipeline, motion) is the dancer's own session.
+    assert specs_of("--camera", "0", "--audio", "song.ogg") == [
+        ("camera", "face", False),
+        ("audio", "motion", False),
+    ]
+    # Two faces or two voices: which goes with which is not known, so each keeps its own session.
+    assert not any(i for *_, i in specs_of("--camera", "0", "--camera", "1", "--microphone", *speech))
+    assert not any(i for *_, i in specs_of("--camera", "0", "--microphone", "--audio", "v.wav", *speech))
+
+
+@pytest.fixture(scope="module")
+def installed() -> None:
+    try:
+        face_locate.locate()
+        body_locate.locate()
+    except (face_locate.FaceModelError, body_locate.BodyModelError) as exc:
+        pytest.skip(f"face or body models not installed (avatar-bridge models install face body): {exc}")
+
+
+@pytest.fixture
+def receiver() -> Iterator[VmcReceiver]:
+    r = VmcReceiver()
+    yield r
+    r.close()
+
+
+def _clip(path: Path) -> Path:
+    """2 s at 15 fps: the masked astronaut for 1/3 s, then her mirror image, and so on."""
+    face = masked_face()
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter.fourcc(*"MJPG"), 15.0, face.shape[1::-1])
+    for i in range(30):
+        frame = face if (i // 5) % 2 == 0 else np.ascontiguousarray(face[:, ::-1])
+        writer.write(cv2.cvtColor(frame, cv2.COLOR_RGB2BGR))
+    writer.release()
+    return path
+
+
+def _voice(path: Path) -> Path:
+    """The phrase, then half a second of silence (the mouth closes)."""
+    u = speak(VOICE, PHRASE)
+    soundfile.write(str(path), np.concatenate([u.audio, np.zeros(u.rate // 2, np.int16)]), u.rate)
+    return path
+
+
+def test_video_and_voice_drive_one_vmc_stream_with_head_arms_and_mouth(
+    installed: None, tmp_path: Path, receiver: VmcReceiver
+) -> None:
+    sources = ["--video", str(_clip(tmp_path / "arms.avi")), "--audio", str(_voice(tmp_path / "voice.wav"))]
+    serve = [*sources, "--audio-pipeline", "speech", "--body", "--loop"]
+    bridge = BridgeProcess(*serve, "--osc", f"vmc://127.0.0.1:{receiver.port}").start()
+    client = BridgeClient("127.0.0.1", bridge.request_port)
+    sessions: set[str] = set()
+    voiced: list[FaceFrame] = []
+    try:
+        client.hello()
+        client.subscribe()
+
+        def heard() -> bool:
+            for r in client.recv_frames(50):
+                if isinstance(r.frame, FaceFrame):
+                    sessions.add(r.frame.header.session)
+                    voiced.extend([r.frame] if r.frame.voice else [])
+            return len(receiver.frames) >= 60 and len(voiced) >= 5
+
+        wait_for(heard, timeout_s=30)
+    finally:
+        client.close()
+        bridge.stop()
+    assert len(sessions) == 1, sessions  # one session on the bridge's own stream
+    assert all(f.body.size for f in voiced)  # the voice's frames carry the body
+    # Over VMC, every frame that moves the mouth moves the head and the arms too: one avatar, not two
+    # streams taking turns.
+    frames = receiver.frames[5:]
+    assert frames and all(bones >= ARMS_AND_HEAD for bones, blends in frames if "JawOpen" in blends)
+    jaw = [blends["JawOpen"] for _, blends in frames if "JawOpen" in blends]
+    assert max(jaw) > 0.2 and min(jaw) < 0.05, (min(jaw), max(jaw))  # spoken, then silent
+    assert max(blends.get("A", 0.0) for _, blends in frames) > 0.1  # VRM's vowel preset, from the voice
+    for bone in ("LeftLowerArm", "Head"):
+        turns = [p.rotations[bone].as_rotvec() for p in receiver.poses[-30:]]
+        spread = max(np.degrees(np.linalg.norm(a - b)) for a in turns for b in turns)
+        assert spread > 5.0, (bone, spread)  # the astronaut and her mirror image
