@@ -20,16 +20,20 @@ import pytest
 import soundfile
 
 from bridge.cli.sources import add_source_arguments, source_specs
-from bridge.clients.harness.client import BridgeClient
+from bridge.clients.harness.client import BridgeClient, BridgeError
 from bridge.clients.harness.process import BridgeProcess
+from bridge.clients.sources.feeder import FeederOptions, SourceFeeder
+from bridge.clients.sources.specs import SourceSpec, open_source
 from bridge.models.mediapipe import body_locate
 from bridge.models.mediapipe import locate as face_locate
 from bridge.protocol import FaceFrame
+from bridge.serving.server import Bridge
 from bridge.speech.corpus import speak
 
 from .oracles.vmc_receiver import VmcReceiver
 from .test_face_speech import PHRASE, VOICE, masked_face
 from .test_outputs_helpers import wait_for
+from .test_sources import _events
 
 ARMS_AND_HEAD = {"LeftUpperArm", "LeftLowerArm", "RightLowerArm", "LeftHand", "Neck", "Head"}
 
@@ -134,3 +138,62 @@ def test_video_and_voice_drive_one_vmc_stream_with_head_arms_and_mouth(
         turns = [p.rotations[bone].as_rotvec() for p in receiver.poses[-30:]]
         spread = max(np.degrees(np.linalg.norm(a - b)) for a in turns for b in turns)
         assert spread > 5.0, (bone, spread)  # the astronaut and her mirror image
+
+
+def _tone(path: Path, seconds: float) -> Path:
+    rate = 16000
+    t = np.arange(int(rate * seconds)) / rate
+    soundfile.write(str(path), (0.3 * np.sin(2 * np.pi * 220 * t)).astype(np.float32), rate)
+    return path
+
+
+def test_a_joined_source_feeds_its_hosts_session_and_ends_with_it(tmp_path: Path, bridge: Bridge) -> None:
+    """The mechanics on the committed speech model (two sound files into one speech session stand in
+    for the camera and the microphone): the shorter file's end is an `ended` event on the shared session,
+    which goes on; the host's end closes it once and stops both; no input is refused."""
+    watcher = _events(bridge)
+    client = BridgeClient(request_port=bridge.sockets.request_port)
+    host = SourceFeeder(
+        open_source(SourceSpec("audio", str(_tone(tmp_path / "long.wav", 1.0)))),
+        FeederOptions(pipeline="speech"),
+        client,
+        publish=bridge.sockets.publish_event,
+    )
+    guest = host.joined(
+        open_source(SourceSpec("audio", str(_tone(tmp_path / "short.wav", 0.3)))), FeederOptions("speech")
+    )
+    host.start()
+    guest.start()
+    try:
+        session = guest.wait_open()
+        assert session == host.wait_open()
+        wait_for(guest.finished.is_set, timeout_s=5)
+        assert not host.finished.is_set()  # the voice ended, the session goes on
+        wait_for(host.finished.is_set, timeout_s=5)
+        watcher.recv_frames(200)
+    finally:
+        host.stop()
+        watcher.close()
+    ended = [e["source"] for e in watcher.events if e.get("event") == "source" and e["state"] == "ended"]
+    assert ended == [guest.source.label, host.source.label]
+    assert [e["session"] for e in watcher.events if e.get("event") == "closed"] == [session]
+    assert guest.inputs_sent == 18 and host.inputs_sent == 60 and host.errors + guest.errors == 0
+
+
+def test_a_joined_source_shares_its_hosts_refusal(tmp_path: Path, bridge: Bridge) -> None:
+    client = BridgeClient(request_port=bridge.sockets.request_port)
+    host = SourceFeeder(
+        open_source(SourceSpec("audio", str(_tone(tmp_path / "a.wav", 0.2)))),
+        FeederOptions(pipeline="no_such_pipeline"),
+        client,
+    )
+    guest = host.joined(open_source(SourceSpec("audio", str(_tone(tmp_path / "b.wav", 0.2)))), host.options)
+    host.start()
+    guest.start()
+    try:
+        with pytest.raises(BridgeError):
+            guest.wait_open()
+        wait_for(lambda: host.finished.is_set() and guest.finished.is_set(), timeout_s=5)
+    finally:
+        host.stop()
+    assert guest.inputs_sent == 0

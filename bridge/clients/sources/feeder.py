@@ -74,6 +74,7 @@ class SourceFeeder:
         self._stop = threading.Event()
         self._host = host  # the feeder whose session (and client) this one feeds; None: its own session
         self._guests: list[SourceFeeder] = []
+        self._guests_stopped = False  # the host's session is over: a guest joined later never feeds
         self._lock: threading.Lock = host._lock if host is not None else threading.Lock()  # the client's
         self._thread = threading.Thread(target=self._run, name=f"source {source.label}", daemon=True)
         self.session = ""
@@ -91,7 +92,10 @@ class SourceFeeder:
         guest = SourceFeeder(
             source, options, self._client, self._publish, self._clock, self._sleep, host=self
         )
-        self._guests.append(guest)
+        with self._lock:
+            if self._guests_stopped:
+                guest._stop.set()
+            self._guests.append(guest)
         return guest
 
     def start(self) -> None:
@@ -141,10 +145,14 @@ class SourceFeeder:
 
     def stop(self, timeout_s: float = 5.0) -> None:
         self._stop.set()
-        self._thread.join(timeout_s)
+        if self._thread.ident is not None:  # started
+            self._thread.join(timeout_s)
 
     def _stop_guests(self) -> None:
-        for guest in self._guests:
+        with self._lock:
+            self._guests_stopped = True
+            guests = list(self._guests)
+        for guest in guests:
             guest.stop()
 
     # ------------------------------------------------------------------------------------------
