@@ -107,7 +107,7 @@ def test_video_and_voice_drive_one_vmc_stream_with_head_arms_and_mouth(
     sources = ["--video", str(_clip(tmp_path / "arms.avi")), "--audio", str(_voice(tmp_path / "voice.wav"))]
     serve = [*sources, "--audio-pipeline", "speech", "--body", "--loop"]
     bridge = BridgeProcess(*serve, "--osc", f"vmc://127.0.0.1:{receiver.port}").start()
-    client = BridgeClient("127.0.0.1", bridge.request_port)
+    client = BridgeClient("127.0.0.1", bridge.request_port, timeout_s=30.0)  # answers once serving
     sessions: set[str] = set()
     voiced: list[FaceFrame] = []
     try:

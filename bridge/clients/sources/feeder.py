@@ -75,6 +75,8 @@ class SourceFeeder:
         self._host = host  # the feeder whose session (and client) this one feeds; None: its own session
         self._guests: list[SourceFeeder] = []
         self._guests_stopped = False  # the host's session is over: a guest joined later never feeds
+        # Not the client's lock: `serve` joins a guest while the host may be waiting for its open reply.
+        self._guests_lock = threading.Lock()
         self._lock: threading.Lock = host._lock if host is not None else threading.Lock()  # the client's
         self._thread = threading.Thread(target=self._run, name=f"source {source.label}", daemon=True)
         self.session = ""
@@ -92,7 +94,7 @@ class SourceFeeder:
         guest = SourceFeeder(
             source, options, self._client, self._publish, self._clock, self._sleep, host=self
         )
-        with self._lock:
+        with self._guests_lock:
             if self._guests_stopped:
                 guest._stop.set()
             self._guests.append(guest)
@@ -149,7 +151,7 @@ class SourceFeeder:
             self._thread.join(timeout_s)
 
     def _stop_guests(self) -> None:
-        with self._lock:
+        with self._guests_lock:
             self._guests_stopped = True
             guests = list(self._guests)
         for guest in guests:
