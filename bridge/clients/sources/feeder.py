@@ -89,8 +89,8 @@ class SourceFeeder:
         self._last_image: np.ndarray | None = None
 
     def joined(self, source: MediaSource, options: FeederOptions) -> SourceFeeder:
-        """A feeder of `source` into this feeder's session (not yet started); `options.pipeline` and
-        `open_options` are this session's, its preview is this feeder's."""
+        """A feeder of `source` into this feeder's session (not yet started). `options` gives its loop and
+        playback; the session's pipeline, open options and preview stay this feeder's."""
         guest = SourceFeeder(
             source, options, self._client, self._publish, self._clock, self._sleep, host=self
         )
@@ -161,7 +161,7 @@ class SourceFeeder:
     def _event(self, state: str, message: str) -> None:
         log.warning("%s: %s", self.source.label, message)
         if self._publish is not None:
-            self._publish(  # the bridge's own socket (thread-safe publish_event), not the client
+            self._publish(  # the bridge's own socket (publish_event locks it), not the client
                 event_topic(self.session),
                 encode_source_event(self.session, state=state, source=self.source.label, message=message),
             )
