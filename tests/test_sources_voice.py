@@ -57,7 +57,10 @@ def test_one_face_and_one_voice_make_one_session_and_nothing_else_does() -> None
     add_source_arguments(parser)
     table = {"camera": "0", "microphone": "", "audio_pipeline": "speech", "separate_speech": True}
     assert not any(s.into_face for s in source_specs(parser.parse_args([]), table))
-    # A song (the default audio pipeline, motion) is the dancer's own session.
+    # A microphone beside a camera is a voice unless told otherwise; alone, or a song file, a dance.
+    assert specs_of("--camera", "0", "--microphone")[1] == ("microphone", "speech", True)
+    assert specs_of("--camera", "0", "--microphone", "--audio-pipeline", "motion")[1][1:] == ("motion", False)
+    assert specs_of("--microphone") == [("microphone", "motion", False)]
     assert specs_of("--camera", "0", "--audio", "song.ogg") == [
         ("camera", "face", False),
         ("audio", "motion", False),

@@ -58,7 +58,11 @@ def add_source_arguments(parser: argparse.ArgumentParser) -> None:
         "--audio", action="append", metavar="FILE", help="a sound file (wav/flac/ogg/mp3), paced in real time"
     )
     group.add_argument("--loop", action="store_true", default=None, help="files start again at their end")
-    group.add_argument("--audio-pipeline", help="pipeline of audio sources' sessions (default motion)")
+    group.add_argument(
+        "--audio-pipeline",
+        help="pipeline of audio sources' sessions (default motion; for a microphone beside a camera or "
+        "video, speech)",
+    )
     group.add_argument("--dance-style", help="style of motion sessions opened by sources")
     group.add_argument(
         "--separate-speech",
@@ -129,8 +133,11 @@ def source_specs(args: argparse.Namespace, table: Mapping[str, Any]) -> list[Sou
         for device in _values(args, table, "camera")
     ]
     specs += [SourceSpec("video", path, loop=loop) for path in _values(args, table, "video")]
+    # A microphone beside a camera is the VTuber's voice; alone, what it hears makes a dance. A sound
+    # file keeps the dance either way (a song), unless --audio-pipeline says otherwise.
+    microphone_pipeline = audio_pipeline or ("speech" if specs else None)
     specs += [
-        SourceSpec("microphone", d, pipeline=audio_pipeline) for d in _values(args, table, "microphone")
+        SourceSpec("microphone", d, pipeline=microphone_pipeline) for d in _values(args, table, "microphone")
     ]
     specs += [
         SourceSpec(
