@@ -137,10 +137,12 @@ def test_video_and_voice_drive_one_vmc_stream_with_head_arms_and_mouth(
     jaw = [blends["JawOpen"] for _, blends in frames if "JawOpen" in blends]
     assert max(jaw) > 0.2 and min(jaw) < 0.05, (min(jaw), max(jaw))  # spoken, then silent
     assert max(blends.get("A", 0.0) for _, blends in frames) > 0.1  # VRM's vowel preset, from the voice
-    for bone in ("LeftLowerArm", "Head"):
+    # The astronaut and her mirror image: her forearm turns ~60 degrees, her head (turned a little
+    # aside in the photo) ~5 (measured).
+    for bone, least_deg in (("LeftLowerArm", 20.0), ("Head", 2.0)):
         turns = [p.rotations[bone].as_rotvec() for p in receiver.poses[-30:]]
         spread = max(np.degrees(np.linalg.norm(a - b)) for a in turns for b in turns)
-        assert spread > 5.0, (bone, spread)  # the astronaut and her mirror image
+        assert spread > least_deg, (bone, spread)
 
 
 def _tone(path: Path, seconds: float) -> Path:
