@@ -217,7 +217,7 @@ def bench_publish(counts: tuple[int, ...] = (16, 256, 2048), repeats: int = 20) 
 
 def bench_batching(sessions: int = 16, repeats: int = 300) -> dict[str, float]:
     """Baseline vs scheduler: `sessions` batch-1 engine calls vs one batch-`sessions` call per tick."""
-    engine = load_engine(ROOT / "engines" / "dance_lstm.manifest.json")
+    engine = load_engine(ROOT / "models" / "dance_lstm.manifest.json")
     rng = np.random.default_rng(0)
 
     def inputs(batch: int) -> dict[str, np.ndarray]:
@@ -263,7 +263,7 @@ def bench_step(sessions: int = 16, repeats: int = 200) -> dict[str, float]:
     rows, post-processing with the model's foot planting, frame columns): each of `sessions` stepped in
     a call of its own against one call for all, per tick. What one call per session would cost a
     bridge that does not batch, fixed post-processing cost included."""
-    engine = load_engine(ROOT / "engines" / "dance_lstm.manifest.json")
+    engine = load_engine(ROOT / "models" / "dance_lstm.manifest.json")
     pipeline = MotionPipeline(engine)
     states = [pipeline.open_session({}) for _ in range(sessions)]
     ids = [f"{i:016x}" for i in range(sessions)]

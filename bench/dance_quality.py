@@ -1,6 +1,6 @@
 """Dance quality: `python bench/dance_quality.py [--student W.pt] [--seconds S] [--json OUT]`.
 
-Rows: the choreographer (teacher), the committed student (engines/dance_lstm.onnx through ONNX Runtime,
+Rows: the choreographer (teacher), the committed student (models/dance_lstm.onnx through ONNX Runtime,
 realtime exactly as served: one T=1 step per frame, each output fed back as pose.previous, h/c state
 carried), optionally torch weights (--student), and the controls in the same run: smooth random
 motion, the student and the teacher on mismatched music, and the untrained reference LSTM. Metrics:
@@ -82,7 +82,7 @@ REAL_SECONDS = 32.5
 BLOCKS = ("synthetic", "midi", "real")
 
 
-ENGINES = Path(__file__).resolve().parents[1] / "engines"
+MODELS = Path(__file__).resolve().parents[1] / "models"
 F32 = npt.NDArray[np.float32]
 Dancer = Callable[[F32, int], npt.NDArray[np.float64]]
 Beats = npt.NDArray[np.int64]
@@ -313,7 +313,7 @@ def main() -> None:
         help="which music blocks to run (default all)",
     )
     a = ap.parse_args()
-    engine = load_engine(ENGINES / "dance_lstm.manifest.json", warmup=False)
+    engine = load_engine(MODELS / "dance_lstm.manifest.json", warmup=False)
     if a.video is not None:
         for path in write_pictures(a.video, served_dancer(engine)):
             print(f"wrote {path} ({path.stat().st_size / 1e3:.0f} kB)")

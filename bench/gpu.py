@@ -114,7 +114,7 @@ def _widened(manifest: ModelManifest, folder: Path, max_batch: int) -> Path:
 
 def engines(tmp: Path, model: str, max_batch: int) -> tuple[Path, ModelManifest]:
     if model == "motion":
-        manifest = load_manifest(ROOT / "engines" / "dance_lstm.manifest.json")
+        manifest = load_manifest(ROOT / "models" / "dance_lstm.manifest.json")
         return _widened(manifest, tmp / "motion", max_batch), manifest
     # The manifest only (its ONNX is a tiny stand-in with the same I/O): torch runs the full module.
     (tmp / "face-export").mkdir(parents=True, exist_ok=True)
@@ -502,7 +502,7 @@ def bench_model(
     # Face tracking on a CPU smoke run: ONNX Runtime (see baseline_tracking).
     backend = "onnxruntime" if model == "tracking" and device.type != "cuda" else "torch"
     serve_args = [
-        "--engines", str(folder), "--backend", backend, "--workers", str(workers),
+        "--models", str(folder), "--backend", backend, "--workers", str(workers),
         *([] if model == "tracking" else ["--no-face-tracking"]),
         "--metrics-port", "0", "--idle-timeout", "120",
         "--max-sessions", str(2 * max(counts)), "--max-sessions-per-client", str(2 * max(counts)),

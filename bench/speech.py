@@ -148,7 +148,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "speech-cpu.json")
     args = parser.parse_args()
-    engine = load_engine(load_manifest(ROOT / "engines" / "speech_visemes.manifest.json"), intra_op_threads=1)
+    engine = load_engine(load_manifest(ROOT / "models" / "speech_visemes.manifest.json"), intra_op_threads=1)
     pipeline = SpeechPipeline(engine)
     acc = accuracy_run(pipeline)
     cost = cost_run(pipeline)

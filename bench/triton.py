@@ -27,7 +27,7 @@ from bridge.runtime.manifest import load_manifest
 from training.tools.triton_local import LocalTriton
 
 ROOT = Path(__file__).resolve().parents[1]
-MANIFEST = ROOT / "engines" / "dance_lstm.manifest.json"
+MANIFEST = ROOT / "models" / "dance_lstm.manifest.json"
 
 
 def step_ms(backend_kind: str, batch: int, repeats: int, **options: str) -> float:

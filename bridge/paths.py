@@ -17,9 +17,11 @@ MODELS_ENV = "AVATAR_BRIDGE_MODELS"
 _OLD_MODELS_ENV = "AVATAR_BRIDGE_ENGINES"  # the name before 0.2, still read
 CACHE_ENV = "AVATAR_BRIDGE_CACHE"
 
-# A source checkout keeps the models in the top-level engines/ folder beside the package; a wheel
-# carries the same files as bridge/engines (pyproject.toml's wheel target maps one to the other).
-_CHECKOUT_ENGINES = Path(__file__).resolve().parents[1] / "engines"
+# A source checkout keeps the models in the top-level models/ folder beside the package; a wheel
+# carries the same files as bridge/bundled_models (pyproject.toml's wheel target maps one to the other;
+# bridge/models is the models' Python code, not their files).
+_CHECKOUT_MODELS = Path(__file__).resolve().parents[1] / "models"
+_BUNDLED = "bundled_models"
 
 
 def default_models_dir() -> Path:
@@ -27,11 +29,13 @@ def default_models_dir() -> Path:
     override = os.environ.get(MODELS_ENV) or os.environ.get(_OLD_MODELS_ENV)
     if override:
         return Path(override)
-    if _CHECKOUT_ENGINES.is_dir():
-        return _CHECKOUT_ENGINES
-    bundled = resources.files("bridge") / "engines"
     # Installed packages are plain folders (ONNX Runtime needs real files); a zipped install is not supported.
-    return Path(str(bundled))
+    bundled = Path(str(resources.files("bridge") / _BUNDLED))
+    # The wheel's folder first: beside an installed package, ../models is site-packages/models, which
+    # another distribution may own.
+    if bundled.is_dir() or not _CHECKOUT_MODELS.is_dir():
+        return bundled
+    return _CHECKOUT_MODELS
 
 
 def user_cache_dir() -> Path:

@@ -1,4 +1,4 @@
-"""Shared fixtures: a real bridge on loopback with the bundled engines, and clients for it."""
+"""Shared fixtures: a real bridge on loopback with the bundled models, and clients for it."""
 
 from __future__ import annotations
 
@@ -15,12 +15,12 @@ from bridge.serving.server import Bridge, ServeConfig
 from bridge.transport.zmq_sockets import TransportConfig
 from tests.loopback_guard import loopback_only, no_traffic_left_loopback  # noqa: F401  (autouse: loopback only)
 
-ENGINES = Path(__file__).resolve().parents[1] / "engines"
+MODELS = Path(__file__).resolve().parents[1] / "models"  # the bundled models: every test reads them here
 
 
 def start_bridge(**overrides: object) -> tuple[Bridge, threading.Thread]:
     config = replace(
-        ServeConfig(transport=TransportConfig(request_port=0, frames_port=0), models_dir=ENGINES),
+        ServeConfig(transport=TransportConfig(request_port=0, frames_port=0), models_dir=MODELS),
         **overrides,
     )
     bridge = Bridge(config)

@@ -33,7 +33,7 @@ from bridge.serving.stats import BridgeStats
 from bridge.transport.zmq_sockets import Delivery, Subscriptions, TransportConfig
 
 from .bystander import Bystander
-from .conftest import ENGINES, running
+from .conftest import MODELS, running
 
 RNG = np.random.default_rng(16)
 ROWS = RNG.standard_normal((30, 35)).astype(np.float32)
@@ -236,7 +236,7 @@ def test_a_slow_batch_subscriber_loses_only_its_own_frames() -> None:
 def test_a_full_publish_queue_waits_for_motion_and_drops_whole_calls_of_droppable_pipelines(
     droppable: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    engine = load_engine(ENGINES / "dance_lstm.manifest.json")
+    engine = load_engine(MODELS / "dance_lstm.manifest.json")
     pipeline = MotionPipeline(engine)
     got: dict[str, list[int]] = defaultdict(list)
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any, cast
 
 import numpy as np
@@ -21,11 +20,11 @@ from bridge.protocol.motion_frames import encode_motion_frames
 from bridge.protocol.requests import FeaturesInput
 from bridge.rig import flame
 from bridge.rig.rotations import axis_angle_to_quat
+from tests.conftest import MODELS
 from tests.oracles.frames import encode_motion_frame
 from tests.oracles.low_pass import QuatLowPass, VectorLowPass
 from tests.oracles.motion_guard import MotionOutputGuard
 
-ENGINES = Path(__file__).resolve().parents[1] / "engines"
 SIDS = [f"{i:016x}" for i in range(64)]
 
 
@@ -35,7 +34,7 @@ def motion(request: pytest.FixtureRequest) -> Iterator[MotionPipeline]:
     if backend == "torch":
         pytest.importorskip("torch")
     options = {"device_post": True} if post else {}
-    engine = load_engine(ENGINES / "dance_lstm.manifest.json", backend=backend, **options)
+    engine = load_engine(MODELS / "dance_lstm.manifest.json", backend=backend, **options)
     yield MotionPipeline(engine)
     engine.close()
 
@@ -199,7 +198,7 @@ def test_batched_face_equals_each_session_alone(backend: str) -> None:
     """Face rows come back to the session they came from (no face: no row, the others unmoved)."""
     if backend == "torch":
         pytest.importorskip("torch")
-    engine = load_engine(ENGINES / "face_expression_small.manifest.json", backend=backend)
+    engine = load_engine(MODELS / "face_expression_small.manifest.json", backend=backend)
     pipeline = FacePipeline(engine)
     crops = np.random.default_rng(1).integers(0, 256, (4, 224, 224, 3), dtype=np.uint8)
     payloads = [crops[0], None, crops[2], crops[3]]
@@ -217,7 +216,7 @@ def test_batched_face_post_processing_equals_each_session_alone() -> None:
     """finish_batch over a batch (guard, One-Euro filter, rotations, ARKit map as arrays) gives each
     session, bit for bit, what it gives that session alone: smoothing on and off, blendshapes on and
     off, rows without a face, bad rows held by the guard, duplicate timestamps, a hot restart."""
-    engine = load_engine(ENGINES / "face_expression_small.manifest.json", backend="onnxruntime")
+    engine = load_engine(MODELS / "face_expression_small.manifest.json", backend="onnxruntime")
     rng = np.random.default_rng(4)
     n = 6
     options = [{"cropped": True, "smoothing": i % 2 == 0, "blendshapes": i % 3 != 0} for i in range(n)]

@@ -37,7 +37,7 @@ from bridge.serving.server import Bridge
 from bridge.speech.corpus import speak
 from bridge.tracking.face_post import EASE_S, HOLD_S
 
-from .conftest import ENGINES, start_bridge, stop_bridge
+from .conftest import MODELS, start_bridge, stop_bridge
 from .test_face_speech import JAW, VOICE, frames_of, masked_face, phrase
 
 skimage_data = pytest.importorskip("skimage.data")
@@ -107,7 +107,7 @@ def test_camera_moves_face_and_body_and_the_voice_the_mouth(served: Bridge) -> N
 @pytest.fixture(scope="module")
 def voiced(face_models: Path, body_folder: Path) -> Iterator[FaceSpeechPipeline]:
     tracker = FaceTrackingPipeline(load_engine(face_models / f"{SERVED_NAME}.onnx"))
-    speech = SpeechPipeline(load_engine(load_manifest(ENGINES / "speech_visemes.manifest.json")))
+    speech = SpeechPipeline(load_engine(load_manifest(MODELS / "speech_visemes.manifest.json")))
     yield FaceSpeechPipeline(tracker, speech, FaceBodyPipeline(tracker, BodyTracker(body_folder)))
     for engine in (tracker.engine, tracker.detector, tracker.blendshape_engine, speech.engine):
         engine.close()

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import MODELS
+
 pytest.importorskip("tensorrt_rtx")
 
 from bridge.backends.tensorrt.builder.builder import BuildRequest, BuildResult, build_engine
@@ -24,7 +26,6 @@ from bridge.backends.tensorrt.builder.plan_manifest import (
 from bridge.backends.tensorrt.builder.rebuild import checked_plan
 from bridge.runtime.cuda import CudaEnvironment, DeviceInfo
 
-ENGINES = Path(__file__).resolve().parents[1] / "engines"
 RTX = load_flavour("rtx")
 
 
@@ -45,7 +46,7 @@ def gpu_host(cc: tuple[int, int] = (8, 9), *, driver: int = 13000, **kw: object)
 @pytest.fixture
 def built(tmp_path: Path) -> BuildResult:
     for suffix in (".onnx", ".manifest.json"):
-        shutil.copy(ENGINES / f"face_expression_small{suffix}", tmp_path / f"face_expression_small{suffix}")
+        shutil.copy(MODELS / f"face_expression_small{suffix}", tmp_path / f"face_expression_small{suffix}")
     [r] = build_engine(
         BuildRequest(
             tmp_path / "face_expression_small.manifest.json",
@@ -226,7 +227,7 @@ def test_rebuild_of_a_renamed_plan_is_refused(built: BuildResult) -> None:
 def test_rebuild_that_cannot_cure_is_reported(tmp_path: Path) -> None:
     """A plan pinned to 8.6 by its command, on an 8.9 GPU: the rebuild repeats the pin, so it still fails."""
     for suffix in (".onnx", ".manifest.json"):
-        shutil.copy(ENGINES / f"face_expression_small{suffix}", tmp_path / f"face_expression_small{suffix}")
+        shutil.copy(MODELS / f"face_expression_small{suffix}", tmp_path / f"face_expression_small{suffix}")
     [r] = build_engine(
         BuildRequest(
             tmp_path / "face_expression_small.onnx",

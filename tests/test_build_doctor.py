@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import MODELS
+
 pytest.importorskip("tensorrt_rtx")
 
 from bridge.backends.tensorrt.builder.builder import BuildRequest, build_engine
@@ -16,13 +18,11 @@ from bridge.backends.tensorrt.builder.host import HostSnapshot
 from bridge.cli.build import main
 from bridge.runtime.cuda import CudaEnvironment, DeviceInfo
 
-ENGINES = Path(__file__).resolve().parents[1] / "engines"
-
 
 @pytest.fixture
 def engines(tmp_path: Path) -> Path:
     for suffix in (".onnx", ".manifest.json"):
-        shutil.copy(ENGINES / f"dance_lstm{suffix}", tmp_path / f"dance_lstm{suffix}")
+        shutil.copy(MODELS / f"dance_lstm{suffix}", tmp_path / f"dance_lstm{suffix}")
     build_engine(
         BuildRequest(tmp_path / "dance_lstm.onnx", flavour="rtx", tiers=("realtime",), progress=False)
     )
@@ -31,7 +31,7 @@ def engines(tmp_path: Path) -> Path:
 
 
 def test_doctor_without_gpu(engines: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["doctor", "--engines", str(engines)]) == 0
+    assert main(["doctor", "--models", str(engines)]) == 0
     out = capsys.readouterr().out
     assert "tensorrt_rtx" in out
     assert "none: this machine has no usable NVIDIA GPU" in out
@@ -42,7 +42,7 @@ def test_doctor_without_gpu(engines: Path, capsys: pytest.CaptureFixture[str]) -
 
 
 def test_doctor_json(engines: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["doctor", "--engines", str(engines), "--json"]) == 0
+    assert main(["doctor", "--engines", str(engines), "--json"]) == 0  # the hidden name before 0.2
     report = json.loads(capsys.readouterr().out)
     assert report["backends"]["onnxruntime"] == "yes (CPU)"
     assert [p["ok"] for p in report["plans"]] == [False, False]

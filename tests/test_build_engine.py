@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import MODELS
+
 pytest.importorskip("tensorrt_rtx")
 
 from bridge.backends.tensorrt.builder.builder import BuildRequest, build_engine
@@ -17,13 +19,11 @@ from bridge.backends.tensorrt.builder.plan_manifest import PlanManifest, plan_ma
 from bridge.backends.tensorrt.builder.progress import PhaseBars
 from bridge.cli.build import main, register_commands
 
-ENGINES = Path(__file__).resolve().parents[1] / "engines"
-
 
 def copy_model(name: str, dest: Path) -> Path:
-    """Copy a reference model and its manifest, so builds and edits never touch engines/."""
+    """Copy a reference model and its manifest, so builds and edits never touch models/."""
     for suffix in (".onnx", ".manifest.json"):
-        shutil.copy(ENGINES / f"{name}{suffix}", dest / f"{name}{suffix}")
+        shutil.copy(MODELS / f"{name}{suffix}", dest / f"{name}{suffix}")
     return dest / f"{name}.manifest.json"
 
 

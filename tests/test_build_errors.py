@@ -8,6 +8,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
+from tests.conftest import MODELS
+
 pytest.importorskip("tensorrt_rtx")
 
 from bridge.backends.tensorrt.builder.builder import BuildRequest, build_engine
@@ -17,8 +19,7 @@ from bridge.backends.tensorrt.builder.network import OnnxParseError
 from bridge.backends.tensorrt.builder.profiles import parse_profile_flag
 from bridge.cli.build import main
 
-ENGINES = Path(__file__).resolve().parents[1] / "engines"
-FACE = ENGINES / "face_expression_small.onnx"
+FACE = MODELS / "face_expression_small.onnx"
 
 
 def unsupported_op_model(path: Path) -> Path:

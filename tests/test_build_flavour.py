@@ -13,6 +13,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
+from tests.conftest import MODELS
+
 trt = pytest.importorskip("tensorrt_rtx")
 
 from bridge.backends.tensorrt.builder.builder import BuildRequest, _targets, build_engine  # noqa: E402
@@ -25,7 +27,6 @@ from bridge.backends.tensorrt.builder.trtlog import trt_logger  # noqa: E402
 from bridge.cli.build import main  # noqa: E402
 from bridge.runtime.manifest import load_manifest  # noqa: E402
 
-ENGINES = Path(__file__).resolve().parents[1] / "engines"
 STRONG = 1 << int(trt.NetworkDefinitionCreationFlag.STRONGLY_TYPED)
 
 
@@ -94,7 +95,7 @@ def test_profile_flag_errors() -> None:
     ):
         with pytest.raises(ProfileError, match=message):
             parse_profile_flag(bad, 0)
-    manifest = load_manifest(ENGINES / "face_expression_small.manifest.json")
+    manifest = load_manifest(MODELS / "face_expression_small.manifest.json")
     with pytest.raises(ProfileError, match="cannot be combined"):
         select_profiles(manifest, ["image=1x3x224x224"], ["realtime"])
     assert select_profiles(None, [], []) == []

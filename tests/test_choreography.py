@@ -8,6 +8,7 @@ import pytest
 from bridge.audio.music_features import MusicFeatureStream
 from bridge.backends import load_engine
 from bridge.motion.choreographer import Choreographer, choreograph
+from tests.conftest import MODELS
 from training.dance.metrics import beat_align_score, joints_of, kinematic_beats
 from training.songs.synthetic import synthesize_song
 
@@ -54,10 +55,8 @@ def test_style_changes_the_move_set() -> None:
 
 
 def test_served_as_a_backend_behind_the_dance_manifest() -> None:
-    from pathlib import Path
 
-
-    manifest = Path(__file__).resolve().parents[1] / "engines" / "dance_lstm.manifest.json"
+    manifest = MODELS / "dance_lstm.manifest.json"
     rows, _, _ = _rows(12.0, 120.0, seed=7)
     with load_engine(manifest, backend="choreographer", warmup=False) as engine:
         state = engine.initial_state(1)

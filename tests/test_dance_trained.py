@@ -12,11 +12,11 @@ from scipy.ndimage import gaussian_filter1d
 from bridge.audio.music_features import MusicFeatureStream
 from bridge.backends import load_engine
 from bridge.runtime.manifest import ModelManifest, load_manifest
+from tests.conftest import MODELS
 from training.dance.export import WEIGHTS, export_trained, load_trained
 from training.dance.metrics import beat_align_score, foot_skating, joints_of, planted
 from training.songs.synthetic import synthesize_song
 
-ENGINES = Path(__file__).resolve().parents[1] / "engines"
 WARMUP = 240
 
 
@@ -25,7 +25,7 @@ def test_trained_student_beats_random_motion_on_a_held_out_song() -> None:
     rows = MusicFeatureStream(song.sample_rate, 60.0).push(song.pcm)
     beats = np.round(song.beats * 60).astype(int)
     beats = beats[(beats > WARMUP) & (beats < len(rows) - 10)] - WARMUP
-    with load_engine(ENGINES / "dance_lstm.manifest.json", warmup=False) as engine:
+    with load_engine(MODELS / "dance_lstm.manifest.json", warmup=False) as engine:
         assert engine.manifest.trained
         state = engine.initial_state(1)
         prev, poses = np.zeros((1, 75), np.float32), []
@@ -46,8 +46,8 @@ def test_trained_student_beats_random_motion_on_a_held_out_song() -> None:
 
 
 def test_export_reproduces_the_committed_model(tmp_path: Path) -> None:
-    """Re-exported from engines/dance_lstm.pt: same manifest (but the file hash), outputs within 1e-4."""
-    committed = load_manifest(ENGINES / "dance_lstm.manifest.json")
+    """Re-exported from models/dance_lstm.pt: same manifest (but the file hash), outputs within 1e-4."""
+    committed = load_manifest(MODELS / "dance_lstm.manifest.json")
     fresh = export_trained(tmp_path, WEIGHTS)
 
     def described(m: ModelManifest) -> dict[str, object]:

@@ -33,7 +33,7 @@ from bridge.runtime.manifest import load_manifest
 from bridge.serving.server import Bridge
 from bridge.speech.corpus import Voice, speak
 
-from .conftest import ENGINES, start_bridge, stop_bridge
+from .conftest import MODELS, start_bridge, stop_bridge
 
 skimage_data = pytest.importorskip("skimage.data")
 
@@ -96,7 +96,7 @@ def frames_of(
 
 def reference_jaw(pcm: np.ndarray, rate: int, chunk: int) -> np.ndarray:
     """JawOpen of a plain speech session fed the same chunks (one frame each)."""
-    speech = SpeechPipeline(load_engine(load_manifest(ENGINES / "speech_visemes.manifest.json")))
+    speech = SpeechPipeline(load_engine(load_manifest(MODELS / "speech_visemes.manifest.json")))
     state = speech.open_session({})
     jaw = []
     for start in range(0, len(pcm) - chunk + 1, chunk):
@@ -208,7 +208,7 @@ def test_bad_audio_and_options_get_their_codes(client: BridgeClient) -> None:
 @pytest.fixture(scope="module")
 def voiced(models: Path) -> Iterator[FaceSpeechPipeline]:
     tracker = FaceTrackingPipeline(load_engine(models / f"{SERVED_NAME}.onnx"))
-    speech = SpeechPipeline(load_engine(load_manifest(ENGINES / "speech_visemes.manifest.json")))
+    speech = SpeechPipeline(load_engine(load_manifest(MODELS / "speech_visemes.manifest.json")))
     yield FaceSpeechPipeline(tracker, speech)
     for engine in (tracker.engine, tracker.detector, tracker.blendshape_engine, speech.engine):
         engine.close()

@@ -27,7 +27,7 @@ from bridge.protocol import ErrorCode, pack
 from bridge.serving.server import Bridge, ServeConfig
 from bridge.transport.zmq_sockets import TransportConfig
 
-from .conftest import ENGINES, start_bridge, stop_bridge
+from .conftest import MODELS, start_bridge, stop_bridge
 
 ROOT = Path(__file__).resolve().parents[1]
 ROW = np.zeros((1, 35), np.float32)
@@ -298,9 +298,9 @@ def test_burst_of_malformed_messages_is_answered_while_others_are_served(bridge:
 
 
 def corrupt_engines(tmp: Path, *, pin: bool) -> Path:
-    """A copy of the bundled engines with the face model truncated (hash pinned or not)."""
+    """A copy of the bundled models with the face model truncated (hash pinned or not)."""
     engines = tmp / ("pinned" if pin else "unpinned")
-    shutil.copytree(ENGINES, engines)
+    shutil.copytree(MODELS, engines)
     [manifest_path] = engines.glob("face*.manifest.json")
     manifest = json.loads(manifest_path.read_text())
     onnx = engines / manifest["onnx_path"]
@@ -341,9 +341,7 @@ def test_bridge_with_no_loadable_engine_does_not_start(tmp_path: Path) -> None:
         onnx.write_bytes(b"\0" * 100)
     with pytest.raises(ValueError, match="no engine could be loaded"):
         Bridge(
-            replace(
-                ServeConfig(transport=TransportConfig(request_port=0, frames_port=0)), models_dir=engines
-            )
+            replace(ServeConfig(transport=TransportConfig(request_port=0, frames_port=0)), models_dir=engines)
         )
     done = subprocess.run(
         [
@@ -351,7 +349,7 @@ def test_bridge_with_no_loadable_engine_does_not_start(tmp_path: Path) -> None:
             "-m",
             "bridge.cli.main",
             "serve",
-            "--engines",
+            "--models",
             str(engines),
             "--no-face-tracking",  # the face-tracking model would load and the bridge start with it
             "--request-port",

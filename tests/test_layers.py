@@ -18,6 +18,8 @@ import grimp
 import pytest
 import tomllib
 
+from tests.conftest import MODELS
+
 ROOT = Path(__file__).resolve().parents[1]
 TARGET = re.compile(r"^(bridge(?:\.\w+)+):\w+$")
 
@@ -61,7 +63,7 @@ def _string_targets() -> list[tuple[str, str]]:
                 match = TARGET.match(node.value)
                 if match:
                     found.append((module, match.group(1)))
-    for manifest in sorted((ROOT / "engines").glob("*.manifest.json")):
+    for manifest in sorted(MODELS.glob("*.manifest.json")):
         for match in re.finditer(r'"(bridge(?:\.\w+)+):\w+"', manifest.read_text(encoding="utf-8")):
             found.append(("bridge.backends", match.group(1)))  # the torch backend reads them
     return found

@@ -19,10 +19,10 @@ from bridge.runtime.manifest import (
     load_manifest,
     validate_against_onnx,
 )
+from tests.conftest import MODELS
 
-ENGINES = Path(__file__).resolve().parents[1] / "engines"
-FACE = ENGINES / "face_expression_small.manifest.json"
-DANCE = ENGINES / "dance_lstm.manifest.json"
+FACE = MODELS / "face_expression_small.manifest.json"
+DANCE = MODELS / "dance_lstm.manifest.json"
 
 
 def test_round_trip_is_byte_identical() -> None:
@@ -56,7 +56,7 @@ def test_lookups_and_profiles() -> None:
     assert {p.name: p.max_batch for p in face.profiles} == {"realtime": 1, "batched": 8}
     assert {p.name: p.max_batch for p in dance.profiles} == {"realtime": 1, "batched": 64, "offline": 8}
     assert dance.profile("offline").shapes["features"] == ((1, 16, 35), (4, 64, 35), (8, 128, 35))
-    assert [m.name for m in find_manifests(ENGINES)] == [
+    assert [m.name for m in find_manifests(MODELS)] == [
         "dance_lstm",
         "face_expression_small",
         "speech_visemes",

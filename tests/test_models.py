@@ -9,6 +9,8 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
+from tests.conftest import MODELS
+
 torch = pytest.importorskip("torch")
 onnx = pytest.importorskip("onnx")
 
@@ -20,9 +22,6 @@ from bridge.models.motion import build_dance_lstm  # noqa: E402
 from bridge.runtime.manifest import ModelManifest, find_manifests, sha256_file  # noqa: E402
 from training.dance.export import load_trained  # noqa: E402
 from training.export import REFERENCE_EXPORTS, SEED, export_emoca_size  # noqa: E402
-
-ENGINES = Path(__file__).resolve().parents[1] / "engines"
-
 
 # Tolerances of the reproducibility check. Seeded initialisers differ by ~1e-6 between CPUs
 # (nn.init.orthogonal_ is a LAPACK QR); anything near these bounds is a real change, not arithmetic.
@@ -63,9 +62,9 @@ def _outputs(path: Path) -> dict[str, np.ndarray]:
     return dict(zip(names, session.run(names, feeds), strict=True))
 
 
-@pytest.mark.parametrize("committed", find_manifests(ENGINES), ids=lambda m: m.name)
+@pytest.mark.parametrize("committed", find_manifests(MODELS), ids=lambda m: m.name)
 def test_committed_model_is_reproducible(committed: ModelManifest, tmp_path: Path) -> None:
-    """Every model in engines/ is what its manifest says, and an untrained one is what the seeded export
+    """Every model in models/ is what its manifest says, and an untrained one is what the seeded export
     produces on this machine: same graph, weights and outputs within the tolerances above."""
     assert sha256_file(committed.onnx_path) == committed.onnx_sha256, f"{committed.name}: manifest sha256"
     if committed.trained:
@@ -93,7 +92,7 @@ def test_face_onnxruntime_matches_torch() -> None:
     images = rng.random((3, 3, 224, 224), dtype=np.float32)
     with torch.no_grad():
         expected = build_face_small()(torch.from_numpy(images))
-    with load_engine(ENGINES / "face_expression_small.onnx", warmup=False) as engine:
+    with load_engine(MODELS / "face_expression_small.onnx", warmup=False) as engine:
         out, _ = engine.run({"image": images})
     for role, value in zip(
         ["flame.expression", "flame.jaw", "flame.head", "flame.eyelids"], expected, strict=True
@@ -110,11 +109,11 @@ def test_dance_onnxruntime_matches_torch() -> None:
     h = (0.3 * rng.standard_normal((b, 2, 256))).astype(np.float32)
     c = (0.3 * rng.standard_normal((b, 2, 256))).astype(np.float32)
     with torch.no_grad():
-        # engines/ holds the trained student (issue 14); its weights are committed beside it.
+        # models/ holds the trained student (issue 14); its weights are committed beside it.
         pose, h_out, c_out = load_trained()[0](
             *(torch.from_numpy(a) for a in (features, pose_prev, style, h, c))
         )
-    with load_engine(ENGINES / "dance_lstm.onnx", warmup=False) as engine:
+    with load_engine(MODELS / "dance_lstm.onnx", warmup=False) as engine:
         out, state = engine.run(
             {"features": features, "pose.previous": pose_prev, "style": style}, {"h_in": h, "c_in": c}
         )
@@ -151,7 +150,7 @@ def _beat_music(frames: int) -> np.ndarray:
 
 
 def test_untrained_dance_is_bounded_and_follows_the_music(tmp_path: Path) -> None:
-    untrained = REFERENCE_EXPORTS["dance_lstm"](tmp_path, SEED)  # engines/ holds the trained one
+    untrained = REFERENCE_EXPORTS["dance_lstm"](tmp_path, SEED)  # models/ holds the trained one
     with load_engine(untrained, warmup=False) as engine:
 
         def dance(features: np.ndarray) -> np.ndarray:

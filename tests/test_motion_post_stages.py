@@ -23,10 +23,9 @@ from bridge.protocol.errors import ErrorCode
 from bridge.protocol.requests import FeaturesInput
 from bridge.rig.smpl import JOINT_LIMIT_ROWS
 from bridge.runtime.manifest import ManifestError, load_manifest
+from tests.conftest import MODELS
 from training.export import export_dance_lstm
 from training.songs.synthetic import synthesize_song
-
-ENGINES = Path(__file__).resolve().parents[1] / "engines"
 
 
 def _steps(frames: int, phase: float) -> np.ndarray:
@@ -73,7 +72,7 @@ def test_the_stance_foot_stays_put_and_the_lowest_contact_is_on_the_floor() -> N
 
 
 def test_only_a_manifest_that_asks_for_it_plants_feet(tmp_path: Path) -> None:
-    committed = load_manifest(ENGINES / "dance_lstm.manifest.json")
+    committed = load_manifest(MODELS / "dance_lstm.manifest.json")
     assert committed.post_processing == ("foot_plant",)
     reference = export_dance_lstm(tmp_path)  # the seeded untrained reference asks for nothing
     assert reference.post_processing == ()
@@ -108,7 +107,7 @@ def test_a_manifest_names_known_stages_of_its_task(tmp_path: Path) -> None:
 
 def test_device_post_leaves_foot_planting_on_the_host(caplog: pytest.LogCaptureFixture) -> None:
     pytest.importorskip("torch")
-    manifest = ENGINES / "dance_lstm.manifest.json"
+    manifest = MODELS / "dance_lstm.manifest.json"
     with load_engine(manifest, backend="torch", device_post=True) as engine, caplog.at_level(logging.WARNING):
         post = MotionPipeline(engine).post
     assert isinstance(post, MotionPost) and post.foot_plant
@@ -169,7 +168,7 @@ def test_device_post_scales_energy_as_the_host_post() -> None:
 def test_offline_chunks_of_a_model_on_its_previous_pose_equal_realtime() -> None:
     song = synthesize_song(4.0, 128.0, seed=9301)
     rows = MusicFeatureStream(song.sample_rate, 60.0).push(song.pcm)[:150]
-    with load_engine(ENGINES / "dance_lstm.manifest.json", warmup=False) as engine:
+    with load_engine(MODELS / "dance_lstm.manifest.json", warmup=False) as engine:
         assert engine.manifest.steps_on_previous_pose
         pipeline = MotionPipeline(engine)
         poses = []

@@ -23,7 +23,7 @@ from bridge.serving.server import Bridge, ServeConfig
 from bridge.serving.sessions import Session
 from bridge.transport.zmq_sockets import TransportConfig
 
-from .conftest import ENGINES, start_bridge, stop_bridge
+from .conftest import MODELS, start_bridge, stop_bridge
 
 ROWS = np.random.default_rng(16).standard_normal((6, 35)).astype(np.float32)
 SESSIONS = 4
@@ -210,9 +210,7 @@ def test_a_failure_queueing_a_batch_costs_only_its_inputs(
 
 
 def test_a_drain_takes_one_message_per_client_in_turn(monkeypatch: pytest.MonkeyPatch) -> None:
-    server = Bridge(
-        ServeConfig(transport=TransportConfig(request_port=0, frames_port=0), models_dir=ENGINES)
-    )
+    server = Bridge(ServeConfig(transport=TransportConfig(request_port=0, frames_port=0), models_dir=MODELS))
     server.start()  # schedulers only: the test drains the request socket by hand
     try:
         flooder: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.DEALER)

@@ -8,6 +8,7 @@ import pytest
 from bridge.audio.music_features import FEATURE_DIM, MusicFeatureBatch, MusicFeatureStream
 from bridge.backends import load_engine
 from bridge.media.music import synthesize_music
+from tests.conftest import MODELS
 
 FPS = 60.0
 SR = 30720  # FACT's analysis rate at 60 FPS: no resampling, rows compare 1:1 with librosa
@@ -168,12 +169,11 @@ def test_tempo_every_frame_or_every_n_frames_finds_the_same_beat() -> None:
 
 
 def test_the_motion_pipeline_computes_all_sessions_audio_in_one_run() -> None:
-    from pathlib import Path
 
     from bridge.pipelines.motion import MotionPipeline
     from bridge.protocol.requests import AudioInput
 
-    manifest = Path(__file__).resolve().parents[1] / "engines" / "dance_lstm.manifest.json"
+    manifest = MODELS / "dance_lstm.manifest.json"
     engine = load_engine(manifest, backend="onnxruntime")
     try:
         motion = MotionPipeline(engine)

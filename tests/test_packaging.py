@@ -100,7 +100,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
     for name in ("pyproject.toml", "README.md", ".gitignore"):
         shutil.copy2(ROOT / name, src / name)
     ignore = shutil.ignore_patterns("__pycache__", "cache", "*.pyc")
-    for name in ("bridge", "engines"):
+    for name in ("bridge", "models"):
         shutil.copytree(ROOT / name, src / name, ignore=ignore)
     sdist = _build(src, "build_sdist", tmp / "dist")
     with tarfile.open(sdist) as tar:
@@ -138,7 +138,7 @@ def test_wheel_and_sdist_carry_the_models(installed: Installed) -> None:
     with tarfile.open(installed.sdist) as tar:
         sdist = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
     committed = subprocess.run(
-        ["git", "ls-files", "engines/*.onnx", "engines/*.manifest.json"],
+        ["git", "ls-files", "models/*.onnx", "models/*.manifest.json"],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -146,7 +146,7 @@ def test_wheel_and_sdist_carry_the_models(installed: Installed) -> None:
     ).stdout.split()
     assert committed
     for path in committed:
-        assert "bridge/" + path in names, f"wheel lacks {path}"
+        assert "bridge/bundled_models/" + path.removeprefix("models/") in names, f"wheel lacks {path}"
         assert path in sdist, f"sdist lacks {path}"
     assert "bridge/py.typed" in names and not any("/cache/" in n for n in names)
 
@@ -360,5 +360,5 @@ def test_user_files_go_to_the_user_cache(tmp_path: Path, monkeypatch: pytest.Mon
     monkeypatch.setenv("AVATAR_BRIDGE_CACHE", str(tmp_path / "cache"))
     assert user_cache_dir() == tmp_path / "cache"
     assert plan_dir(tmp_path / "mine.onnx", "ab" * 32) == tmp_path.resolve()  # the user's folder: beside
-    installed = PACKAGE / "engines" / "dance_lstm.onnx"  # where a wheel puts the models
+    installed = PACKAGE / "bundled_models" / "dance_lstm.onnx"  # where a wheel puts the models
     assert plan_dir(installed, "ab" * 32) == tmp_path / "cache" / "plans" / ("ab" * 8)

@@ -16,13 +16,12 @@ from onnx import TensorProto, numpy_helper
 from bridge.cli.build import main
 from bridge.cli.quantize import QuantizeRequest, quantize
 from bridge.runtime.manifest import ManifestError, load_manifest, validate_against_onnx
-
-ENGINES = Path(__file__).resolve().parents[1] / "engines"
+from tests.conftest import MODELS
 
 
 def copy_model(name: str, dest: Path) -> Path:
     for suffix in (".onnx", ".manifest.json"):
-        shutil.copy(ENGINES / f"{name}{suffix}", dest / f"{name}{suffix}")
+        shutil.copy(MODELS / f"{name}{suffix}", dest / f"{name}{suffix}")
     return dest / f"{name}.manifest.json"
 
 
@@ -138,7 +137,7 @@ def test_missing_model_and_missing_manifest(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="no such file"):
         quantize(QuantizeRequest(tmp_path / "nope.onnx", "fp16"))
     lone = tmp_path / "lone.onnx"
-    shutil.copy(ENGINES / "face_expression_small.onnx", lone)
+    shutil.copy(MODELS / "face_expression_small.onnx", lone)
     with pytest.raises(ManifestError, match="manifest not found"):
         quantize(QuantizeRequest(lone, "fp16"))
 
@@ -185,7 +184,7 @@ def test_other_inputs(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"expected an \.onnx file"):
         quantize(QuantizeRequest(text, "fp16"))
     with pytest.raises(ValueError, match="mixed precision is fp16 or bf16"):
-        convert_mixed(onnx.load(str(ENGINES / "face_expression_small.onnx")), "int8")
+        convert_mixed(onnx.load(str(MODELS / "face_expression_small.onnx")), "int8")
     src = copy_model("dance_lstm", tmp_path)
     with pytest.raises(ValueError, match="must be >= 1"):
         quantize(QuantizeRequest(src, "int8", holdout_samples=0))

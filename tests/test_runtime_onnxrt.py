@@ -5,27 +5,26 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from bridge.backends import _REGISTRY, available_backends, create_backend, load_engine, register_backend
 from bridge.runtime import BackendUnavailable, Engine, load_manifest
+from tests.conftest import MODELS
 
-ENGINES = Path(__file__).resolve().parents[1] / "engines"
 RNG = np.random.default_rng(7)
 
 
 @pytest.fixture(scope="module")
 def face() -> Iterator[Engine]:
-    with load_engine(ENGINES / "face_expression_small.onnx") as engine:
+    with load_engine(MODELS / "face_expression_small.onnx") as engine:
         yield engine
 
 
 @pytest.fixture(scope="module")
 def dance() -> Iterator[Engine]:
-    with load_engine(ENGINES / "dance_lstm.manifest.json") as engine:
+    with load_engine(MODELS / "dance_lstm.manifest.json") as engine:
         yield engine
 
 
@@ -148,7 +147,7 @@ def test_bad_dance_inputs(dance: Engine) -> None:
 
 
 def test_backend_lifecycle() -> None:
-    manifest = load_manifest(ENGINES / "face_expression_small.manifest.json")
+    manifest = load_manifest(MODELS / "face_expression_small.manifest.json")
     backend = create_backend("onnxruntime", manifest, intra_op_threads=1)
     assert not backend.is_active
     with pytest.raises(RuntimeError, match="before activate"):
@@ -162,7 +161,7 @@ def test_backend_lifecycle() -> None:
 
 
 def test_registry_errors(monkeypatch: pytest.MonkeyPatch) -> None:
-    manifest = load_manifest(ENGINES / "face_expression_small.manifest.json")
+    manifest = load_manifest(MODELS / "face_expression_small.manifest.json")
     with pytest.raises(ValueError, match="unknown backend 'nope'"):
         create_backend("nope", manifest)
     monkeypatch.setitem(_REGISTRY, "missing", "bridge.runtime.does_not_exist.runner:Runner")
@@ -175,6 +174,6 @@ def test_registry_errors(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_timing_cli(capsys: pytest.CaptureFixture[str]) -> None:
     from training.probes.timing import main
 
-    assert main([str(ENGINES / "dance_lstm.onnx"), "--batch", "1", "2", "--seconds", "0.05"]) == 0
+    assert main([str(MODELS / "dance_lstm.onnx"), "--batch", "1", "2", "--seconds", "0.05"]) == 0
     out = capsys.readouterr().out
     assert "dance_lstm" in out and "batch   2: median" in out

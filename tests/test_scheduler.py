@@ -7,7 +7,6 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -24,13 +23,12 @@ from bridge.serving.scheduler import Scheduler
 from bridge.serving.sessions import Session
 from bridge.serving.stats import BridgeStats
 from bridge.transport.zmq_sockets import Delivery
-
-ENGINES = Path(__file__).resolve().parents[1] / "engines"
+from tests.conftest import MODELS
 
 
 @pytest.fixture(scope="module")
 def engine() -> Iterator[Engine]:
-    e = load_engine(ENGINES / "dance_lstm.manifest.json")
+    e = load_engine(MODELS / "dance_lstm.manifest.json")
     yield e
     e.close()
 

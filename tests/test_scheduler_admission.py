@@ -33,12 +33,12 @@ from bridge.serving.scheduler import Scheduler
 from bridge.serving.server import Bridge
 from bridge.serving.sessions import Session
 from bridge.serving.stats import BridgeStats
+from tests.conftest import MODELS
 
 from .bystander import Bystander
 from .conftest import start_bridge, stop_bridge
 from .test_scheduler import Published
 
-ENGINES = Path(__file__).resolve().parents[1] / "engines"
 ROW = np.zeros((1, 35), np.float32)
 LARGEST = np.zeros((1024, 2048, 3), np.uint8)  # the largest legal image: 7 work units
 SMALL = np.zeros((120, 160, 3), np.uint8)  # 1 unit
@@ -46,14 +46,14 @@ SMALL = np.zeros((120, 160, 3), np.uint8)  # 1 unit
 
 @pytest.fixture(scope="module")
 def motion() -> Iterator[Engine]:
-    e = load_engine(ENGINES / "dance_lstm.manifest.json")
+    e = load_engine(MODELS / "dance_lstm.manifest.json")
     yield e
     e.close()
 
 
 @pytest.fixture(scope="module")
 def face() -> Iterator[Engine]:
-    e = load_engine(ENGINES / "face_expression_small.manifest.json")
+    e = load_engine(MODELS / "face_expression_small.manifest.json")
     yield e
     e.close()
 

@@ -121,9 +121,9 @@ def test_choreographer_dances_while_onnxruntime_serves_the_faces(tmp_path: Path)
     from bridge.protocol import FaceFrame, MotionFrame
     from bridge.serving.server import Bridge
 
-    from .conftest import ENGINES, start_bridge, stop_bridge
+    from .conftest import MODELS, start_bridge, stop_bridge
 
-    argv = ["--engines", str(ENGINES), "--backend", "choreographer"]
+    argv = ["--models", str(MODELS), "--backend", "choreographer"]
     for model in ("face_expression_small", "speech_visemes"):
         argv += ["--backend-for", f"{model}=onnxruntime"]
     config = config_from_args(_args(*argv))

@@ -6,7 +6,6 @@ Data: eSpeak NG (Debian `espeak-ng`) speaks held-out sentences with held-out voi
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,16 +23,16 @@ from bridge.serving.server import Bridge
 from bridge.speech.corpus import Voice, calibration_clip, sentences, speak
 from bridge.speech.espeak import viseme_track
 from bridge.speech.visemes import SIL
+from tests.conftest import MODELS
 from training.speech import scoring
 
-ENGINES = Path(__file__).resolve().parents[1] / "engines"
 VOICES = (Voice("en-us", "m6"), Voice("de", "f4"), Voice("fr", "Annie"))
 JAW = ARKIT_INDEX["JawOpen"]
 
 
 @pytest.fixture(scope="module")
 def pipeline() -> SpeechPipeline:
-    return SpeechPipeline(load_engine(load_manifest(ENGINES / "speech_visemes.manifest.json")))
+    return SpeechPipeline(load_engine(load_manifest(MODELS / "speech_visemes.manifest.json")))
 
 
 def run(

@@ -40,7 +40,7 @@ from bridge.backends.tensorrt.runner import TensorRTBackend
 from bridge.backends.tensorrt.tiers import select_tier
 from bridge.runtime.cuda import CudaEnvironment, CudaError, DeviceInfo, query_environment
 from bridge.runtime.manifest import ModelManifest, load_manifest
-from tests.conftest import ENGINES
+from tests.conftest import MODELS
 
 # The dance model's realtime feeds: one session, one frame.
 DANCE_REALTIME_SHAPES = {
@@ -310,7 +310,7 @@ def cudart(monkeypatch: pytest.MonkeyPatch) -> FakeCudart:
 
 def built(tmp_path: Path, model: str) -> tuple[ModelManifest, BuildResult]:
     for suffix in (".onnx", ".manifest.json"):
-        shutil.copy(ENGINES / f"{model}{suffix}", tmp_path / f"{model}{suffix}")
+        shutil.copy(MODELS / f"{model}{suffix}", tmp_path / f"{model}{suffix}")
     manifest = load_manifest(tmp_path / f"{model}.manifest.json")
     [result] = build_engine(BuildRequest(manifest.path, flavour="rtx", progress=False))
     return manifest, result
@@ -456,7 +456,7 @@ def test_infer_before_activate_and_bad_lane_count(tmp_path: Path) -> None:
 
 
 def test_select_tier_prefers_the_tightest() -> None:
-    manifest = load_manifest(ENGINES / "dance_lstm.manifest.json")
+    manifest = load_manifest(MODELS / "dance_lstm.manifest.json")
     shapes = dict(DANCE_REALTIME_SHAPES)
     assert [p.name for p in manifest.profiles][select_tier(manifest.profiles, shapes)] == "realtime"
     shapes |= {

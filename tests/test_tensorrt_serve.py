@@ -38,7 +38,7 @@ from bridge.pipelines.registry import PIPELINES
 from bridge.runtime.cuda import CudaEnvironment, DeviceInfo
 from bridge.runtime.manifest import ModelManifest, load_manifest
 from bridge.serving.server import Bridge
-from tests.conftest import ENGINES
+from tests.conftest import MODELS
 from tests.test_tensorrt_runtime import (
     DANCE_REALTIME_SHAPES,
     FakeCudart,
@@ -75,7 +75,7 @@ def _config(tmp_path: Path, text: str, *argv: str) -> Any:
 
 def _model(tmp_path: Path) -> ModelManifest:
     for suffix in (".onnx", ".manifest.json"):
-        shutil.copy(ENGINES / f"{FACE}{suffix}", tmp_path / f"{FACE}{suffix}")
+        shutil.copy(MODELS / f"{FACE}{suffix}", tmp_path / f"{FACE}{suffix}")
     return load_manifest(tmp_path / f"{FACE}.manifest.json")
 
 
@@ -203,7 +203,7 @@ def test_a_plan_of_fewer_tiers_than_the_onnx_manifest_loads_and_bounds_the_batch
 
 
 def test_padded_tier_respects_each_tensors_batch_axis() -> None:
-    dance = load_manifest(ENGINES / "dance_lstm.manifest.json")
+    dance = load_manifest(MODELS / "dance_lstm.manifest.json")
     profiles = dance.profiles[:1]  # realtime: exactly one row, time 1
     shapes = DANCE_REALTIME_SHAPES
     assert padded_tier(profiles, shapes, 1, {}) == (0, 1)
@@ -286,7 +286,7 @@ def test_serve_loads_the_model_on_tensorrt_or_refuses_it_naming_the_rebuild(
 ) -> None:
     model = _model(tmp_path)
     _per_tier(model, STATIC_TIERS)
-    ports = ("--request-port", "0", "--frames-port", "0", "--engines", str(tmp_path))
+    ports = ("--request-port", "0", "--frames-port", "0", "--models", str(tmp_path))
     argv = (*ports, "--backend-for", f"{FACE}=tensorrt", "--tensorrt-lanes", "2")
     _fake_loads(monkeypatch, cudart, model)
     bridge = Bridge(config_from_args(_args(*argv)))

@@ -13,6 +13,7 @@ from bridge.runtime.engine import Engine
 from bridge.runtime.images import rgb_planes
 from bridge.runtime.state_rows import HostStateSlots, create_state_slots
 from bridge.state.slots import SlotPool
+from tests.conftest import MODELS
 
 pytest.importorskip("torch")
 
@@ -20,9 +21,8 @@ from bridge.backends import load_engine
 from bridge.backends.torch.runner import TorchBackend
 from bridge.backends.torch.state_slots import DeviceStateSlots
 
-ENGINES = Path(__file__).resolve().parents[1] / "engines"
-DANCE = ENGINES / "dance_lstm.manifest.json"
-FACE = ENGINES / "face_expression_small.manifest.json"
+DANCE = MODELS / "dance_lstm.manifest.json"
+FACE = MODELS / "face_expression_small.manifest.json"
 
 
 @pytest.fixture(scope="module")
@@ -218,7 +218,7 @@ def test_an_image_fed_as_bytes_is_the_image_as_planes() -> None:
 
 
 def test_only_an_image_input_takes_bytes() -> None:
-    dance = load_engine(ENGINES / "dance_lstm.manifest.json")
+    dance = load_engine(MODELS / "dance_lstm.manifest.json")
     role = dance.manifest.inputs[0].role
     with pytest.raises(ValueError, match="is not an image"):
         dance.input_buffer(role, (1, 35), np.uint8)

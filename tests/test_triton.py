@@ -27,24 +27,24 @@ from bridge.clients.harness.client import BridgeClient
 from bridge.clients.harness.process import BridgeProcess
 from bridge.clients.harness.run import HarnessReport, run_harness
 from bridge.runtime.manifest import ModelManifest, load_manifest, sha256_file
+from tests.conftest import MODELS
 from training.tools.triton_local import LocalTriton
 
-ENGINES = Path(__file__).resolve().parents[1] / "engines"
-MODELS = ["dance_lstm", "face_expression_small"]
+TRITON_MODELS = ["dance_lstm", "face_expression_small"]
 
 
 def _manifests() -> list[ModelManifest]:
-    return [load_manifest(ENGINES / f"{name}.manifest.json") for name in MODELS]
+    return [load_manifest(MODELS / f"{name}.manifest.json") for name in TRITON_MODELS]
 
 
 def test_config_carries_shapes_tiers_and_state() -> None:
-    dance = model_config(load_manifest(ENGINES / "dance_lstm.manifest.json"))
+    dance = model_config(load_manifest(MODELS / "dance_lstm.manifest.json"))
     assert 'platform: "onnxruntime_onnx"' in dance
     assert "max_batch_size: 64" in dance and "preferred_batch_size: [ 1, 8, 64 ]" in dance
     assert '{ name: "features", data_type: TYPE_FP32, dims: [ -1, 35 ] }' in dance
     assert '{ name: "style", data_type: TYPE_INT64, dims: [ 1 ], reshape: { shape: [ ] } }' in dance
     assert 'name: "h_in"' in dance and 'name: "c_out"' in dance  # state is explicit: in and out
-    face = model_config(load_manifest(ENGINES / "face_expression_small.manifest.json"), "python", gpu=True)
+    face = model_config(load_manifest(MODELS / "face_expression_small.manifest.json"), "python", gpu=True)
     assert 'backend: "python"' in face and "KIND_GPU" in face
     assert "dims: [ 3, 224, 224 ]" in face
 
@@ -83,13 +83,13 @@ def _plan(tmp_path: Path, manifest: ModelManifest, *, flavour: str = "tensorrt",
 def _repo_args(out: Path, *plans: str, cc: str = "9.0") -> argparse.Namespace:
     parser = argparse.ArgumentParser()
     triton_repo.add_arguments(parser)
-    argv = ["--out", str(out), "--engines", str(ENGINES), "--triton-tensorrt", "10.13.3.9"]
+    argv = ["--out", str(out), "--models", str(MODELS), "--triton-tensorrt", "10.13.3.9"]
     argv += ["--triton-gpu", cc, "--triton-cuda", "13.0"]
     return parser.parse_args(argv + [a for p in plans for a in ("--plan", p)])
 
 
 def test_a_tensorrt_plan_is_hosted_with_its_facts_once_it_fits_the_triton_machine(tmp_path: Path) -> None:
-    dance = load_manifest(ENGINES / "dance_lstm.manifest.json")
+    dance = load_manifest(MODELS / "dance_lstm.manifest.json")
     plan = _plan(tmp_path, dance)
     out = tmp_path / "repo"
     assert triton_repo.run(_repo_args(out, f"dance_lstm={plan}")) == 0
@@ -128,7 +128,7 @@ def triton(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalTriton]:
     work = tmp_path_factory.mktemp("triton")
     write_repository(_manifests(), work / "repository", "python")
     try:
-        server = LocalTriton(work / "repository", work, MODELS)
+        server = LocalTriton(work / "repository", work, TRITON_MODELS)
     except FileNotFoundError as exc:
         pytest.skip(str(exc))  # the test command installs it: scripts/install_triton.sh
     server.start()
@@ -198,7 +198,7 @@ def test_serve_on_triton_loses_nothing_and_survives_a_triton_restart(triton: Loc
         client = BridgeClient("127.0.0.1", bridge.request_port, timeout_s=10)
         other_client = BridgeClient("127.0.0.1", other.request_port, timeout_s=10)
         try:
-            assert _until_ready(bridge, 200)["backends"] == {m: "ready" for m in MODELS}
+            assert _until_ready(bridge, 200)["backends"] == {m: "ready" for m in TRITON_MODELS}
             reports: list[HarnessReport] = []
             beside = threading.Thread(
                 target=lambda: reports.append(run_harness(other_client, "motion", seconds=2.0, sessions=2))

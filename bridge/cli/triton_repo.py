@@ -21,11 +21,12 @@ log = logging.getLogger("avatar-bridge")
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--models",
-        "--engines",
-        dest="models",
         type=Path,
         action="append",
         help="folder of models with manifests (repeatable)",
+    )
+    parser.add_argument(  # the name before 0.2
+        "--engines", dest="models", type=Path, action="append", help=argparse.SUPPRESS
     )
     parser.add_argument("--out", type=Path, required=True, help="the repository folder to write")
     parser.add_argument(

@@ -108,7 +108,7 @@ MAX_PENDING_ERRORS = 1024
 @dataclass(frozen=True)
 class ServeConfig:
     transport: TransportConfig = field(default_factory=TransportConfig)
-    models_dir: Path = Path("engines")
+    models_dir: Path = Path("models")
     backend: str = "onnxruntime"
     backend_options: dict[str, Any] = field(default_factory=dict)
     # Per model: its backend where that is not `backend` (serve --backend-for MODEL=BACKEND), and the

@@ -1,7 +1,7 @@
 """Export the trained dance student to ONNX with its manifest: `python -m training.dance.export`.
 
-Reads `engines/dance_lstm.pt` (written by training.dance.train: the state dict and how it was
-made) and writes `engines/dance_lstm.onnx` + manifest through training.export, so the graph, the
+Reads `models/dance_lstm.pt` (written by training.dance.train: the state dict and how it was
+made) and writes `models/dance_lstm.onnx` + manifest through training.export, so the graph, the
 tensor names and the manifest's roles, state and profiles are the untrained reference's; only the
 weights, `trained` and the `training` field differ. tests/test_dance_trained.py re-exports it and
 compares the outputs within a tolerance.
@@ -21,7 +21,7 @@ from training.export import export_dance_lstm
 
 __all__ = ["export_trained", "load_trained"]
 
-WEIGHTS = Path(__file__).resolve().parents[2] / "engines" / "dance_lstm.pt"
+WEIGHTS = Path(__file__).resolve().parents[2] / "models" / "dance_lstm.pt"
 
 
 def load_trained(path: Path = WEIGHTS) -> tuple[DanceLSTM, dict[str, Any]]:

@@ -1,7 +1,7 @@
 """Time Engine.run for a model at given batch sizes: the per-call figure pipelines will see.
 
-    python -m training.probes.timing engines/face_expression_small.onnx --batch 1 8
-    python -m training.probes.timing engines/dance_lstm.onnx --batch 1 8 --time 1
+    python -m training.probes.timing models/face_expression_small.onnx --batch 1 8
+    python -m training.probes.timing models/dance_lstm.onnx --batch 1 8 --time 1
 
 Inputs are random arrays shaped from the manifest (dynamic non-batch dims take --time); the time
 includes the engine's input checks and output slicing. Reports median and p90 in milliseconds.

@@ -223,7 +223,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m training.speech.train", description=__doc__.split("\n")[0]
     )
-    parser.add_argument("--out", type=Path, default=Path("engines"))
+    parser.add_argument("--out", type=Path, default=Path("models"))
     parser.add_argument("--epochs", type=int, default=25)
     args = parser.parse_args(argv)
     rng = np.random.default_rng(SEED)

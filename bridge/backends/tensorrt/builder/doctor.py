@@ -49,10 +49,10 @@ def _backends(host: HostSnapshot) -> dict[str, str]:
     return out
 
 
-def diagnose(engines: Path, *, rebuild_on_mismatch: bool = False, host: HostSnapshot | None = None) -> Report:
+def diagnose(folder: Path, *, rebuild_on_mismatch: bool = False, host: HostSnapshot | None = None) -> Report:
     host = host or snapshot()
     plans = []
-    for plan in sorted(engines.glob("*.plan")):
+    for plan in sorted(folder.glob("*.plan")):
         try:
             checked_plan(plan, host, rebuild_on_mismatch=rebuild_on_mismatch)
             plans.append(PlanStatus(plan, True))

@@ -981,14 +981,14 @@ TEST(Live, AvatarLinkFaceTrackingSubjectFromSentImages) {
                                          "d = face_tracking_dirs(None); sys.stdout.write(str(d[0]) if d else '')",
                                          dirFile);
     std::ifstream in(dirFile);
-    const std::string engines((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string models((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     std::remove(dirFile.c_str());
-    if (rc != 0 || engines.empty()) {
+    if (rc != 0 || models.empty()) {
         GTEST_SKIP() << "no face-tracking model here (docs/face-tracking.md)";
     }
     const std::vector<std::uint8_t> photo = facePhoto(320, 240);
     ASSERT_FALSE(photo.empty()) << "could not render the bundled face photo with the bridge's Python";
-    const auto tracker = BridgeProcess::start(0, 0, {"--engines", engines});
+    const auto tracker = BridgeProcess::start(0, 0, {"--models", models});
 
     AvatarLink::Config config = linkConfig();
     config.requestPort = tracker->requestPort();
@@ -1051,9 +1051,9 @@ TEST(Live, AvatarLinkFaceBodySubjectFromSentImages) {
                                          "d = face_tracking_dirs(None); sys.stdout.write(str(d[0]) if d else '')",
                                          dirFile);
     std::ifstream in(dirFile);
-    const std::string engines((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string models((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     std::remove(dirFile.c_str());
-    if (rc != 0 || engines.empty()) {
+    if (rc != 0 || models.empty()) {
         GTEST_SKIP() << "no face-tracking or body models here: `avatar-bridge models install face` and "
                         "`avatar-bridge models install body` (docs/body-tracking.md)";
     }
@@ -1066,7 +1066,7 @@ TEST(Live, AvatarLinkFaceBodySubjectFromSentImages) {
     if (photoRc != 0 || photo.size() != 512u * 512u * 3u) {
         GTEST_SKIP() << "scikit-image is not installed beside avatar-bridge (scripts/install.sh --dev)";
     }
-    const auto tracker = BridgeProcess::start(0, 0, {"--engines", engines});
+    const auto tracker = BridgeProcess::start(0, 0, {"--models", models});
 
     AvatarLink::Config config = linkConfig();
     config.requestPort = tracker->requestPort();
