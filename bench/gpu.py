@@ -112,7 +112,7 @@ def _widened(manifest: ModelManifest, folder: Path, max_batch: int) -> Path:
     return folder
 
 
-def engines(tmp: Path, model: str, max_batch: int) -> tuple[Path, ModelManifest]:
+def model_folder(tmp: Path, model: str, max_batch: int) -> tuple[Path, ModelManifest]:
     if model == "motion":
         manifest = load_manifest(ROOT / "models" / "dance_lstm.manifest.json")
         return _widened(manifest, tmp / "motion", max_batch), manifest
@@ -487,7 +487,7 @@ def bench_model(
 ) -> list[dict[str, Any]]:
     """`model` (motion, face or tracking) at each of `counts` sessions through one `serve --workers`."""
     per_worker_max = 1 << (-(-max(counts) // workers) - 1).bit_length()
-    folder, manifest = engines(tmp, "face" if model == "face" else "motion", max(per_worker_max, 8))
+    folder, manifest = model_folder(tmp, "face" if model == "face" else "motion", max(per_worker_max, 8))
     name = SERVED_NAME if model == "tracking" else manifest.name
     tracking_baseline: dict[str, float] = {}
     if model == "motion":

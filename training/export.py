@@ -1,6 +1,6 @@
 """Export the reference models to ONNX with their manifests.
 
-    python -m training.export [--out engines] [--emoca]
+    python -m training.export [--out models] [--emoca]
 
 writes face_expression_small.{onnx,manifest.json} and dance_lstm.{onnx,manifest.json}, plus the large
 emoca_size pair with --emoca. Weights are seeded and UNTRAINED. On one machine the output is

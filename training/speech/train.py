@@ -1,6 +1,6 @@
 """Train the viseme classifier on synthesized speech and export it with its manifest.
 
-    python -m training.speech.train [--out engines] [--epochs 25]
+    python -m training.speech.train [--out models] [--epochs 25]
 
 writes speech_visemes.onnx, speech_visemes.manifest.json and speech_visemes.calibration.json (the
 training voices' mean vowel profiles, the target of per-session calibration). Data: our own sentences
