@@ -22,7 +22,7 @@ import numpy.typing as npt
 from bridge.rig.arkit import ARKIT_INDEX, ARKIT_NAMES, NUM_ARKIT
 from bridge.speech.mouth import NUM_VOWELS, MouthFrames
 from bridge.speech.visemes import NUM_VISEMES, SIL
-from bridge.state.slots import SlotLease, SlotPool, grown
+from bridge.state.slots import SlotLease, SlotPool
 
 FADE = 0.34  # per frame: ~3 frames (100 ms at 30 fps) from one source to the other
 _MOUTH = np.array([n.startswith(("Jaw", "Mouth", "Tongue")) for n in ARKIT_NAMES])
@@ -69,10 +69,7 @@ class VoiceMix:
         return self.pool.acquire()
 
     def _prepare(self) -> None:
-        fresh = self.pool.take_fresh()  # before the size: every fresh row is below it
-        size = self.pool.size
-        for name in ("weight", "mouth", "visemes", "vowels", "voice", "voice_at"):
-            setattr(self, name, grown(getattr(self, name), size))
+        fresh = self.pool.grow(self, "weight", "mouth", "visemes", "vowels", "voice", "voice_at")
         self.weight[fresh], self.mouth[fresh], self.vowels[fresh] = 0.0, 0.0, 0.0
         self.visemes[fresh] = _SILENT_VISEMES
         self.voice[fresh], self.voice_at[fresh] = False, -math.inf

@@ -27,7 +27,7 @@ import numpy.typing as npt
 
 from bridge.rig.arkit import NUM_ARKIT
 from bridge.speech.visemes import NUM_VISEMES, SIL, VISEME_SHAPES, VRM_VOWEL_VISEMES, VRM_VOWELS
-from bridge.state.slots import SlotLease, SlotPool, grown
+from bridge.state.slots import SlotLease, SlotPool
 
 RANGE_DB = 30.0
 SILENCE_DB = 35.0
@@ -74,9 +74,7 @@ class MouthRows:
         at `level_db` (n,); `reference_db` (n,) each one's calibrated level (NaN: its running peak);
         smoothed where `smooth`. Their rows advance."""
         with self._lock:
-            fresh = self.pool.take_fresh()  # before the size: every fresh row is below it
-            self.peak_db = grown(self.peak_db, self.pool.size)
-            self.smoothed = grown(self.smoothed, self.pool.size)
+            fresh = self.pool.grow(self, "peak_db", "smoothed")
             self.peak_db[fresh], self.smoothed[fresh] = START_PEAK_DB, 0.0
             # fmax: a NaN level leaves the peak as it was.
             peak = np.fmax(self.peak_db[slots] - PEAK_DECAY_DB_PER_S / fps, level_db.astype(np.float64))

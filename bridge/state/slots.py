@@ -73,6 +73,14 @@ class SlotPool:
             self._fresh.clear()
         return fresh
 
+    def grow(self, store: object, *names: str) -> np.ndarray:
+        """Grow the row arrays `names` of `store` to this pool's rows (`grown`) and return the rows to
+        start afresh (`take_fresh`, taken first: every fresh row is below the size)."""
+        fresh = self.take_fresh()
+        for name in names:
+            setattr(store, name, grown(getattr(store, name), self.size))
+        return fresh
+
     def _release(self, index: int) -> None:
         with self._lock:
             heapq.heappush(self._free, index)

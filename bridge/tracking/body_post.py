@@ -19,7 +19,7 @@ import numpy.typing as npt
 from bridge.filters.one_euro import OneEuroRows
 from bridge.rig import humanoid_solve as hs
 from bridge.rig.rotations import axis_angle_to_quat, quat_to_axis_angle
-from bridge.state.slots import SlotLease, SlotPool, grown
+from bridge.state.slots import SlotLease, SlotPool
 from bridge.tracking.face_post import EASE_S, HOLD_S
 
 F32 = npt.NDArray[np.float32]
@@ -79,11 +79,8 @@ class BodyPost:
 
     def _prepare(self) -> None:
         """Grow to the pool's rows and start new sessions' rows afresh (under the lock)."""
-        fresh = self.pool.take_fresh()  # before the size: every fresh row is below it
-        size = self.pool.size
-        for name in ("last", "body_since", "body_start", "hand_since", "hand_start", "t_last"):
-            setattr(self, name, grown(getattr(self, name), size))
-        self.filter.prepare(size, fresh)
+        fresh = self.pool.grow(self, "last", "body_since", "body_start", "hand_since", "hand_start", "t_last")
+        self.filter.prepare(self.pool.size, fresh)
         self.last[fresh] = self.body_start[fresh] = _REST
         self.hand_start[fresh] = _REST
         self.body_since[fresh] = self.t_last[fresh] = math.nan

@@ -26,7 +26,7 @@ from bridge.filters.one_euro import D_CUTOFF_DEFAULT, OneEuroRows
 from bridge.protocol.frames import encode_face_frame
 from bridge.rig.arkit import ARKIT_NAMES
 from bridge.rig.rotations import axis_angle_to_quat
-from bridge.state.slots import SlotLease, SlotPool, grown
+from bridge.state.slots import SlotLease, SlotPool
 
 F32 = npt.NDArray[np.float32]
 F64 = npt.NDArray[np.float64]
@@ -108,11 +108,8 @@ class FacePost:
 
     def _prepare(self) -> None:
         """Grow to the pool's rows and start new sessions' rows afresh (under the lock)."""
-        fresh = self.pool.take_fresh()  # before the size: every fresh row is below it
-        size = self.pool.size
-        for name in ("last", "lost_from", "lost_since", "offset", "gain"):
-            setattr(self, name, grown(getattr(self, name), size))
-        self.filter.prepare(size, fresh)
+        fresh = self.pool.grow(self, "last", "lost_from", "lost_since", "offset", "gain")
+        self.filter.prepare(self.pool.size, fresh)
         self.last[fresh] = 0.0
         self.lost_from[fresh] = 0.0
         self.lost_since[fresh] = math.nan

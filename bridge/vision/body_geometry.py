@@ -18,7 +18,7 @@ import cv2
 import numpy as np
 import numpy.typing as npt
 
-from bridge.state.slots import SlotLease, SlotPool, grown
+from bridge.state.slots import SlotLease, SlotPool
 from bridge.vision.face_geometry import Roi, decode_ssd, sigmoid, ssd_anchor_centres, weighted_nms
 
 F32 = npt.NDArray[np.float32]
@@ -155,9 +155,7 @@ class AuxRows:
 
     def _prepare(self) -> None:
         """Grow to the pool's rows and start new sessions' rows afresh (under the lock)."""
-        fresh = self.pool.take_fresh()  # before the size: every fresh row is below it
-        for name in ("started", "raw", "value", "speed", "t", "rate"):
-            setattr(self, name, grown(getattr(self, name), self.pool.size))
+        fresh = self.pool.grow(self, "started", "raw", "value", "speed", "t", "rate")
         self.started[fresh], self.t[fresh], self.rate[fresh] = False, 0.0, 30.0
 
     def _step(self, slots: Slots, points: F64, t: F64) -> F64:
