@@ -11,6 +11,8 @@ installed face and body networks, and an independent VMC receiver (tests/oracles
 from __future__ import annotations
 
 import argparse
+import socket
+import struct
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -32,9 +34,10 @@ from bridge.speech.corpus import speak
 
 from .oracles.vmc_receiver import VmcReceiver
 from .test_face_speech import PHRASE, VOICE, masked_face
-from .test_outputs_helpers import wait_for
+from .test_outputs_helpers import udp_listener, wait_for
 from .test_sources import _events
 
+LLF_JAW_OPEN, LLF_HEAD_YAW = 17, 52  # Live Link Face's curve order: ARKit's 52, then head yaw, pitch, roll
 ARMS_AND_HEAD = {"LeftUpperArm", "LeftLowerArm", "RightLowerArm", "LeftHand", "Neck", "Head"}
 
 
@@ -104,15 +107,41 @@ def _voice(path: Path) -> Path:
     return path
 
 
-def test_video_and_voice_drive_one_vmc_stream_with_head_arms_and_mouth(
+def _llf(packet: bytes) -> tuple[str, tuple[float, ...]]:
+    """A Live Link Face v6 packet's device id and curve values, from the published layout (big-endian)."""
+    (length,) = struct.unpack_from(">i", packet, 1)
+    device = packet[5 : 5 + length].decode()
+    offset = 5 + length
+    (length,) = struct.unpack_from(">i", packet, offset)
+    offset += 4 + length + 16  # subject name; frame number, sub-frame, rate numerator and denominator
+    return device, struct.unpack_from(f">{packet[offset]}f", packet, offset + 1)
+
+
+def _drain(sock: socket.socket, into: list[tuple[str, tuple[float, ...]]]) -> None:
+    try:
+        while True:
+            into.append(_llf(sock.recv(2048)))
+    except BlockingIOError:
+        pass
+
+
+def test_video_and_voice_drive_one_stream_with_head_arms_and_mouth(
     installed: None, tmp_path: Path, receiver: VmcReceiver
 ) -> None:
     sources = ["--video", str(_clip(tmp_path / "arms.avi")), "--audio", str(_voice(tmp_path / "voice.wav"))]
     serve = [*sources, "--audio-pipeline", "speech", "--body", "--loop"]
-    bridge = BridgeProcess(*serve, "--osc", f"vmc://127.0.0.1:{receiver.port}").start()
+    llf = udp_listener(0.0)  # non-blocking: read between the frames
+    outputs = [
+        "--osc",
+        f"vmc://127.0.0.1:{receiver.port}",
+        "--livelink-face",
+        f"127.0.0.1:{llf.getsockname()[1]}",
+    ]
+    bridge = BridgeProcess(*serve, *outputs).start()
     client = BridgeClient("127.0.0.1", bridge.request_port, timeout_s=30.0)  # answers once serving
     sessions: set[str] = set()
     voiced: list[FaceFrame] = []
+    packets: list[tuple[str, tuple[float, ...]]] = []
     try:
         client.hello()
         client.subscribe()
@@ -122,13 +151,19 @@ def test_video_and_voice_drive_one_vmc_stream_with_head_arms_and_mouth(
                 if isinstance(r.frame, FaceFrame):
                     sessions.add(r.frame.header.session)
                     voiced.extend([r.frame] if r.frame.voice else [])
+            _drain(llf, packets)
             return len(receiver.frames) >= 60 and len(voiced) >= 5
 
         wait_for(heard, timeout_s=30)
     finally:
         client.close()
         bridge.stop()
+        llf.close()
     assert len(sessions) == 1, sessions  # one session on the bridge's own stream
+    # Live Link Face: one device (a session's), its packets carrying the voice's jaw and the camera's head.
+    assert len({device for device, _ in packets}) == 1
+    assert max(v[LLF_JAW_OPEN] for _, v in packets) > 0.2
+    assert all(abs(v[LLF_HEAD_YAW]) > 0.0 for _, v in packets[5:])
     assert all(f.body.size for f in voiced)  # the voice's frames carry the body
     # Over VMC, every frame that moves the mouth moves the head and the arms too: one avatar, not two
     # streams taking turns.
