@@ -12,7 +12,6 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
@@ -23,14 +22,13 @@ from bridge.models.mediapipe import body_locate
 from bridge.models.mediapipe import locate as loc
 from bridge.models.mediapipe.body_convert import ensure_converted as ensure_body
 from bridge.models.mediapipe.convert import SERVED_NAME, ensure_converted
-from bridge.pipelines.base import Step
 from bridge.pipelines.body_tracking import BodyTracker
 from bridge.pipelines.face_body import FaceBodyPipeline
 from bridge.pipelines.face_tracking import FaceTrackingPipeline
-from bridge.pipelines.face_tracking_speech import FaceSpeechPipeline, VoicedState
+from bridge.pipelines.face_tracking_speech import FaceSpeechPipeline
 from bridge.pipelines.speech import SpeechPipeline
-from bridge.protocol import FaceFrame, decode_frame
-from bridge.protocol.requests import AudioInput, ImageInput, Input
+from bridge.protocol import FaceFrame
+from bridge.protocol.requests import AudioInput, ImageInput
 from bridge.rig import humanoid_solve as hs
 from bridge.runtime.manifest import load_manifest
 from bridge.serving.server import Bridge
@@ -38,7 +36,7 @@ from bridge.speech.corpus import speak
 from bridge.tracking.face_post import EASE_S, HOLD_S
 
 from .conftest import MODELS, start_bridge, stop_bridge
-from .test_face_speech import JAW, VOICE, frames_of, masked_face, phrase
+from .test_face_speech import JAW, VOICE, feed, frames_of, masked_face, phrase
 
 skimage_data = pytest.importorskip("skimage.data")
 ARM = hs.INDEX["LeftUpperArm"]
@@ -111,19 +109,6 @@ def voiced(face_models: Path, body_folder: Path) -> Iterator[FaceSpeechPipeline]
     yield FaceSpeechPipeline(tracker, speech, FaceBodyPipeline(tracker, BodyTracker(body_folder)))
     for engine in (tracker.engine, tracker.detector, tracker.blendshape_engine, speech.engine):
         engine.close()
-
-
-def feed(pipeline: FaceSpeechPipeline, state: VoicedState, items: list[Input]) -> list[FaceFrame]:
-    """Prepare every item, then run the steps one at a time, as the scheduler does."""
-    steps: list[Step[Any]] = [step for item in items for step in pipeline.prepare(state, item)]
-    frames: list[FaceFrame] = []
-    for step in steps:
-        result = pipeline.run_batch([state], [step])
-        for payload in pipeline.finish_batch([state], ["s"], [len(frames)], [step], result)[0]:
-            frame = decode_frame(payload)
-            assert isinstance(frame, FaceFrame)
-            frames.append(frame)
-    return frames
 
 
 def turn_deg(q: np.ndarray) -> float:
