@@ -92,7 +92,7 @@ def receiver() -> Iterator[VmcReceiver]:
 def _clip(path: Path) -> Path:
     """2 s at 15 fps: the masked astronaut for 1/3 s, then her mirror image, and so on."""
     face = masked_face()
-    writer = cv2.VideoWriter(str(path), cv2.VideoWriter.fourcc(*"MJPG"), 15.0, face.shape[1::-1])
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter.fourcc(*"MJPG"), 15.0, (face.shape[1], face.shape[0]))
     for i in range(30):
         frame = face if (i // 5) % 2 == 0 else np.ascontiguousarray(face[:, ::-1])
         writer.write(cv2.cvtColor(frame, cv2.COLOR_RGB2BGR))
