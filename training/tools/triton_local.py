@@ -16,6 +16,8 @@ from pathlib import Path
 import tritonclient.grpc as grpcclient
 from tritonclient.utils import InferenceServerException
 
+from bridge.clients.harness.process import terminate
+
 __all__ = ["LocalTriton", "triton_venv"]
 
 
@@ -89,10 +91,5 @@ class LocalTriton:
 
     def stop(self) -> None:
         if self._proc is not None and self._proc.poll() is None:
-            self._proc.terminate()
-            try:
-                self._proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
+            terminate(self._proc)
         self._proc = None

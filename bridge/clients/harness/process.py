@@ -11,6 +11,7 @@ import tempfile
 import time
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 
 class BridgeProcess:
@@ -75,12 +76,7 @@ class BridgeProcess:
             self._tmp = None
         if self._proc is None:
             return
-        self._proc.terminate()
-        try:
-            self._proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self._proc.kill()
-            self._proc.wait()
+        terminate(self._proc)
 
     def __enter__(self) -> BridgeProcess:
         return self.start()
@@ -89,3 +85,13 @@ class BridgeProcess:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.stop()
+
+
+def terminate(proc: subprocess.Popen[Any], timeout_s: float = 10.0) -> None:
+    """SIGTERM `proc` and wait for it; SIGKILL it if it is still there after `timeout_s`."""
+    proc.terminate()
+    try:
+        proc.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
