@@ -136,8 +136,7 @@ def many_sessions(args: argparse.Namespace) -> int:
         # The ONNX's batch axis is dynamic; the manifest's tiers (1, 8, 32) only bound the warm-up.
         if args.backend != "torch":
             raise SystemExit("--max-batch sets the torch backend's batch tiers")
-        top = args.max_batch
-        options["batch_tiers"] = sorted({1 << i for i in range(top.bit_length()) if 1 << i <= top} | {top})
+        options["max_batch"] = args.max_batch
     engine = load_engine(ensure_converted(bundle) / f"{SERVED_NAME}.onnx", backend=args.backend, **options)
     pipeline = FaceTrackingPipeline(engine)
     n = args.sessions

@@ -501,9 +501,12 @@ def bench_model(
         torch.cuda.empty_cache()
     # Face tracking on a CPU smoke run: ONNX Runtime (see baseline_tracking).
     backend = "onnxruntime" if model == "tracking" and device.type != "cuda" else "torch"
+    tracking_on_torch = model == "tracking" and backend == "torch"
     serve_args = [
         "--models", str(folder), "--backend", backend, "--workers", str(workers),
         *([] if model == "tracking" else ["--no-face-tracking"]),
+        # The tracker's manifest tops out at 32 (a CPU warm-up's size): a worker's share in one call.
+        *(["--torch-max-batch", str(max(per_worker_max, 32))] if tracking_on_torch else []),
         "--metrics-port", "0", "--idle-timeout", "120",
         "--max-sessions", str(2 * max(counts)), "--max-sessions-per-client", str(2 * max(counts)),
         "--max-queue-delay-us", str(QUEUE_DELAY_US),

@@ -89,6 +89,8 @@ def test_torch_table_and_flags_reach_the_backend(tmp_path: Path) -> None:
     )
     config = config_from_args(_args("--config", str(path), "--torch-precision", "float32"))
     assert config.backend_options == {"compile": True, "precision": "float32"}  # the flag wins
+    config = config_from_args(_args("--config", str(path), "--torch-max-batch", "256"))
+    assert config.backend_options == {"compile": True, "precision": "bfloat16", "max_batch": 256}
     config = config_from_args(_args("--torch-device-post", "--backend-for", "dance_lstm=torch"))
     assert config.backend_for("dance_lstm") == ("torch", {"device_post": True})
     assert config.backend_for("face_expression_small") == ("onnxruntime", {})

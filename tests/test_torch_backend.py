@@ -126,6 +126,11 @@ def test_tiers_and_precision() -> None:
     backend = TorchBackend(manifest, device="cpu")
     assert backend.batch_tiers == (1, 2, 4, 8, 16, 32, 64)  # powers of two up to the largest profile
     assert backend.tier_for(5) == 5  # no CUDA graphs on the CPU: exact batches
+    # --torch-max-batch: the batch axis is dynamic, the manifest only sets the default top tier
+    assert TorchBackend(manifest, device="cpu", max_batch=256).batch_tiers[-3:] == (64, 128, 256)
+    assert TorchBackend(manifest, device="cpu", max_batch=24).batch_tiers == (1, 2, 4, 8, 16, 24)
+    with pytest.raises(ValueError, match="max_batch"):
+        TorchBackend(manifest, device="cpu", max_batch=0)
     tiered = TorchBackend(manifest, device="cpu", batch_tiers=(1, 8, 64))
     tiered.cuda_graphs = True  # what a CUDA device turns on: batches pad to the next tier
     assert [tiered.tier_for(n) for n in (1, 2, 8, 9, 64, 65)] == [1, 8, 8, 64, 64, 65]

@@ -98,6 +98,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="torch: motion post-processing on the GPU (docs/scheduling.md section 4)",
     )
     parser.add_argument(
+        "--torch-max-batch",
+        type=int,
+        help="torch: largest batch of one engine call (CUDA graphs at its powers of two; default the "
+        "manifest's largest profile: 32 for face tracking, 64 for dance)",
+    )
+    parser.add_argument(
         "--triton-url", help=f"triton: the server's gRPC address (default {DEFAULT_TRITON_URL})"
     )
     parser.add_argument("--face-model", help="default model of the face pipeline")

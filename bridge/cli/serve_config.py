@@ -58,6 +58,7 @@ class TorchTable(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True)
     compile: bool | None = None  # torch.compile (Inductor) at activation: GPU serving
     precision: Literal["float32", "float16", "bfloat16"] | None = None  # compute precision
     device_post: bool | None = None  # motion post-processing on the GPU
+    max_batch: int | None = None  # top batch tier of every torch engine (powers of two up to it)
 
     def present(self) -> dict[str, Any]:
         return {k: v for k, v in msgspec.structs.asdict(self).items() if v is not None}

@@ -101,6 +101,7 @@ class TorchBackend(Backend):
         precision: Precision | None = None,
         cuda_graphs: bool = True,
         batch_tiers: Sequence[int] | None = None,
+        max_batch: int | None = None,
         module: nn.Module | None = None,
         seed: int = 0,
         device_post: bool = False,
@@ -115,7 +116,15 @@ class TorchBackend(Backend):
         self.device = torch.device("cuda" if use_cuda else "cpu")
         self.precision = _PRECISIONS[precision or ("float16" if use_cuda else "float32")]
         self.cuda_graphs = cuda_graphs and use_cuda
-        self.batch_tiers = tuple(sorted(set(batch_tiers))) if batch_tiers else _default_tiers(manifest)
+        # The ONNX batch axis is dynamic: the manifest's profiles only set the default top tier (small
+        # enough for a CPU warm-up); `max_batch` raises or lowers it on a GPU (bigger calls, fewer of them).
+        if max_batch is not None and max_batch < 1:
+            raise ValueError(f"{manifest.name}: max_batch must be >= 1, got {max_batch}")
+        self.batch_tiers = (
+            tuple(sorted(set(batch_tiers)))
+            if batch_tiers
+            else powers_of_two_up_to(max_batch or max((p.max_batch for p in manifest.profiles), default=1))
+        )
         self._module = module
         self._seed = seed
         self.device_post = device_post
@@ -433,9 +442,8 @@ def _row_shape(feed: np.ndarray | torch.Tensor) -> tuple[int, ...]:
     return tuple(feed.shape[1:])
 
 
-def _default_tiers(manifest: ModelManifest) -> tuple[int, ...]:
-    """Powers of two up to the manifest's largest profile batch (and that batch itself)."""
-    largest = max((p.max_batch for p in manifest.profiles), default=1)
+def powers_of_two_up_to(largest: int) -> tuple[int, ...]:
+    """The batch tiers up to `largest`: its powers of two and `largest` itself."""
     return tuple(sorted({1 << i for i in range(largest.bit_length()) if 1 << i <= largest} | {largest}))
 
 
