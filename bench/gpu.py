@@ -450,6 +450,10 @@ def record(
         "frames_published": published,
         "frames_received": received,
         "frames_lost": max(0, published - received),
+        # Inputs that made no frame in the window (a newer image replaced them, or refused): the FPS short.
+        "frames_short_of_target": max(
+            0, round(fps_target * seconds * sessions - sum(r["frames_received_measured"] for r in reports))
+        ),
         "errors": dict(errors),
         "total_frames_per_s": round(sum(w["frames_per_s"] for w in per_w), 1),
         "per_worker": per_w,

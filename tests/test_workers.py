@@ -182,9 +182,9 @@ def test_inputs_message_over_both_workers_answers_each_item_by_its_index(bridge:
 
 
 def test_batch_groups_through_the_front_end(bridge: BridgeProcess) -> None:
-    """Two clients' sessions in groups ga and gb, spread over both workers: each group's subscriber
-    gets only its rows, a `batch/` subscriber every row once (the subscriptions reach the workers
-    through the front end's forwarder)."""
+    """Two clients' sessions in groups ga and gb: each group on one worker (its rows one call and one
+    message), the two groups on both; each group's subscriber gets only its rows, a `batch/`
+    subscriber every row once (the subscriptions reach the workers through the front end's forwarder)."""
     clients = [BridgeClient(request_port=bridge.request_port) for _ in range(2)]
     subs: list[zmq.Socket[bytes]] = []
     try:
@@ -198,7 +198,9 @@ def test_batch_groups_through_the_front_end(bridge: BridgeProcess) -> None:
             for c, g in zip(clients, ("ga", "gb"), strict=True)
         }
         every = [sid for sids in owned.values() for sid in sids]
-        assert set(session_workers(bridge, every).values()) == {"0", "1"}
+        where = session_workers(bridge, every)
+        homes = [{where[sid] for sid in sids} for sids in owned.values()]
+        assert [len(h) for h in homes] == [1, 1] and set.union(*homes) == {"0", "1"}, where
         time.sleep(0.3)  # the subscriptions reach the workers (already, while session_workers waited)
         got: list[list[tuple[bytes, MotionBatch]]] = [[] for _ in subs]
         for seq, row in enumerate(ROWS[:20]):

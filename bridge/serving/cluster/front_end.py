@@ -6,7 +6,8 @@ sessions.
 
 - **Requests.** The I/O thread reads the ROUTER and routes each message by the few keys it reads
   (`op`, `id`, `session`: a msgspec struct that skips the rest): `open` goes to the least-loaded
-  ready worker, a message naming a known session to that session's worker, anything else (hello,
+  ready worker (one in a named batch group to the group's worker while that one holds less than an
+  even share of `max_sessions`), a message naming a known session to that session's worker, anything else (hello,
   list, an unknown session, a malformed message) to any ready worker, which answers it exactly as a
   single bridge would. Each client has its own DEALER to each worker, with a routing id that stands
   for the client (its connection, or its CURVE key when keys are checked), so a worker's ownership rule
@@ -240,6 +241,9 @@ class FrontEnd:
         # Named batch groups' owners, and each grouped session's group.
         self._groups: GroupOwners[str, _Client] = GroupOwners()
         self._session_group: dict[str, str] = {}
+        # Each named batch group's worker: its sessions open there while that worker has room, so one
+        # worker runs and publishes the group's rows (one call and one message a tick, not one per worker).
+        self._group_home: dict[str, int] = {}
         self._clients: dict[bytes, _Client] = {}  # owner key -> client
         self._link_ids = itertools.count()
         self._linked = 0  # clients holding links
@@ -502,7 +506,8 @@ class FrontEnd:
         return True
 
     def _place_open(self, client: _Client, route: _Route | None) -> int | None:
-        """The least-loaded ready worker for a new session, or None (after an error reply)."""
+        """The worker for a new session (its batch group's, else the least-loaded ready one), or None
+        (after an error reply)."""
         limit = self.config.max_sessions
         if sum(self._load) >= limit:
             self._error(client, ErrorCode.SESSION_LIMIT, f"session limit of {limit} reached", route)
@@ -524,10 +529,26 @@ class FrontEnd:
             )
             self._error(client, ErrorCode.NOT_OWNER, message, route)
             return None
-        worker = self._any_worker()
+        worker = self._home_of(group) if isinstance(group, str) else None
+        worker = self._any_worker() if worker is None else worker
         if worker is None:
             self._error(client, ErrorCode.INTERNAL, "no worker is serving (restarting)", route)
+        elif isinstance(group, str):
+            self._set_home(group, worker)
         return worker
+
+    def _home_of(self, group: str) -> int | None:
+        """The group's worker while it is ready and below an even share of the session limit."""
+        home = self._group_home.get(group)
+        share = -(-self.config.max_sessions // len(self.workers))
+        if home is None or not self.workers[home].ready or self._load[home] >= share:
+            return None
+        return home
+
+    def _set_home(self, group: str, worker: int) -> None:
+        self._group_home[group] = worker
+        if len(self._group_home) > self.config.max_sessions:  # homes of opens that all failed: let go
+            self._group_home = {g: w for g, w in self._group_home.items() if g in self._groups}
 
     def _any_worker(self) -> int | None:
         ready = [w.index for w in self.workers if w.ready]
@@ -616,6 +637,7 @@ class FrontEnd:
             if route.batch_group:
                 self._groups.add(route.batch_group, client)
                 self._session_group[route.session] = route.batch_group
+                self._group_home.setdefault(route.batch_group, worker)  # a group the bridge named
         else:
             self._load[worker] -= 1
 
@@ -638,6 +660,8 @@ class FrontEnd:
             group = self._session_group.pop(session, None)
             if group is not None:
                 self._groups.remove(group)
+                if group not in self._groups:
+                    self._group_home.pop(group, None)
             entry[1].sessions -= 1
             self._load[worker] -= 1
 
