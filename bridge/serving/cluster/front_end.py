@@ -7,12 +7,12 @@ sessions.
 - **Requests.** The I/O thread reads the ROUTER and routes each message by the few keys it reads
   (`op`, `id`, `session`: a msgspec struct that skips the rest): `open` goes to the least-loaded
   ready worker (one in a named batch group to the group's worker while that one holds less than an
-  even share of `max_sessions`), a message naming a known session to that session's worker, anything else (hello,
-  list, an unknown session, a malformed message) to any ready worker, which answers it exactly as a
-  single bridge would. Each client has its own DEALER to each worker, with a routing id that stands
-  for the client (its connection, or its CURVE key when keys are checked), so a worker's ownership rule
-  (NOT_OWNER) and quota see the original client. Replies come back on that DEALER and go to the
-  client's connection.
+  even share of `max_sessions`), a message naming a known session to that session's worker,
+  anything else (hello, list, an unknown session, a malformed message) to any ready worker, which
+  answers it exactly as a single bridge would. Each client has its own DEALER to each worker, with a
+  routing id that stands for the client (its connection, or its CURVE key when keys are checked), so a
+  worker's ownership rule (NOT_OWNER) and quota see the original client. Replies come back on that
+  DEALER and go to the client's connection.
 - **Limits across workers.** The front end counts each client's open sessions and the total, from
   `open` replies and `closed` events, so `max_sessions` (SESSION_LIMIT) and
   `max_sessions_per_client` (CLIENT_SESSION_LIMIT) hold over all workers together. Likewise a named
