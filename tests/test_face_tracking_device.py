@@ -139,6 +139,15 @@ def test_a_frame_without_a_face_is_lost_and_the_rest_of_the_batch_tracks(
     assert all(seconds >= 0 for seconds in result.stages.values())
 
 
+def test_warm_up_runs_every_stage_and_leaves_no_session_row(device_pipeline: FaceTrackingPipeline) -> None:
+    """On CUDA it runs at load (the pipeline's constructor); here it is called as serve's load would."""
+    tracker = device_pipeline.device_path
+    assert tracker is not None
+    rows = device_pipeline.face_post.pool.in_use
+    assert tracker.warm_up()  # the bundled photo's face found: decode, detect, crop, engines, pose all ran
+    assert device_pipeline.face_post.pool.in_use == rows
+
+
 def test_jpeg_frames_decode_in_the_batch_and_a_bad_one_fails_only_its_session(
     device_pipeline: FaceTrackingPipeline,
 ) -> None:

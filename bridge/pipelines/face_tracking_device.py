@@ -39,6 +39,7 @@ import numpy as np
 import torch
 
 from bridge.backends.torch.runner import TorchBackend, run_on_device
+from bridge.media.face_video import FaceVideo
 from bridge.pipelines.base import BatchResult, FailedRow, Step
 from bridge.pipelines.face_tracking import (
     ARKIT_FROM_MP,
@@ -50,13 +51,13 @@ from bridge.pipelines.face_tracking import (
     followed_face,
 )
 from bridge.protocol.errors import ErrorCode
-from bridge.protocol.jpeg import JpegError
+from bridge.protocol.jpeg import JpegError, read_header
 from bridge.protocol.requests import ImageInput, Input, JpegInput
 from bridge.rig.rotations import matrix_to_quat, quat_to_axis_angle
 from bridge.runtime.images import SCALE
 from bridge.vision import face_geometry as geo
 from bridge.vision.face_gpu import crop_batch, fit_head_pose_batch, letterbox_batch, project_batch
-from bridge.vision.jpeg import decode_batch
+from bridge.vision.jpeg import decode_batch, encode
 
 if TYPE_CHECKING:
     from bridge.pipelines.face_tracking import FaceTrackingPipeline
@@ -122,6 +123,35 @@ class DeviceTracker:
         self._canonical = torch.as_tensor(canonical.vertices, dtype=torch.float64, device=self.device)
         self._weights = torch.as_tensor(canonical.weights, dtype=torch.float64, device=self.device)
         self._subset = torch.as_tensor(geo.BLENDSHAPE_SUBSET, device=self.device)
+        if self.device.type == "cuda":
+            t0 = time.perf_counter()
+            try:
+                found = self.warm_up()
+            except Exception:  # the first session's call pays the start-up instead; serving goes on
+                log.exception("face tracking: the device path's warm-up failed")
+            else:
+                log.info(
+                    "face tracking: device path warmed up in %.1f s (face: %s)",
+                    time.perf_counter() - t0,
+                    found,
+                )
+
+    def warm_up(self) -> bool:
+        """One call, before any session, on a 640x480 JPEG of the bundled face photo, so that what a
+        GPU does at each stage's first use (nvJPEG's handles, cuSOLVER for the pose's SVD, kernels
+        loaded lazily) happens at load: on the H100 every worker of a serve had one call of several
+        seconds in its first window (bench/RESULTS.md, 2026-12-07; whether this removes it is not
+        measured yet). True when the face was found (every stage ran). No session's state is
+        touched: the throwaway session's row goes back to the pool."""
+        data = encode(FaceVideo(640, 480).frame(0), 85)
+        item = JpegInput(0, "warm-up", 0, 0, False, read_header(data), memoryview(data))
+        state = self.pipeline.open_session({})
+        try:
+            result = self.run_batch([state], [self.prepare(state, item)])
+        finally:
+            state.slot.release()
+        faces: TrackedFaces = result.rows
+        return bool(faces.where[0] >= 0)
 
     # ------------------------------------------------------------------ pre-process
     def prepare(self, state: TrackingState, item: Input) -> Step[TrackStep]:
