@@ -18,15 +18,13 @@ graphs, no nvJPEG; the figures mean nothing there).
 from __future__ import annotations
 
 import argparse
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from bridge.backends import load_engine
-from bridge.clients.harness.run import write_bench_json
+from bridge.clients.harness.run import device_ms, write_bench_json
 from bridge.media.face_video import FaceVideo
 from bridge.models.mediapipe.convert import PARTS, SERVED_NAME, ensure_converted
 from bridge.models.mediapipe.locate import locate
@@ -39,32 +37,16 @@ NETWORKS = {"mesh": f"{SERVED_NAME}.onnx", "blendshapes": f"{PARTS}/face_blendsh
 NETWORKS["detector"] = f"{PARTS}/face_detector.onnx"
 
 
-def timed(fn: Callable[[], object], device: torch.device, calls: int) -> float:
-    """Mean ms per call after one untimed call."""
-
-    def sync() -> None:
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-
-    fn()
-    sync()
-    start = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    sync()
-    return (time.perf_counter() - start) / calls * 1e3
-
-
 def engine_ms(backend: Any, tensor: str, shape: list[int], device: torch.device, calls: int) -> float:
     """ms per engine call of random inputs of `shape`, already on the device."""
     x = torch.rand(shape, device=device)
-    return timed(lambda: backend.infer_device({tensor: x}), device, calls)
+    return device_ms(lambda: backend.infer_device({tensor: x}), device.type, calls)
 
 
 def decode_ms(items: list[JpegInput], batch: int, device: torch.device, calls: int) -> float:
     """ms per batch decode of `batch` frames (the clip's, round robin)."""
     frames = [items[i % len(items)] for i in range(batch)]
-    return timed(lambda: decode_batch(frames, device), device, calls)
+    return device_ms(lambda: decode_batch(frames, device), device.type, calls)
 
 
 def report(ms_by_batch: dict[int, float]) -> dict[str, dict[str, float]]:

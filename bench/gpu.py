@@ -46,7 +46,7 @@ import tempfile
 import time
 import urllib.request
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -57,7 +57,7 @@ import torch
 from bridge.backends import load_engine
 from bridge.backends.torch.modules import module_for
 from bridge.clients.harness.process import BridgeProcess
-from bridge.clients.harness.run import cpu_model, percentile, write_bench_json
+from bridge.clients.harness.run import cpu_model, device_ms, percentile, write_bench_json
 from bridge.media.face_video import FaceVideo
 from bridge.models.mediapipe.convert import SERVED_NAME, ensure_converted
 from bridge.models.mediapipe.locate import locate
@@ -123,20 +123,6 @@ def model_folder(tmp: Path, model: str, max_batch: int) -> tuple[Path, ModelMani
 
 
 # ------------------------------------------------------------------------------------------ baselines
-def _sync_time(fn: Callable[[], None], repeats: int, device: torch.device) -> float:
-    def sync() -> None:
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-
-    fn()
-    sync()
-    t0 = time.perf_counter()
-    for _ in range(repeats):
-        fn()
-    sync()
-    return (time.perf_counter() - t0) / repeats * 1e3
-
-
 def baseline_motion_ms(calls: int, device: torch.device) -> float:
     """Eager FP32, one call per session per frame, state per session on the device: ms per call."""
     net = build_dance_lstm(0).eval().to(device)
@@ -162,7 +148,7 @@ def baseline_motion_ms(calls: int, device: torch.device) -> float:
                 state[i] = (h, c)
                 prev[i] = pose[:, 0].cpu().numpy()
 
-    return _sync_time(tick, 3, device) / calls
+    return device_ms(tick, device.type, 3) / calls
 
 
 def baseline_face_ms(manifest: ModelManifest, calls: int, device: torch.device) -> float:
@@ -174,7 +160,7 @@ def baseline_face_ms(manifest: ModelManifest, calls: int, device: torch.device) 
             for i in range(calls):
                 net(torch.from_numpy(images[i]).to(device)).cpu()
 
-    return _sync_time(tick, 3, device) / calls
+    return device_ms(tick, device.type, 3) / calls
 
 
 def baseline_tracking(

@@ -32,6 +32,25 @@ def percentile(values: npt.ArrayLike, q: float) -> float:
     return float(np.percentile(array, q)) if array.size else float("nan")
 
 
+def device_ms(fn: Callable[[], object], device_type: str, repeats: int) -> float:
+    """Mean ms per call of `fn` after one untimed call, the GPU's queue drained before and after the
+    timed calls on CUDA (torch imported only then): the benchmarks' timing of work on a device."""
+
+    def sync() -> None:
+        if device_type == "cuda":
+            import torch
+
+            torch.cuda.synchronize()
+
+    fn()
+    sync()
+    start = time.perf_counter()
+    for _ in range(repeats):
+        fn()
+    sync()
+    return (time.perf_counter() - start) / repeats * 1e3
+
+
 def cpu_model() -> str:
     """The processor's model name (Linux's /proc/cpuinfo), else what `platform` knows: runs on
     machines of the same kind can differ in it, and their figures with it."""
