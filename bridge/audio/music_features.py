@@ -54,7 +54,6 @@ spare); the mel bands are a sparse sum, chroma and DCT einsum's own loops.
 from __future__ import annotations
 
 import math
-import threading
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -62,6 +61,7 @@ import numpy as np
 import numpy.typing as npt
 import soxr
 
+from bridge.audio.queued import QueuedRuns
 from bridge.state.slots import SlotLease, SlotPool
 
 __all__ = [
@@ -517,7 +517,7 @@ class _BeatRows:
         return best
 
 
-class MusicFeatureBatch:
+class MusicFeatureBatch(QueuedRuns["tuple[MusicFeatureStream, npt.NDArray[np.float32]]"]):
     """The feature state of many streams at one fps, as arrays with a row per stream (module doc).
 
     Streams join with `open(sample_rate)`; `run()` computes every row fed since the last run.
@@ -533,9 +533,8 @@ class MusicFeatureBatch:
         self.tempo_every = int(tempo_every)
         self.analysis_rate = round(self.fps * HOP)
         self._tables = _analysis_tables(self.analysis_rate)
-        self._lock = threading.Lock()
+        super().__init__()
         self._pool = SlotPool()
-        self._pending: list[tuple[MusicFeatureStream, npt.NDArray[np.float32]]] = []
         # Peak picking as librosa.onset.onset_detect (pre_max 30 ms, post_max 1 frame, pre_avg
         # 100 ms, wait 30 ms, delta 0.07 of the normalised envelope).
         self._pre_avg = max(1, int(0.10 * self.fps))
@@ -557,22 +556,6 @@ class MusicFeatureBatch:
     def open(self, sample_rate: int) -> MusicFeatureStream:
         """A new stream of this batch, for audio at `sample_rate`."""
         return MusicFeatureStream(sample_rate, self.fps, tempo_every=self.tempo_every, batch=self)
-
-    def run(self) -> None:
-        """Fill every row fed since the last run (all streams, in waves)."""
-        with self._lock:
-            pending, self._pending = self._pending, []
-            if not pending:
-                return
-            try:
-                self._run(pending)
-            except BaseException:
-                # Rows that could not be computed read as NaN (the motion guard's bad output), and
-                # every stream skips to its fed audio, so the next rows stay in step with it.
-                for stream, rows in pending:
-                    rows.fill(np.nan)
-                    stream._skip_to_fed()
-                raise
 
     def _acquire(self) -> SlotLease:
         return self._pool.acquire()

@@ -19,13 +19,13 @@ the last one together: a pipeline's sessions' sub-frames go through one FFT and 
 from __future__ import annotations
 
 import math
-import threading
 from functools import lru_cache
 
 import numpy as np
 import numpy.typing as npt
 
 from bridge.audio.music_features import dct_matrix, mel_filterbank
+from bridge.audio.queued import QueuedRuns
 from bridge.state.slots import SlotPool, grown
 
 __all__ = ["ANALYSIS_RATE", "CONTEXT", "FEATURE_DIM", "N_MFCC", "SpeechFeatureBatch", "SpeechFeatureStream"]
@@ -120,7 +120,7 @@ def sub_hops_per_frame(fps: float) -> int:
     return int(hop) // SUB_HOP
 
 
-class SpeechFeatureBatch:
+class SpeechFeatureBatch(QueuedRuns["tuple[SpeechFeatureStream, _F32, _F32]"]):
     """The feature state of many streams at one fps, a row per stream at its slot (bridge.state): the
     MFCCs (before the offset) and levels of its last CONTEXT sub-frames.
 
@@ -134,32 +134,14 @@ class SpeechFeatureBatch:
         self.per_frame = sub_hops_per_frame(fps)
         self._window, self._mel, self._dct = _tables()
         self._silence = self._dct @ np.full(N_MELS, 10.0 * np.log10(AMIN))  # a fresh row's sub-frames
-        self._lock = threading.Lock()
+        super().__init__()
         self._pool = SlotPool()
-        self._pending: list[tuple[SpeechFeatureStream, _F32, _F32]] = []
         self._mfcc = np.zeros((0, CONTEXT, N_MFCC))
         self._level = np.zeros((0, CONTEXT))
 
     def open(self, sample_rate: int) -> SpeechFeatureStream:
         """A new stream of this batch, for audio at `sample_rate`."""
         return SpeechFeatureStream(sample_rate, self.fps, batch=self)
-
-    def run(self) -> None:
-        """Fill every frame fed since the last run (all streams at once)."""
-        with self._lock:
-            pending, self._pending = self._pending, []
-            if not pending:
-                return
-            try:
-                self._run(pending)
-            except BaseException:
-                # Frames that could not be computed read as NaN, and every stream skips to its fed
-                # audio, so the next frames stay in step with it.
-                for stream, features, levels in pending:
-                    features.fill(np.nan)
-                    levels.fill(np.nan)
-                    stream._skip_to_fed()
-                raise
 
     def _run(self, pending: list[tuple[SpeechFeatureStream, _F32, _F32]]) -> None:
         fresh = self._pool.take_fresh()  # before the size: every fresh row is below it
