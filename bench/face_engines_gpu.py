@@ -1,7 +1,8 @@
 """The face tracker's GPU work per batch size: what one tick of N face-tracking sessions costs on the device.
 
 Per batch size, ms per call (and µs per row) on the torch backend (float16, CUDA graphs per tier): FaceMesh
-V2 (eager, and with `--compile` through torch.compile), the blendshape network, BlazeFace, and
+V2 (as the backend runs it, with graph_fusion's rewrites; as converted, the baseline; and with
+`--compile` through torch.compile), the blendshape network, BlazeFace, and
 torchvision's nvJPEG batch decode of the demo clip's 640x480 frames at quality 85. With `--profile`, the
 mesh's own GPU time by op at the largest batch (torch.profiler), to say where a pass goes. Engine calls
 only: no crops, geometry, filters or serving (bench/gpu.py's tracking scenario measures those through
@@ -24,6 +25,7 @@ from typing import Any
 import torch
 
 from bridge.backends import load_engine
+from bridge.backends.torch.onnx_module import OnnxModule
 from bridge.clients.harness.run import device_ms, write_bench_json
 from bridge.media.face_video import FaceVideo
 from bridge.models.mediapipe.convert import PARTS, SERVED_NAME, ensure_converted
@@ -70,16 +72,17 @@ def main() -> int:
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     folder = ensure_converted(locate())
     results: dict[str, Any] = {}
-    variants = [(name, False) for name in NETWORKS] + ([("mesh", True)] if args.compile else [])
-    for name, compiled in variants:
-        label = f"{name}{' (torch.compile)' if compiled else ''}"
+    # (label, network, backend options): the mesh as the torch backend runs it (graph_fusion's
+    # rewrites), then as converted (the baseline the rewrites are measured against), then compiled.
+    variants: list[tuple[str, str, dict[str, Any]]] = [(name, name, {}) for name in NETWORKS]
+    unfused = OnnxModule(folder / NETWORKS["mesh"], fuse=False)
+    variants.insert(1, ("mesh (graph as converted)", "mesh", {"module": unfused}))
+    if args.compile:
+        variants.append(("mesh (torch.compile)", "mesh", {"compile": True}))
+    for label, name, options in variants:
         print(f"  {label}", flush=True)
         engine = load_engine(
-            folder / NETWORKS[name],
-            backend="torch",
-            device=device.type,
-            batch_tiers=batches,
-            compile=compiled,
+            folder / NETWORKS[name], backend="torch", device=device.type, batch_tiers=batches, **options
         )
         backend: Any = engine.backend  # bridge.backends.torch.runner.TorchBackend
         spec = engine.manifest.inputs[0]
@@ -88,8 +91,9 @@ def main() -> int:
         results[label] = report(
             {b: engine_ms(backend, spec.tensor, [b, *row_shape], device, args.calls) for b in batches}
         )
-        if name == "mesh" and not compiled and args.profile:
+        if label == "mesh" and args.profile:
             results["mesh_profile"] = profile(backend, row_shape, batches[-1], device)
+        engine.close()
     video = FaceVideo(640, 480, fps=30.0)
     blobs = [encode(video.frame(i), 85) for i in range(64)]
     items = [JpegInput(0, "s", i, 0, False, read_header(b), memoryview(b)) for i, b in enumerate(blobs)]

@@ -108,6 +108,7 @@ _OPS: dict[str, Callable[..., Value]] = {
     "Max": lambda m, a, b: torch.maximum(a, b),
     "MatMul": lambda m, a, b: a @ b,
     "Relu": lambda m, x: F.relu(x),
+    "PRelu": lambda m, x, slope: F.prelu(x, slope.reshape(-1)),  # per-channel slope (C, 1, 1)
     "Sigmoid": lambda m, x: torch.sigmoid(x),
     "Neg": lambda m, x: -x,
     "Sqrt": lambda m, x: torch.sqrt(x),
@@ -127,15 +128,19 @@ _OPS: dict[str, Callable[..., Value]] = {
 
 
 class OnnxModule(nn.Module):
-    """`OnnxModule(path)`: forward(*inputs) in the graph's input order returns its outputs in order."""
+    """`OnnxModule(path)`: forward(*inputs) in the graph's input order returns its outputs in order.
+    With `fuse` (the default) the graph is first rewritten to do fewer passes (graph_fusion)."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, fuse: bool = True) -> None:
         super().__init__()
         import onnx
         from onnx import numpy_helper
 
-        model = onnx.load(str(path))
-        graph = model.graph
+        from bridge.backends.torch.graph_fusion import fuse as fused
+
+        graph = onnx.load(str(path)).graph
+        if fuse:
+            graph = fused(graph)
         self._ints: dict[str, list[int]] = {}
         self._buffers_by_name: dict[str, str] = {}
         for k, init in enumerate(graph.initializer):
