@@ -663,6 +663,7 @@ def plot(records: list[dict[str, Any]], path: Path, title: str) -> None:
     models = list(dict.fromkeys(r["model"] for r in records))
     fig, axes = plt.subplots(1, 1 + len(models), figsize=(6 + 4 * len(models), 4.5), squeeze=False)
     lat = axes[0][0]
+    plotted = False
     for model, workers in dict.fromkeys((r["model"], r["workers"]) for r in records):
         # A scenario with no complete tick has no latency (nan); the throughput plot still shows it.
         rs = [
@@ -671,11 +672,13 @@ def plot(records: list[dict[str, Any]], path: Path, title: str) -> None:
             if r["model"] == model and r["workers"] == workers and r["p99_ms"] == r["p99_ms"]
         ]
         x = [r["sessions"] for r in rs]
+        plotted = plotted or bool(rs)
         lat.plot(x, [r["p99_ms"] for r in rs], "o-", label=f"{model}, {workers} workers, p99")
         lat.plot(x, [r["p50_ms"] for r in rs], "s--", alpha=0.6, label=f"{model}, {workers} workers, p50")
     lat.axhline(FRAME_MS, color="grey", lw=0.8, ls=":", label="one frame at 60 FPS (16.7 ms)")
-    lat.set_xscale("log", base=2)
-    lat.set_yscale("log")
+    if plotted:  # log axes with no latency at all (no scenario completed a tick) cannot be drawn
+        lat.set_xscale("log", base=2)
+        lat.set_yscale("log")
     lat.set_xlabel("concurrent sessions (60 FPS each)")
     lat.set_ylabel("tick latency, ms (first input sent -> last frame received)")
     lat.grid(True, which="both", alpha=0.3)
