@@ -201,3 +201,41 @@ def test_queue_bound_counts_rows_not_yet_prepared(engine: Engine) -> None:
         True,
         False,
     ]
+
+
+class FixedCostPipeline(MotionPipeline):
+    """Each call costs ~10 ms whatever its rows (the face tracker on a GPU is mostly this), and counts
+    its rows."""
+
+    def __init__(self, engine: Engine) -> None:
+        super().__init__(engine)
+        self.rows: list[int] = []
+
+    def run_batch(self, states: Sequence[MotionState], steps: Sequence[Step[np.ndarray]]) -> BatchResult:
+        self.rows.append(len(steps))
+        time.sleep(0.010 + 0.00005 * len(steps))
+        return super().run_batch(states, steps)
+
+
+def test_a_calls_fixed_cost_does_not_cut_rounds_into_smaller_calls(engine: Engine) -> None:
+    """24 sessions of three clients, one input each per 60 Hz frame: the round budget (a third of a
+    frame) counts what a row adds, so the calls stay full. Counted in the mean cost per row (10 ms /
+    24 rows at first), the budget cut rounds to a few rows, which raised the mean: calls of one to
+    three rows, the queue growing (the face tracker on the H100, 2026-12-07)."""
+    pipeline, out = FixedCostPipeline(engine), Published()
+    sessions = [
+        Session(f"{i:016x}", pipeline, pipeline.open_session({}), (), owner=b"id:%d" % (i % 3))
+        for i in range(24)
+    ]
+    row = np.zeros((1, 35), np.float32)
+    scheduler = make_scheduler(pipeline, out, max_batch=32)
+    try:
+        for t in range(40):
+            scheduler.submit_many([(s, FeaturesInput(0, s.id, t, t, False, row)) for s in sessions])
+            time.sleep(1 / 60)
+        out.wait({s.id: 40 for s in sessions})
+    finally:
+        scheduler.stop()
+    assert not out.errors
+    late = pipeline.rows[len(pipeline.rows) // 2 :]
+    assert sum(late) / len(late) >= 12, pipeline.rows

@@ -22,9 +22,10 @@ has one, so N sessions cost one call per tick instead of N (docs/scheduling.md).
 - Fair share by cost (issue 40): a pipeline may queue a long input as small pieces (`slices`: motion's
   realtime audio, 4 frames each); each round prepares one piece for every session with no step (within
   PREPARE_BUDGET_S while several clients wait) and more only within it, the clients that used the
-  least pre-processing lately first; past
-  ROUND_BUDGET_PERIODS of learnt row cost, a round gives each client an equal share of its rows. So a
-  client with many sessions slows its own, not a client with one.
+  least pre-processing lately first; past ROUND_BUDGET_PERIODS of the learnt cost a row adds to a
+  call (bridge.serving.call_cost: the slope, not the mean, so a call's fixed part cuts no round), a
+  round gives each client an equal share of its rows. So a client with many sessions slows its own,
+  not a client with one.
 - Load and admission: `projected_load` is this thread's CPU time per second in rounds (LOAD_WINDOW_S),
   plus the measured cost of sessions still to come; the bridge refuses new sessions past `max_load`.
 - Tiers: a batch holds at most the engine's largest batch tier; a backend with fixed shapes (CUDA
@@ -84,6 +85,7 @@ from bridge.protocol.batch_frames import batch_topic
 from bridge.protocol.errors import ErrorCode
 from bridge.protocol.jpeg import JpegError
 from bridge.protocol.requests import ImageInput, Input, JpegInput
+from bridge.serving.call_cost import RowCost
 from bridge.serving.publisher import (
     INLINE_FRAMES,
     Call,
@@ -118,7 +120,8 @@ FAIR_WORK_MIN = 64  # the default fair share pool, in work units, when the large
 # a burst of heavy inputs (64 sessions' 1 s chunks at 192 kHz, ~0.5 s) is spread over rounds, and the
 # cheapest clients' inputs go first, so a light client's frame never waits behind a heavy client's.
 PREPARE_BUDGET_S = 0.002
-# Realtime rows one round may run, as a fraction of the model's frame period at the learnt cost per row:
+# Realtime rows one round may run, as a fraction of the model's frame period at the learnt cost one more
+# row adds to a call (bridge.serving.call_cost):
 # past it each client gets an equal share of the rows (one at least; a client with fewer takes all of
 # its own), and the rest run next round. A client with many sessions thus slows its own sessions, not
 # a client with one.
@@ -187,7 +190,7 @@ class Scheduler:
         self._window_start = time.perf_counter()
         self._busy_s = 0.0
         self._served: set[str] = set()
-        self._row_s = 0.0  # learnt cost of one realtime row in a call (engine, post, publish)
+        self._row_cost = RowCost()  # what one more realtime row adds to a call (engine, post, publish)
         # Pre-processing seconds per client, halved every window: the cheapest clients prepare first.
         self._prepared_s: dict[bytes, float] = {}
         self._wake = threading.Condition()
@@ -391,8 +394,7 @@ class Scheduler:
                 t0 = time.perf_counter()
                 batch = group[start : start + self.max_batch]
                 self._run(batch)
-                per_row = (time.perf_counter() - t0) / len(batch)
-                self._row_s = per_row if not self._row_s else 0.8 * self._row_s + 0.2 * per_row
+                self._row_cost.observe(len(batch), time.perf_counter() - t0)
         self._bulk_waiting = False
         if bulk:
             self._run_bulk(next(iter(bulk.values()))[: self.max_batch])  # one bulk call per round
@@ -552,9 +554,10 @@ class Scheduler:
     def _fair_rows(self, group: list[Session]) -> list[Session]:
         """The sessions of `group` this round runs: all that fit the round's budget, else an equal
         share per client (water-filled: clients with fewer ready sessions than the share take all)."""
-        if not self._row_s:
+        row_s = self._row_cost.per_row()
+        if not row_s:
             return group
-        fit = max(1, int(ROUND_BUDGET_PERIODS / self.pipeline.fps / self._row_s))
+        fit = max(1, int(ROUND_BUDGET_PERIODS / self.pipeline.fps / row_s))
         if len(group) <= fit:
             return group
         by_client: dict[bytes, list[Session]] = {}
