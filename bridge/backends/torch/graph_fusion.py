@@ -37,7 +37,6 @@ class _Index:
     """Producers, consumers and constants of a graph, for matching a node's neighbourhood."""
 
     def __init__(self, graph: onnx.GraphProto) -> None:
-        self.graph = graph
         self.producer = {o: n for n in graph.node for o in n.output}
         self.consumers: dict[str, list[onnx.NodeProto]] = defaultdict(list)
         for n in graph.node:
