@@ -122,7 +122,8 @@ def profile(backend: Any, row_shape: list[int], batch: int, device: torch.device
     if device.type == "cuda":
         x = x.to(memory_format=torch.channels_last)
     passes = 5
-    activities = [ProfilerActivity.CUDA] if device.type == "cuda" else [ProfilerActivity.CPU]
+    # CPU activity too on CUDA: the kernels' GPU time is attributed to the aten ops that launch them.
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
     with torch.no_grad():
         net(x)
         with torch_profile(activities=activities) as prof:
