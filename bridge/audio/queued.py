@@ -4,6 +4,7 @@ the batch's lock, and `run()` computes every queued frame of every stream at onc
 from __future__ import annotations
 
 import threading
+from abc import ABC, abstractmethod
 from typing import Any, Generic, TypeVar
 
 import numpy as np
@@ -12,7 +13,7 @@ import numpy as np
 Item = TypeVar("Item", bound="tuple[Any, ...]")
 
 
-class QueuedRuns(Generic[Item]):
+class QueuedRuns(ABC, Generic[Item]):
     """The queue and the run; a subclass's `_run(pending)` computes the frames. Feeding holds `_lock`
     too, so a run never sees a half-fed chunk."""
 
@@ -37,5 +38,6 @@ class QueuedRuns(Generic[Item]):
                     stream._skip_to_fed()
                 raise
 
+    @abstractmethod
     def _run(self, pending: list[Item]) -> None:
-        raise NotImplementedError
+        """Compute the frames of `pending` into their output arrays (the lock is held)."""

@@ -57,14 +57,22 @@ class _Index:
         return {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
 
 
-def _channel_scale(index: _Index, node: onnx.NodeProto | None) -> np.ndarray | None:
-    """The per-channel scale of a bias-free 1x1 depthwise Conv (its weight, shape (C,)), else None."""
-    if node is None or node.op_type != "Conv" or len(node.input) != 2:
+def _depthwise_weight(index: _Index, node: onnx.NodeProto | None) -> np.ndarray | None:
+    """The constant weight (C, 1, kh, kw) of a depthwise Conv (one filter per channel), else None."""
+    if node is None or node.op_type != "Conv":
         return None
     w = index.array(node.input[1])
-    a = index.attrs(node)
-    if w is None or w.shape[1:] != (1, 1, 1) or a.get("group") != w.shape[0]:
+    if w is None or w.shape[1] != 1 or index.attrs(node).get("group") != w.shape[0]:
         return None
+    return w
+
+
+def _channel_scale(index: _Index, node: onnx.NodeProto | None) -> np.ndarray | None:
+    """The per-channel scale of a bias-free 1x1 depthwise Conv (its weight, shape (C,)), else None."""
+    w = _depthwise_weight(index, node)
+    if node is None or w is None or len(node.input) != 2 or w.shape[2:] != (1, 1):
+        return None
+    a = index.attrs(node)
     if any(a.get("pads", [0])) or list(a.get("strides", [1, 1])) != [1, 1]:
         return None
     return w.reshape(-1).astype(np.float32)
@@ -104,10 +112,10 @@ def _fuse_prelu(graph: onnx.GraphProto) -> None:
 def _fold_depthwise_bias(graph: onnx.GraphProto) -> None:
     index = _Index(graph)
     for dw in graph.node:
-        if dw.op_type != "Conv" or len(dw.input) != 3:
+        if len(dw.input) != 3 or _depthwise_weight(index, dw) is None:
             continue
-        w, bias = index.array(dw.input[1]), index.array(dw.input[2])
-        if w is None or bias is None or w.shape[1] != 1 or index.attrs(dw).get("group") != w.shape[0]:
+        bias = index.array(dw.input[2])
+        if bias is None:
             continue
         readers = index.consumers[dw.output[0]]
         if len(readers) != 1 or dw.output[0] in index.outputs:
